@@ -1,0 +1,92 @@
+// One Kysely instance per process: node-postgres when DATABASE_URL is set, else embedded PGlite.
+import { PGlite } from '@electric-sql/pglite'
+import { Kysely, PGliteDialect, PostgresDialect, sql } from 'kysely'
+import pg from 'pg'
+import type { Database } from './schema.js'
+
+export type { Database } from './schema.js'
+export type DB = Kysely<Database>
+
+export interface DatabaseHandle {
+  db: DB
+  kind: 'postgres' | 'pglite'
+  /** Resolves when the database answers `select 1` within `timeoutMs`, else rejects. */
+  ping(timeoutMs?: number): Promise<void>
+  close(): Promise<void>
+  /** Connections in use / idle / waiting (postgres only). */
+  poolStats(): { total: number; idle: number; waiting: number }
+}
+
+export interface DatabaseOptions {
+  url?: string
+  pgliteDir: string
+  poolSize: number
+  onPoolError?: (err: Error) => void
+}
+
+const INT8 = 20
+const DATE = 1082
+
+// Dates stay 'YYYY-MM-DD' strings (no time-zone shift); counts and sums arrive as numbers.
+const pgTypes = {
+  getTypeParser(oid: number, format?: 'text' | 'binary') {
+    if (oid === DATE) return (value: string) => value
+    if (oid === INT8) return (value: string) => Number(value)
+    return pg.types.getTypeParser(oid, format as 'text')
+  },
+}
+
+export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHandle> {
+  if (options.url) {
+    const pool = new pg.Pool({
+      connectionString: options.url,
+      max: options.poolSize,
+      connectionTimeoutMillis: 1500,
+      idleTimeoutMillis: 30_000,
+      statement_timeout: 15_000,
+      types: pgTypes,
+    })
+    // An idle client losing its server must not crash the process; the next query fails and maps to 503.
+    pool.on('error', (err) => options.onPoolError?.(err))
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
+    return {
+      db,
+      kind: 'postgres',
+      ping: (timeoutMs = 1000) => withTimeout(sql`select 1`.execute(db), timeoutMs),
+      close: () => db.destroy(),
+      poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
+    }
+  }
+  const dataDir = options.pgliteDir === 'memory://' ? undefined : options.pgliteDir
+  const pglite = await PGlite.create(dataDir, {
+    parsers: { [DATE]: (value: string) => value, [INT8]: (value: string) => Number(value) },
+  })
+  const db = new Kysely<Database>({ dialect: new PGliteDialect({ pglite }) })
+  return {
+    db,
+    kind: 'pglite',
+    ping: (timeoutMs = 1000) => withTimeout(sql`select 1`.execute(db), timeoutMs),
+    close: async () => {
+      await db.destroy()
+      if (!pglite.closed) await pglite.close()
+    },
+    poolStats: () => ({ total: 1, idle: 1, waiting: 0 }),
+  }
+}
+
+async function withTimeout(promise: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined
+  try {
+    await Promise.race([
+      promise,
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`database did not answer within ${ms} ms`)), ms)
+      }),
+    ])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+/** jsonb parameters are sent as JSON text: node-postgres would turn a JS array into a Postgres array. */
+export const json = (value: unknown) => JSON.stringify(value)

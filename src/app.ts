@@ -1,0 +1,109 @@
+// The application as a function of its configuration. src/server.ts only starts it.
+import { randomUUID } from 'node:crypto'
+import cookie from '@fastify/cookie'
+import Fastify, { type FastifyInstance } from 'fastify'
+import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod'
+import type { DestinationStream } from 'pino'
+import { openDatabase, type DatabaseHandle, type DB } from '../db/index.js'
+import { migrateToLatest } from '../db/migrate.js'
+import authRoutes from './auth/routes.js'
+import { SessionCookie } from './auth/cookies.js'
+import sessionValidation from './auth/guard.js'
+import { HashLimiter, PasswordHasher } from './auth/password.js'
+import { SessionManager } from './auth/sessions.js'
+import type { Config } from './config.js'
+import { serviceUnavailable } from './errors.js'
+import healthRoutes from './health/routes.js'
+import { loggerOptions } from './logging.js'
+import errorHandling from './plugins/errors.js'
+import openapi from './plugins/openapi.js'
+import origins from './plugins/origins.js'
+
+export interface Clock {
+  now(): Date
+}
+
+export interface AppDeps {
+  /** An open database; the caller owns it. Without one, the app opens (and closes) its own. */
+  database?: DatabaseHandle
+  /** Apply pending migrations when the app opens its own database (default true). */
+  migrate?: boolean
+  clock?: Clock
+  /** Where log lines go (tests read them); stdout by default. */
+  logStream?: DestinationStream
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    config: Config
+    database: DatabaseHandle
+    db: DB
+    clock: Clock
+    hasher: PasswordHasher
+    sessions: SessionManager
+    sessionCookie: SessionCookie
+    /** True once shutdown began: new requests get 503. */
+    closing: boolean
+  }
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
+
+export async function buildApp(config: Config, deps: AppDeps = {}): Promise<FastifyInstance> {
+  const logger = deps.logStream
+    ? { ...loggerOptions(config.logLevel), stream: deps.logStream }
+    : loggerOptions(config.logLevel)
+
+  const app = Fastify({
+    logger,
+    bodyLimit: config.bodyLimit,
+    trustProxy: config.trustProxy,
+    return503OnClosing: false,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id']
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
+    },
+    routerOptions: { maxParamLength: 200 },
+  })
+  app.setValidatorCompiler(validatorCompiler)
+  app.setSerializerCompiler(serializerCompiler)
+  // JSON only: text/plain bodies are 415, not silently accepted.
+  app.removeContentTypeParser(['text/plain'])
+
+  const database = deps.database ?? (await openDatabase({ ...config.database, onPoolError: (err) => app.log.warn({ err: { message: err.message } }, 'database pool error') }))
+  if (!deps.database) {
+    if (deps.migrate !== false) await migrateToLatest(database.db)
+    app.addHook('onClose', () => database.close())
+  }
+
+  const sessions = new SessionManager(database.db, config.auth.sessionTtlDays)
+  const sessionCookie = new SessionCookie(config.auth)
+  app.decorate('config', config)
+  app.decorate('database', database)
+  app.decorate('db', database.db)
+  app.decorate('clock', deps.clock ?? { now: () => new Date() })
+  app.decorate('hasher', new PasswordHasher(new HashLimiter(config.hashing.maxConcurrency, config.hashing.maxQueue)))
+  app.decorate('sessions', sessions)
+  app.decorate('sessionCookie', sessionCookie)
+  app.decorate('closing', false)
+
+  // Hooks run in registration order: shutdown, request id, origins and CORS, then the session.
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id)
+    if (app.closing) {
+      reply.header('connection', 'close')
+      throw serviceUnavailable('The service is shutting down', 5)
+    }
+  })
+
+  await app.register(errorHandling)
+  await app.register(origins, { trustedOrigins: config.auth.trustedOrigins })
+  await app.register(cookie, { secret: config.auth.secrets, hook: 'onRequest' })
+  await app.register(sessionValidation, { sessions, cookie: sessionCookie })
+  await app.register(openapi, { serverUrl: config.auth.baseUrl })
+
+  await app.register(healthRoutes)
+  await app.register(authRoutes)
+
+  return app
+}

@@ -1,0 +1,82 @@
+import type { Kysely, Transaction } from 'kysely'
+import type { Database } from '../../db/schema.js'
+import { newId } from '../ids.js'
+import type { SessionUser } from './sessions.js'
+
+type Db = Kysely<Database> | Transaction<Database>
+
+export const CREDENTIAL = 'credential'
+
+const userColumns = [
+  'user.id', 'user.name', 'user.email', 'user.email_verified', 'user.image', 'user.role', 'user.plan',
+  'user.plan_expires_at', 'user.created_at', 'user.updated_at', 'user.password_reset_required',
+] as const
+
+export type UserWithFlags = SessionUser & { passwordResetRequired: boolean }
+
+function toUser(r: {
+  id: string; name: string; email: string; email_verified: boolean; image: string | null
+  role: SessionUser['role']; plan: SessionUser['plan']; plan_expires_at: Date | null
+  created_at: Date; updated_at: Date; password_reset_required: boolean
+}): UserWithFlags {
+  return {
+    id: r.id,
+    name: r.name,
+    email: r.email,
+    emailVerified: r.email_verified,
+    image: r.image,
+    role: r.role,
+    plan: r.plan,
+    planExpiresAt: r.plan_expires_at,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    passwordResetRequired: r.password_reset_required,
+  }
+}
+
+export async function findUserById(db: Db, id: string): Promise<UserWithFlags | undefined> {
+  const row = await db.selectFrom('user').select(userColumns).where('id', '=', id).executeTakeFirst()
+  return row && toUser(row)
+}
+
+export async function findUserByEmail(db: Db, email: string): Promise<UserWithFlags | undefined> {
+  const row = await db.selectFrom('user').select(userColumns).where('email', '=', email).executeTakeFirst()
+  return row && toUser(row)
+}
+
+/** The user and the hash of their credential account (null when they have no password). */
+export async function findCredentialByEmail(
+  db: Db,
+  email: string,
+): Promise<{ user: UserWithFlags; passwordHash: string | null } | undefined> {
+  const row = await db
+    .selectFrom('user')
+    .leftJoin('account', (join) =>
+      join.onRef('account.user_id', '=', 'user.id').on('account.provider_id', '=', CREDENTIAL),
+    )
+    .select([...userColumns, 'account.password_hash'])
+    .where('user.email', '=', email)
+    .executeTakeFirst()
+  return row && { user: toUser(row), passwordHash: row.password_hash }
+}
+
+export async function findPasswordHash(db: Db, userId: string): Promise<string | null> {
+  const row = await db
+    .selectFrom('account')
+    .select('password_hash')
+    .where('user_id', '=', userId)
+    .where('provider_id', '=', CREDENTIAL)
+    .executeTakeFirst()
+  return row?.password_hash ?? null
+}
+
+/** Sets the credential password, creating the credential account when the user has none. */
+export async function setPasswordHash(db: Db, userId: string, passwordHash: string, now = new Date()): Promise<void> {
+  await db
+    .insertInto('account')
+    .values({ id: newId(), user_id: userId, provider_id: CREDENTIAL, account_id: userId, password_hash: passwordHash })
+    .onConflict((oc) =>
+      oc.columns(['provider_id', 'account_id']).doUpdateSet({ password_hash: passwordHash, updated_at: now }),
+    )
+    .execute()
+}

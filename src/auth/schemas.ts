@@ -1,0 +1,81 @@
+import { z } from 'zod'
+import { PASSWORD_MAX, PASSWORD_MIN } from './password.js'
+import type { SessionUser, SessionView } from './sessions.js'
+
+export const Email = z
+  .string()
+  .trim()
+  .max(254)
+  .pipe(z.email({ message: 'Invalid email address' }))
+  .transform((v) => v.toLowerCase())
+// Any Unicode, never truncated: the whole string is hashed.
+export const Password = z.string().min(PASSWORD_MIN).max(PASSWORD_MAX)
+export const CallbackUrl = z.string().min(1).max(2048)
+
+export const UserSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    email: z.string(),
+    emailVerified: z.boolean(),
+    image: z.string().nullable(),
+    role: z.enum(['member', 'admin', 'owner']),
+    plan: z.enum(['free', 'premium', 'premium_plus']),
+    planExpiresAt: z.string().nullable(),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  })
+  .meta({ id: 'User' })
+
+export const SessionSchema = z
+  .object({
+    id: z.string().describe('Public session id; never the cookie token'),
+    userId: z.string(),
+    expiresAt: z.string(),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+    ipAddress: z.string().nullable(),
+    userAgent: z.string().nullable(),
+  })
+  .meta({ id: 'Session' })
+
+export const ErrorSchema = z
+  .object({
+    code: z.string(),
+    status: z.number().int(),
+    message: z.string(),
+    data: z.record(z.string(), z.unknown()).optional(),
+  })
+  .meta({ id: 'Error' })
+
+export type UserJson = z.infer<typeof UserSchema>
+export type SessionJson = z.infer<typeof SessionSchema>
+
+export const iso = (d: Date | null): string | null => (d ? d.toISOString() : null)
+
+export function toUserJson(u: SessionUser): UserJson {
+  return {
+    id: u.id,
+    name: u.name,
+    email: u.email,
+    emailVerified: u.emailVerified,
+    image: u.image,
+    role: u.role,
+    plan: u.plan,
+    planExpiresAt: iso(u.planExpiresAt),
+    createdAt: u.createdAt.toISOString(),
+    updatedAt: u.updatedAt.toISOString(),
+  }
+}
+
+export function toSessionJson(s: SessionView): SessionJson {
+  return {
+    id: s.id,
+    userId: s.userId,
+    expiresAt: s.expiresAt.toISOString(),
+    createdAt: s.createdAt.toISOString(),
+    updatedAt: s.updatedAt.toISOString(),
+    ipAddress: s.ipAddress,
+    userAgent: s.userAgent,
+  }
+}

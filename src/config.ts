@@ -1,0 +1,196 @@
+// The one place that reads the environment. Everything else receives a `Config`.
+import { randomBytes } from 'node:crypto'
+import { z } from 'zod'
+
+const bool = z
+  .enum(['true', 'false', '1', '0', ''])
+  .transform((v) => v === 'true' || v === '1')
+const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max)
+const optionalString = z
+  .string()
+  .transform((v) => (v.trim() === '' ? undefined : v.trim()))
+  .optional()
+const httpUrl = z
+  .url({ protocol: /^https?$/ })
+  .transform((v) => v.replace(/\/+$/, ''))
+
+const originList = z.string().transform((value, ctx) => {
+  const origins: string[] = []
+  for (const raw of value.split(',').map((s) => s.trim()).filter(Boolean)) {
+    try {
+      const url = new URL(raw)
+      if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('scheme')
+      origins.push(url.origin)
+    } catch {
+      ctx.addIssue({ code: 'custom', message: `"${raw}" is not an http(s) origin` })
+    }
+  }
+  return origins
+})
+
+const envSchema = z.object({
+  NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+  PORT: int(0, 65535).default(8787),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  TRUST_PROXY: bool.default(false),
+
+  DATABASE_URL: optionalString,
+  PGLITE_DIR: z.string().min(1).default('./data'),
+  DATABASE_POOL_SIZE: int(1, 200).default(20),
+
+  AUTH_SECRET: optionalString,
+  AUTH_URL: optionalString.pipe(httpUrl.optional()),
+  AUTH_COOKIE_DOMAIN: optionalString,
+  AUTH_TRUSTED_ORIGIN: originList.default([]),
+  WEB_ORIGIN: optionalString.pipe(httpUrl.optional()),
+  SESSION_TTL_DAYS: int(1, 365).default(30),
+  REQUIRE_EMAIL_VERIFICATION: bool.default(false),
+  BOOTSTRAP_OWNER_EMAIL: optionalString.pipe(z.email().optional()),
+
+  IDP_ISSUER: httpUrl.default('https://accounts.google.com'),
+  IDP_CLIENT_ID: optionalString,
+  IDP_CLIENT_SECRET: optionalString,
+
+  SMTP_URL: optionalString.pipe(z.url({ protocol: /^smtps?$/ }).optional()),
+  MAIL_FROM: z.string().min(3).default('Insight <no-reply@localhost>'),
+
+  REDIS_URL: optionalString.pipe(z.url({ protocol: /^rediss?$/ }).optional()),
+  RATE_LIMIT_GLOBAL_PER_MINUTE: int(1, 1_000_000).default(600),
+  RATE_LIMIT_SIGN_IN_IP_PER_MINUTE: int(1, 1_000_000).default(10),
+  RATE_LIMIT_SIGN_IN_EMAIL_PER_MINUTE: int(1, 1_000_000).default(5),
+  RATE_LIMIT_SIGN_UP_IP_PER_MINUTE: int(1, 1_000_000).default(5),
+  RATE_LIMIT_MAIL_PER_HOUR: int(1, 1_000_000).default(3),
+
+  HASH_MAX_CONCURRENCY: int(1, 256).optional(),
+  HASH_MAX_QUEUE: int(0, 10_000).default(64),
+  BODY_LIMIT_BYTES: int(1024, 10 * 1024 * 1024).default(64 * 1024),
+
+  PAYMENT_GATEWAY: z.enum(['sandbox', 'stripe', 'midtrans', '']).optional(),
+  STRIPE_SECRET_KEY: optionalString,
+  STRIPE_WEBHOOK_SECRET: optionalString,
+  STRIPE_API_BASE: optionalString.pipe(httpUrl.optional()),
+  MIDTRANS_SERVER_KEY: optionalString,
+  MIDTRANS_PRODUCTION: bool.default(false),
+  MIDTRANS_API_BASE: optionalString.pipe(httpUrl.optional()),
+
+  METRICS_TOKEN: optionalString,
+})
+
+export type Env = z.input<typeof envSchema>
+
+export interface Config {
+  env: 'development' | 'production' | 'test'
+  port: number
+  host: string
+  logLevel: string
+  trustProxy: boolean
+  database: { url?: string; pgliteDir: string; poolSize: number }
+  auth: {
+    /** First key signs, every key verifies (rotation). */
+    secrets: string[]
+    baseUrl: string
+    cookieDomain?: string
+    secureCookies: boolean
+    trustedOrigins: string[]
+    webOrigin: string
+    sessionTtlDays: number
+    requireEmailVerification: boolean
+    bootstrapOwnerEmail?: string
+  }
+  idp: { issuer: string; clientId?: string; clientSecret?: string }
+  mail: { smtpUrl?: string; from: string }
+  redisUrl?: string
+  rateLimit: {
+    globalPerMinute: number
+    signInIpPerMinute: number
+    signInEmailPerMinute: number
+    signUpIpPerMinute: number
+    mailPerHour: number
+  }
+  hashing: { maxConcurrency?: number; maxQueue: number }
+  bodyLimit: number
+  payments: {
+    gateway?: 'sandbox' | 'stripe' | 'midtrans'
+    stripe: { secretKey?: string; webhookSecret?: string; apiBase?: string }
+    midtrans: { serverKey?: string; production: boolean; apiBase?: string }
+  }
+  metricsToken?: string
+}
+
+export class ConfigError extends Error {}
+
+/** Parses an environment into a Config. Throws ConfigError with one line naming the variable. */
+export function loadConfig(
+  env: Record<string, string | undefined> = process.env,
+  warn: (message: string) => void = () => {},
+): Config {
+  const parsed = envSchema.safeParse(env)
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!
+    const name = String(issue.path[0] ?? 'environment')
+    throw new ConfigError(`Invalid ${name}: ${issue.message}`)
+  }
+  const e = parsed.data
+  const production = e.NODE_ENV === 'production'
+
+  let secrets = (e.AUTH_SECRET ?? '').split(',').map((s) => s.trim()).filter(Boolean)
+  if (production && (secrets.length === 0 || secrets.some((s) => s.length < 32))) {
+    throw new ConfigError('Invalid AUTH_SECRET: required in production, each key at least 32 characters')
+  }
+  if (secrets.length === 0) {
+    warn('AUTH_SECRET is not set: a random key was generated, sessions will not survive a restart')
+    secrets = [randomBytes(32).toString('base64url')]
+  }
+
+  let baseUrl = e.AUTH_URL
+  if (!baseUrl) {
+    warn('AUTH_URL is not set: falling back to http://localhost:8787, the OAuth callback may fail')
+    baseUrl = 'http://localhost:8787'
+  }
+  const webOrigin = e.WEB_ORIGIN ? new URL(e.WEB_ORIGIN).origin : 'http://localhost:3000'
+  const trustedOrigins = [...new Set([new URL(baseUrl).origin, webOrigin, ...e.AUTH_TRUSTED_ORIGIN])]
+
+  if (e.PAYMENT_GATEWAY === 'sandbox' && production) {
+    throw new ConfigError('Invalid PAYMENT_GATEWAY: the sandbox gateway is refused when NODE_ENV=production')
+  }
+  const gateway = e.PAYMENT_GATEWAY || (production ? undefined : 'sandbox')
+
+  return {
+    env: e.NODE_ENV,
+    port: e.PORT,
+    host: e.HOST,
+    logLevel: e.LOG_LEVEL,
+    trustProxy: e.TRUST_PROXY,
+    database: { url: e.DATABASE_URL, pgliteDir: e.PGLITE_DIR, poolSize: e.DATABASE_POOL_SIZE },
+    auth: {
+      secrets,
+      baseUrl,
+      cookieDomain: e.AUTH_COOKIE_DOMAIN,
+      secureCookies: production || baseUrl.startsWith('https:'),
+      trustedOrigins,
+      webOrigin,
+      sessionTtlDays: e.SESSION_TTL_DAYS,
+      requireEmailVerification: e.REQUIRE_EMAIL_VERIFICATION,
+      bootstrapOwnerEmail: e.BOOTSTRAP_OWNER_EMAIL?.toLowerCase(),
+    },
+    idp: { issuer: e.IDP_ISSUER, clientId: e.IDP_CLIENT_ID, clientSecret: e.IDP_CLIENT_SECRET },
+    mail: { smtpUrl: e.SMTP_URL, from: e.MAIL_FROM },
+    redisUrl: e.REDIS_URL,
+    rateLimit: {
+      globalPerMinute: e.RATE_LIMIT_GLOBAL_PER_MINUTE,
+      signInIpPerMinute: e.RATE_LIMIT_SIGN_IN_IP_PER_MINUTE,
+      signInEmailPerMinute: e.RATE_LIMIT_SIGN_IN_EMAIL_PER_MINUTE,
+      signUpIpPerMinute: e.RATE_LIMIT_SIGN_UP_IP_PER_MINUTE,
+      mailPerHour: e.RATE_LIMIT_MAIL_PER_HOUR,
+    },
+    hashing: { maxConcurrency: e.HASH_MAX_CONCURRENCY, maxQueue: e.HASH_MAX_QUEUE },
+    bodyLimit: e.BODY_LIMIT_BYTES,
+    payments: {
+      gateway,
+      stripe: { secretKey: e.STRIPE_SECRET_KEY, webhookSecret: e.STRIPE_WEBHOOK_SECRET, apiBase: e.STRIPE_API_BASE },
+      midtrans: { serverKey: e.MIDTRANS_SERVER_KEY, production: e.MIDTRANS_PRODUCTION, apiBase: e.MIDTRANS_API_BASE },
+    },
+    metricsToken: e.METRICS_TOKEN,
+  }
+}

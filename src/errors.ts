@@ -1,0 +1,58 @@
+// The one error type. Every failure reaches the client as
+// { code, status, message, data? } through src/plugins/errors.ts.
+
+export type ErrorCode =
+  | 'VALIDATION_ERROR'
+  | 'BAD_REQUEST'
+  | 'UNAUTHORIZED'
+  | 'INVALID_EMAIL_OR_PASSWORD'
+  | 'INVALID_PASSWORD'
+  | 'INVALID_TOKEN'
+  | 'PLAN_LIMIT_REACHED'
+  | 'PAYMENT_REQUIRED'
+  | 'FORBIDDEN'
+  | 'INVALID_ORIGIN'
+  | 'MISSING_OR_NULL_ORIGIN'
+  | 'INVALID_CALLBACK_URL'
+  | 'PASSWORD_RESET_REQUIRED'
+  | 'EMAIL_NOT_VERIFIED'
+  | 'NOT_FOUND'
+  | 'PROVIDER_NOT_FOUND'
+  | 'CONFLICT'
+  | 'PAYLOAD_TOO_LARGE'
+  | 'UNSUPPORTED_MEDIA_TYPE'
+  | 'USER_ALREADY_EXISTS'
+  | 'RATE_LIMITED'
+  | 'INTERNAL_SERVER_ERROR'
+  | 'BAD_GATEWAY'
+  | 'SERVICE_UNAVAILABLE'
+
+export class AppError extends Error {
+  readonly code: ErrorCode
+  readonly status: number
+  readonly data?: Record<string, unknown>
+  /** Seconds, sent as Retry-After. */
+  readonly retryAfter?: number
+
+  constructor(
+    status: number,
+    code: ErrorCode,
+    message: string,
+    options: { data?: Record<string, unknown>; retryAfter?: number; cause?: unknown } = {},
+  ) {
+    super(message, { cause: options.cause })
+    this.name = 'AppError'
+    this.status = status
+    this.code = code
+    this.data = options.data
+    this.retryAfter = options.retryAfter
+  }
+}
+
+export const unauthorized = (message = 'Sign-in required') => new AppError(401, 'UNAUTHORIZED', message)
+export const forbidden = (message = 'Forbidden') => new AppError(403, 'FORBIDDEN', message)
+export const notFound = (what = 'Record') => new AppError(404, 'NOT_FOUND', `${what} not found`)
+export const conflict = (message: string) => new AppError(409, 'CONFLICT', message)
+export const badRequest = (message: string) => new AppError(400, 'BAD_REQUEST', message)
+export const serviceUnavailable = (message: string, retryAfter = 5) =>
+  new AppError(503, 'SERVICE_UNAVAILABLE', message, { retryAfter })

@@ -1,0 +1,100 @@
+// One error shape for every failure: { code, status, message, data? }. A 5xx never carries a
+// stack trace, SQL, a driver message or a file path; the details go to the log with the request id.
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import { AppError, type ErrorCode } from '../errors.js'
+
+export interface ErrorBody {
+  code: ErrorCode
+  status: number
+  message: string
+  data?: Record<string, unknown>
+}
+
+// Connection-level failures of node-postgres / PGlite: the database is unreachable, not a bug.
+const DB_DOWN_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN',
+  '57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006', '53300'])
+const DB_DOWN_MESSAGE = /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|database did not answer|PGlite is closed|Connection ended/i
+
+export function isDatabaseDown(err: unknown): boolean {
+  if (!err || typeof err !== 'object') return false
+  const e = err as { code?: unknown; message?: unknown; errors?: unknown[] }
+  if (typeof e.code === 'string' && DB_DOWN_CODES.has(e.code)) return true
+  if (typeof e.message === 'string' && DB_DOWN_MESSAGE.test(e.message)) return true
+  return Array.isArray(e.errors) && e.errors.some(isDatabaseDown) // AggregateError from dual-stack connect
+}
+
+function fromFastifyError(err: FastifyError): AppError | undefined {
+  if (err.validation) {
+    const issues = err.validation.map((v) => {
+      const issuePath = (v.params as { issue?: { path?: PropertyKey[] } } | undefined)?.issue?.path
+      const path = issuePath ? issuePath.map(String).join('.') : String(v.instancePath ?? '').replace(/^\//, '').replaceAll('/', '.')
+      return { path: [err.validationContext, path].filter(Boolean).join('.'), message: v.message ?? 'Invalid value' }
+    })
+    const first = issues[0]
+    const message = first ? `Invalid ${first.path || 'request'}: ${first.message}` : 'Invalid request'
+    return new AppError(400, 'VALIDATION_ERROR', message, { data: { issues } })
+  }
+  switch (err.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new AppError(413, 'PAYLOAD_TOO_LARGE', 'Request body is too large')
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new AppError(415, 'UNSUPPORTED_MEDIA_TYPE', 'Request body must be application/json')
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new AppError(400, 'BAD_REQUEST', 'Request body is empty but Content-Type is application/json')
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return new AppError(400, 'BAD_REQUEST', 'Request body is not valid JSON')
+  }
+  if (err instanceof SyntaxError || err.name === 'SyntaxError') {
+    return new AppError(400, 'BAD_REQUEST', 'Request body is not valid JSON')
+  }
+  if (err.statusCode === 429) return new AppError(429, 'RATE_LIMITED', 'Too many requests, slow down')
+  if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
+    if (err.statusCode === 404) return new AppError(404, 'NOT_FOUND', 'Not found')
+    if (err.statusCode === 413) return new AppError(413, 'PAYLOAD_TOO_LARGE', 'Request body is too large')
+    if (err.statusCode === 415) return new AppError(415, 'UNSUPPORTED_MEDIA_TYPE', 'Unsupported media type')
+    return new AppError(400, 'BAD_REQUEST', 'The request could not be read')
+  }
+  return undefined
+}
+
+export function sendError(reply: FastifyReply, error: AppError): FastifyReply {
+  if (error.retryAfter !== undefined) reply.header('retry-after', String(error.retryAfter))
+  const body: ErrorBody = { code: error.code, status: error.status, message: error.message }
+  if (error.data) body.data = error.data
+  // A serializer-free send: the route's response schema must not apply to an error body.
+  return reply
+    .code(error.status)
+    .type('application/json; charset=utf-8')
+    .serializer(JSON.stringify)
+    .send(body)
+}
+
+export default fp(
+  async function errorHandling(app: FastifyInstance) {
+    app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+      let error: AppError
+      if (err instanceof AppError) {
+        error = err
+      } else if (isDatabaseDown(err)) {
+        request.log.warn({ err: { message: err.message, code: err.code } }, 'database unavailable')
+        error = new AppError(503, 'SERVICE_UNAVAILABLE', 'The service is temporarily unavailable', { retryAfter: 5 })
+      } else {
+        const mapped = fromFastifyError(err)
+        if (mapped) {
+          error = mapped
+        } else {
+          request.log.error({ err }, 'unhandled error')
+          error = new AppError(500, 'INTERNAL_SERVER_ERROR', 'Something went wrong on our side')
+        }
+      }
+      if (error.status >= 500 && error.status !== 503) request.log.error({ code: error.code }, error.message)
+      return sendError(reply, error)
+    })
+
+    app.setNotFoundHandler((request, reply) =>
+      sendError(reply, new AppError(404, 'NOT_FOUND', `Route ${request.method} ${request.url.split('?')[0]} not found`)),
+    )
+  },
+  { name: 'errors' },
+)

@@ -1,0 +1,48 @@
+// Reads the configuration, builds the app, listens, and shuts down gracefully.
+import { buildApp } from './app.js'
+import { ConfigError, loadConfig } from './config.js'
+
+const warnings: string[] = []
+let config
+try {
+  config = loadConfig(process.env, (message) => warnings.push(message))
+} catch (err) {
+  if (err instanceof ConfigError) {
+    console.error(`Configuration error: ${err.message}`)
+    process.exit(1)
+  }
+  throw err
+}
+
+const app = await buildApp(config)
+for (const message of warnings) app.log.warn(message)
+
+let shuttingDown = false
+async function shutdown(signal: string) {
+  if (shuttingDown) return
+  shuttingDown = true
+  app.log.info({ signal }, 'shutting down: finishing in-flight requests')
+  app.closing = true
+  const force = setTimeout(() => {
+    app.log.error('in-flight requests did not finish within 30 s, exiting')
+    process.exit(1)
+  }, 30_000)
+  force.unref()
+  try {
+    await app.close() // stops accepting, waits for in-flight requests, closes the pool
+    process.exit(0)
+  } catch (err) {
+    app.log.error({ err }, 'error during shutdown')
+    process.exit(1)
+  }
+}
+process.on('SIGTERM', () => void shutdown('SIGTERM'))
+process.on('SIGINT', () => void shutdown('SIGINT'))
+
+try {
+  await app.listen({ port: config.port, host: config.host })
+} catch (err) {
+  app.log.error({ err }, 'could not start listening')
+  await app.close()
+  process.exit(1)
+}
