@@ -16,6 +16,7 @@ import { serviceUnavailable } from './errors.js'
 import healthRoutes from './health/routes.js'
 import { loggerOptions } from './logging.js'
 import errorHandling from './plugins/errors.js'
+import metrics from './plugins/metrics.js'
 import openapi from './plugins/openapi.js'
 import origins from './plugins/origins.js'
 
@@ -101,6 +102,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   await app.register(cookie, { secret: config.auth.secrets, hook: 'onRequest' })
   await app.register(sessionValidation, { sessions, cookie: sessionCookie })
   await app.register(openapi, { serverUrl: config.auth.baseUrl })
+  await app.register(metrics)
 
   await app.register(healthRoutes)
   await app.register(authRoutes)

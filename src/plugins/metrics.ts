@@ -1,0 +1,75 @@
+// Prometheus metrics at /metrics: requests by route and status, latency, database pool, password
+// hashes in flight, process metrics. Reachable from loopback or with METRICS_TOKEN as a bearer token.
+import { timingSafeEqual } from 'node:crypto'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
+import { forbidden } from '../errors.js'
+
+const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|::ffff:127\.\d+\.\d+\.\d+)$/
+
+function tokenMatches(header: string | undefined, token: string): boolean {
+  if (!header?.startsWith('Bearer ')) return false
+  const given = Buffer.from(header.slice(7))
+  const expected = Buffer.from(token)
+  return given.length === expected.length && timingSafeEqual(given, expected)
+}
+
+export default fp(
+  async function metrics(app: FastifyInstance) {
+    // One registry per app instance, so several apps in one process (tests) never collide.
+    const register = new Registry()
+    collectDefaultMetrics({ register })
+
+    const labelNames = ['method', 'route', 'status'] as const
+    const requests = new Counter({ name: 'http_requests_total', help: 'HTTP requests', labelNames, registers: [register] })
+    const duration = new Histogram({
+      name: 'http_request_duration_seconds',
+      help: 'HTTP request latency',
+      labelNames,
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers: [register],
+    })
+    new Gauge({
+      name: 'db_pool_connections',
+      help: 'Database pool connections by state',
+      labelNames: ['state'],
+      registers: [register],
+      collect() {
+        const stats = app.database.poolStats()
+        this.set({ state: 'total' }, stats.total)
+        this.set({ state: 'idle' }, stats.idle)
+        this.set({ state: 'waiting' }, stats.waiting)
+      },
+    })
+    new Gauge({
+      name: 'password_hashes_in_flight',
+      help: 'Argon2/scrypt operations running now',
+      registers: [register],
+      collect() {
+        this.set(app.hasher.limiter.inFlight)
+      },
+    })
+
+    app.addHook('onResponse', async (request, reply) => {
+      // The route pattern, never the raw URL: ids would explode the label cardinality.
+      const labels = { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) }
+      requests.inc(labels)
+      duration.observe(labels, reply.elapsedTime / 1000)
+    })
+
+    const allowed = (request: FastifyRequest): boolean => {
+      const token = app.config.metricsToken
+      if (token && tokenMatches(request.headers.authorization, token)) return true
+      // Behind a proxy every request comes from loopback, so loopback counts only without trustProxy.
+      return !app.config.trustProxy && LOOPBACK.test(request.socket.remoteAddress ?? '')
+    }
+
+    app.get('/metrics', { schema: { hide: true } }, async (request, reply) => {
+      if (!allowed(request)) throw forbidden('Metrics are served to loopback or with METRICS_TOKEN')
+      reply.type(register.contentType)
+      return register.metrics()
+    })
+  },
+  { name: 'metrics' },
+)

@@ -1,0 +1,139 @@
+// Property-based: every route of the generated OpenAPI document, fed random and hostile bodies,
+// query strings, path parameters, headers and cookies, never answers 5xx, always answers errors in
+// the one shape, and a refused request leaves every table's row count as it was.
+import fc from 'fast-check'
+import { sql } from 'kysely'
+import t from 'tap'
+import { buildTestApp, signUp, signUpWithRole, WEB_ORIGIN } from '../helpers/app.js'
+
+const app = await buildTestApp()
+const member = await signUp(app)
+const admin = await signUpWithRole(app, 'admin')
+
+const RUNS = Number(process.env.HOSTILE_RUNS ?? 15)
+// These end the caller's own session when they succeed, which would blind the rest of the run.
+const SKIP = new Set(['POST /api/auth/sign-out', 'POST /api/auth/revoke-other-sessions', 'POST /api/auth/revoke-session'])
+
+interface Operation {
+  method: string
+  path: string
+  bodyKeys: string[]
+  queryKeys: string[]
+}
+
+const doc = (await app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json() as {
+  paths: Record<string, Record<string, {
+    requestBody?: { content?: Record<string, { schema?: { properties?: Record<string, unknown> } }> }
+    parameters?: Array<{ in: string; name: string }>
+  }>>
+}
+const operations: Operation[] = []
+for (const [path, methods] of Object.entries(doc.paths)) {
+  for (const [method, op] of Object.entries(methods)) {
+    const key = `${method.toUpperCase()} ${path}`
+    if (SKIP.has(key) || path.includes('/webhook/')) continue
+    operations.push({
+      method: method.toUpperCase(),
+      path,
+      bodyKeys: Object.keys(op.requestBody?.content?.['application/json']?.schema?.properties ?? {}),
+      queryKeys: (op.parameters ?? []).filter((p) => p.in === 'query').map((p) => p.name),
+    })
+  }
+}
+
+const hostileString = fc.oneof(
+  fc.string({ maxLength: 40 }),
+  fc.constantFrom(
+    "' OR 1=1 --", '"; drop table "user"; --', '<script>alert(1)</script>', '../../etc/passwd', '%00', '%',
+    '%E0%A4%A', '\u0000', '\uD800', '𝕏'.repeat(20), '__proto__', 'constructor', '-1', '1e309', 'NaN', '',
+    '9'.repeat(400), 'a'.repeat(70_000),
+  ),
+)
+const deep = (depth: number): unknown => {
+  let v: unknown = 'x'
+  for (let i = 0; i < depth; i++) v = { a: v }
+  return v
+}
+const hostileValue: fc.Arbitrary<unknown> = fc.oneof(
+  fc.anything({ maxDepth: 3, maxKeys: 5 }),
+  hostileString,
+  fc.constantFrom(null, true, -1, 0, 1e308, Number.MAX_SAFE_INTEGER + 2, [], {}, deep(2000), Array(5000).fill(1)),
+  fc.constant(JSON.parse('{"__proto__": {"role": "owner"}, "constructor": {"prototype": {"admin": true}}}')),
+)
+
+function bodyFor(op: Operation): fc.Arbitrary<unknown> {
+  const shaped = op.bodyKeys.length
+    ? fc.dictionary(fc.constantFrom(...op.bodyKeys, 'role', 'userId', '__proto__'), hostileValue, { maxKeys: op.bodyKeys.length + 2 })
+    : fc.constant({})
+  return fc.oneof(shaped, hostileValue)
+}
+
+const request = (op: Operation) =>
+  fc.record({
+    params: fc.array(hostileString, { minLength: 4, maxLength: 4 }),
+    query: fc.dictionary(fc.constantFrom(...op.queryKeys, 'limit', 'cursor', '__proto__'), hostileString, { maxKeys: 3 }),
+    body: bodyFor(op),
+    rawBody: fc.option(fc.constantFrom('{"a":', '\xff\xfe{}', '[]', 'null', '{"a":1}'.repeat(3)), { nil: undefined }),
+    who: fc.constantFrom('member', 'member', 'admin', 'none', 'garbage'),
+    garbageCookie: fc.constantFrom('better-auth.session_token=%E0%A4%A', 'better-auth.session_token=abc.def', 'x=%', '==;;=='),
+    origin: fc.constantFrom(WEB_ORIGIN, WEB_ORIGIN, 'null', 'https://evil.example'),
+  })
+
+async function rowCounts(): Promise<Record<string, number>> {
+  const tables = await sql<{ table_name: string }>`
+    select table_name from information_schema.tables
+    where table_schema = 'public' and table_type = 'BASE TABLE'
+      and table_name not in ('kysely_migration', 'kysely_migration_lock', 'audit_event')`.execute(app.db)
+  const counts: Record<string, number> = {}
+  for (const { table_name } of tables.rows) {
+    const r = await sql<{ n: number }>`select count(*)::int as n from ${sql.table(table_name)}`.execute(app.db)
+    counts[table_name] = r.rows[0]!.n
+  }
+  return counts
+}
+
+for (const op of operations) {
+  t.test(`${op.method} ${op.path} never answers 5xx and refuses cleanly`, async (t) => {
+    let refused = 0
+    await fc.assert(
+      fc.asyncProperty(request(op), async (r) => {
+        let i = 0
+        const url = op.path.replace(/\{[^}]+\}/g, () => encodeURIComponent(r.params[i++] ?? 'x'))
+        const qs = new URLSearchParams(r.query).toString()
+        const headers: Record<string, string> = { origin: r.origin }
+        if (r.who === 'member') headers.cookie = member.cookie
+        if (r.who === 'admin') headers.cookie = admin.cookie
+        if (r.who === 'garbage') headers.cookie = r.garbageCookie
+        const hasBody = !['GET', 'HEAD', 'DELETE'].includes(op.method) || op.path === '/api/v1/me'
+        let payload: string | undefined
+        if (hasBody) {
+          headers['content-type'] = 'application/json'
+          payload = r.rawBody ?? JSON.stringify(r.body)
+        }
+        const before = await rowCounts()
+        const res = await app.inject({ method: op.method as 'GET', url: qs ? `${url}?${qs}` : url, headers, payload })
+        const what = `${op.method} ${url} -> ${res.statusCode} ${res.body.slice(0, 300)}`
+        // Throwing (not t.ok) lets fast-check shrink a failure to its smallest counterexample.
+        if (res.statusCode >= 500) throw new Error(`5xx: ${what}`)
+        if (res.statusCode >= 400) {
+          const body = res.json()
+          if (typeof body.code !== 'string' || body.status !== res.statusCode || typeof body.message !== 'string') {
+            throw new Error(`not the error shape: ${what}`)
+          }
+          if (/at .*\.(ts|js):\d+|node_modules|SELECT |INSERT /i.test(res.body)) throw new Error(`leaks internals: ${what}`)
+          const after = await rowCounts()
+          if (JSON.stringify(after) !== JSON.stringify(before)) {
+            throw new Error(`refused but wrote rows: ${what}\nbefore ${JSON.stringify(before)}\nafter ${JSON.stringify(after)}`)
+          }
+          refused++
+        }
+      }),
+      { numRuns: RUNS },
+    )
+    t.pass(`${RUNS} hostile requests, ${refused} refused cleanly`)
+  })
+}
+
+t.test('the document covers the routes', async (t) => {
+  t.ok(operations.length >= 5, `${operations.length} operations exercised`)
+})

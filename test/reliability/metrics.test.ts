@@ -1,0 +1,43 @@
+import t from 'tap'
+import { buildTestApp, signUp } from '../helpers/app.js'
+
+const app = await buildTestApp({ env: { METRICS_TOKEN: 'metrics-token-for-tests' } })
+
+t.test('metrics count requests by route pattern and status, with latency and pool gauges', async (t) => {
+  const user = await signUp(app)
+  await app.inject({ method: 'GET', url: '/api/v1/whoami', headers: { cookie: user.cookie } })
+  await app.inject({ method: 'GET', url: '/api/v1/no-such-route' })
+  const res = await app.inject({ method: 'GET', url: '/metrics' })
+  t.equal(res.statusCode, 200)
+  t.match(res.headers['content-type'], /text\/plain/)
+  t.match(res.body, /http_requests_total\{method="GET",route="\/api\/v1\/whoami",status="200"\} 1/)
+  t.match(res.body, /http_requests_total\{method="GET",route="unmatched",status="404"\} 1/)
+  t.match(res.body, /http_request_duration_seconds_bucket\{le="0.005",method="GET",route="\/api\/v1\/whoami"/)
+  t.match(res.body, /db_pool_connections\{state="total"\}/)
+  t.match(res.body, /password_hashes_in_flight 0/)
+  t.match(res.body, /process_resident_memory_bytes/)
+  t.notMatch(res.body, /no-such-route/, 'raw URLs never become labels')
+})
+
+t.test('metrics are refused to a remote address without the token', async (t) => {
+  const res = await app.inject({ method: 'GET', url: '/metrics', remoteAddress: '203.0.113.9' })
+  t.equal(res.statusCode, 403)
+  t.match(res.json(), { code: 'FORBIDDEN', status: 403 })
+  const wrong = await app.inject({
+    method: 'GET', url: '/metrics', remoteAddress: '203.0.113.9', headers: { authorization: 'Bearer metrics-token-for-test' },
+  })
+  t.equal(wrong.statusCode, 403)
+})
+
+t.test('metrics are served to a remote address with the bearer token', async (t) => {
+  const res = await app.inject({
+    method: 'GET', url: '/metrics', remoteAddress: '203.0.113.9', headers: { authorization: 'Bearer metrics-token-for-tests' },
+  })
+  t.equal(res.statusCode, 200)
+})
+
+t.test('behind a trusted proxy, loopback alone is not enough', async (t) => {
+  const proxied = await buildTestApp({ env: { TRUST_PROXY: 'true' } })
+  const res = await proxied.inject({ method: 'GET', url: '/metrics' })
+  t.equal(res.statusCode, 403)
+})
