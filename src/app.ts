@@ -19,6 +19,7 @@ import errorHandling from './plugins/errors.js'
 import metrics from './plugins/metrics.js'
 import openapi from './plugins/openapi.js'
 import origins from './plugins/origins.js'
+import redisConnection from './plugins/redis.js'
 
 export interface Clock {
   now(): Date
@@ -98,6 +99,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   })
 
   await app.register(errorHandling)
+  await app.register(redisConnection, { url: config.redisUrl })
   await app.register(origins, { trustedOrigins: config.auth.trustedOrigins })
   await app.register(cookie, { secret: config.auth.secrets, hook: 'onRequest' })
   await app.register(sessionValidation, { sessions, cookie: sessionCookie })

@@ -56,6 +56,7 @@ const envSchema = z.object({
   MAIL_FROM: z.string().min(3).default('Insight <no-reply@localhost>'),
 
   REDIS_URL: optionalString.pipe(z.url({ protocol: /^rediss?$/ }).optional()),
+  REDIS_KEY_PREFIX: z.string().max(64).default('insight:'),
   RATE_LIMIT_GLOBAL_PER_MINUTE: int(1, 1_000_000).default(600),
   RATE_LIMIT_SIGN_IN_IP_PER_MINUTE: int(1, 1_000_000).default(10),
   RATE_LIMIT_SIGN_IN_EMAIL_PER_MINUTE: int(1, 1_000_000).default(5),
@@ -101,6 +102,8 @@ export interface Config {
   idp: { issuer: string; clientId?: string; clientSecret?: string }
   mail: { smtpUrl?: string; from: string }
   redisUrl?: string
+  /** Prefix of every Redis key, so several deployments (or test runs) can share one Redis. */
+  redisKeyPrefix: string
   rateLimit: {
     globalPerMinute: number
     signInIpPerMinute: number
@@ -177,6 +180,7 @@ export function loadConfig(
     idp: { issuer: e.IDP_ISSUER, clientId: e.IDP_CLIENT_ID, clientSecret: e.IDP_CLIENT_SECRET },
     mail: { smtpUrl: e.SMTP_URL, from: e.MAIL_FROM },
     redisUrl: e.REDIS_URL,
+    redisKeyPrefix: e.REDIS_KEY_PREFIX,
     rateLimit: {
       globalPerMinute: e.RATE_LIMIT_GLOBAL_PER_MINUTE,
       signInIpPerMinute: e.RATE_LIMIT_SIGN_IN_IP_PER_MINUTE,

@@ -1,11 +1,13 @@
 import type { FastifyInstance } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
+import { redisStatus } from '../plugins/redis.js'
 import { VERSION } from '../version.js'
 
 const HealthBody = z.object({
-  status: z.enum(['ok', 'unavailable']),
+  status: z.enum(['ok', 'degraded', 'unavailable']).describe('degraded: serving, but Redis is down'),
   database: z.enum(['ok', 'down']),
+  redis: z.enum(['ok', 'down', 'disabled']).describe('disabled when REDIS_URL is not set'),
   version: z.string(),
   uptimeSeconds: z.number(),
 })
@@ -19,18 +21,20 @@ export default async function healthRoutes(fastify: FastifyInstance) {
       schema: {
         operationId: 'getHealth',
         tags: ['health'],
-        summary: 'Readiness: the process runs and the database answers within 1 s',
+        summary: 'Readiness: the process runs and the database answers within 1 s (Redis reported, not required)',
         response: { 200: HealthBody, 503: HealthBody },
       },
     },
     async (_request, reply) => {
       const uptimeSeconds = Math.round(process.uptime())
+      const redis = redisStatus(app.redis)
       try {
         await app.database.ping(1000)
-        return { status: 'ok' as const, database: 'ok' as const, version: VERSION, uptimeSeconds }
+        const status = redis === 'down' ? ('degraded' as const) : ('ok' as const)
+        return { status, database: 'ok' as const, redis, version: VERSION, uptimeSeconds }
       } catch {
         reply.code(503).header('retry-after', '5')
-        return { status: 'unavailable' as const, database: 'down' as const, version: VERSION, uptimeSeconds }
+        return { status: 'unavailable' as const, database: 'down' as const, redis, version: VERSION, uptimeSeconds }
       }
     },
   )

@@ -1,0 +1,51 @@
+// With REDIS_URL set and Redis gone, the service keeps serving and says so in /api/health and the log.
+import { Writable } from 'node:stream'
+import t from 'tap'
+import { buildTestApp, signUp } from '../helpers/app.js'
+import { retarget, TcpProxy } from '../helpers/tcp-proxy.js'
+
+const redisUrl = process.env.REDIS_URL
+if (!redisUrl) {
+  t.skip('REDIS_URL is not set: the Redis outage test needs a Redis server', async () => {})
+} else {
+  const target = retarget(redisUrl, 0)
+  const proxy = new TcpProxy(target.host, target.port)
+  const port = await proxy.start()
+  t.teardown(() => proxy.close())
+  const lines: string[] = []
+  const logStream = new Writable({ write(chunk, _enc, cb) { lines.push(String(chunk)); cb() } })
+  const app = await buildTestApp({
+    env: { REDIS_URL: retarget(redisUrl, port).url, REDIS_KEY_PREFIX: `redis-down-${process.pid}-${Date.now()}:`, LOG_LEVEL: 'info' },
+    deps: { logStream },
+  })
+  const waitFor = async (predicate: () => boolean) => {
+    for (let i = 0; i < 100 && !predicate(); i++) await new Promise((r) => setTimeout(r, 50))
+  }
+
+  t.test('health reports Redis ok while it answers', async (t) => {
+    await waitFor(() => app.redis?.status === 'ready')
+    const res = await app.inject({ method: 'GET', url: '/api/health' })
+    t.equal(res.statusCode, 200)
+    t.match(res.json(), { status: 'ok', database: 'ok', redis: 'ok' })
+  })
+
+  t.test('with Redis gone the service keeps serving, degraded, and logs it', async (t) => {
+    await proxy.cut()
+    await waitFor(() => app.redis?.status !== 'ready')
+    const health = await app.inject({ method: 'GET', url: '/api/health' })
+    t.equal(health.statusCode, 200)
+    t.match(health.json(), { status: 'degraded', database: 'ok', redis: 'down' })
+    const user = await signUp(app)
+    const who = await app.inject({ method: 'GET', url: '/api/v1/whoami', headers: { cookie: user.cookie } })
+    t.equal(who.statusCode, 200, 'sign-up and a session work without Redis')
+    t.ok(lines.some((l) => l.includes('redis unavailable')), 'the outage is in the log')
+  })
+
+  t.test('when Redis returns, health says ok again', async (t) => {
+    await proxy.restore()
+    await waitFor(() => app.redis?.status === 'ready')
+    const res = await app.inject({ method: 'GET', url: '/api/health' })
+    t.match(res.json(), { status: 'ok', redis: 'ok' })
+    t.ok(lines.some((l) => l.includes('redis connection restored')))
+  })
+}
