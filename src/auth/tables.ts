@@ -1,4 +1,5 @@
 import type { ColumnType, Generated, Selectable } from 'kysely'
+import type { ProfileColumns } from '../profile/tables.js'
 
 type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>
 type CreatedAt = ColumnType<Date, Date | string | undefined, never>
@@ -6,7 +7,7 @@ type CreatedAt = ColumnType<Date, Date | string | undefined, never>
 export type Role = 'member' | 'admin' | 'owner'
 export type Plan = 'free' | 'premium' | 'premium_plus'
 
-export interface UserTable {
+export interface UserTable extends ProfileColumns {
   id: string
   name: string
   email: string

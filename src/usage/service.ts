@@ -1,9 +1,12 @@
 // Plan-limit enforcement: the one function every domain calls to count usage.
-import { sql, type Kysely, type Transaction } from 'kysely'
+import type { Kysely, Transaction } from 'kysely'
 import type { Database } from '../../db/schema.js'
 import type { Plan } from '../auth/tables.js'
 import { AppError } from '../errors.js'
-import { currentPeriod, effectivePlan, PLAN_LIMITS, type Metric } from './plans.js'
+import { addToCounter, readCounter, readCounters } from './queries.js'
+import { currentPeriod, effectivePlan, METRIC_PERIOD, METRICS, PLAN_LIMITS, type Metric, type Period } from './plans.js'
+
+type Db = Kysely<Database> | Transaction<Database>
 
 export interface UsageSubject {
   id: string
@@ -19,55 +22,77 @@ export interface UsageResult {
   resetsAt: Date
 }
 
+export interface MetricUsage {
+  metric: Metric
+  used: number
+  limit: number | null
+  period: Period
+  resetsAt: Date
+}
+
+export interface PlanAndUsage {
+  /** The plan in force now: a lapsed paid plan is `free`. */
+  plan: Plan
+  /** As stored: when the paid plan ends (in the past once it lapsed); null when it does not lapse. */
+  planExpiresAt: Date | null
+  usage: MetricUsage[]
+}
+
+export const MAX_AMOUNT = 1000
+
 /**
  * Counts `amount` of `metric` for the user, or throws 402 PLAN_LIMIT_REACHED and counts nothing.
  * The check and the increment are one statement, so the limit holds under concurrency and across
  * instances. Pass the caller's transaction to roll the count back with the act it pays for.
  */
 export async function consumeUsage(
-  db: Kysely<Database> | Transaction<Database>,
+  db: Db,
   user: UsageSubject,
   metric: Metric,
   amount: number,
   now: Date,
 ): Promise<UsageResult> {
+  // A caller bug, not a user error: a zero, negative or fractional amount would corrupt the count.
+  if (!Number.isInteger(amount) || amount < 1 || amount > MAX_AMOUNT) {
+    throw new RangeError(`usage amount must be an integer 1..${MAX_AMOUNT}, got ${amount}`)
+  }
   const limit = PLAN_LIMITS[effectivePlan(user, now)][metric]
   const { start, resetsAt } = currentPeriod(metric, now)
-  const refuse = (used: number) =>
-    new AppError(402, 'PLAN_LIMIT_REACHED', `The ${metric} limit of your plan is reached`, {
-      data: { metric, limit, used, resetsAt: resetsAt.toISOString() },
+  const key = { userId: user.id, metric, periodStart: start }
+
+  // More than the whole limit at once can never fit: refuse without touching the row.
+  const attempt = limit !== null && amount > limit ? undefined : await addToCounter(db, key, amount, limit)
+  const used = attempt?.used
+  if (used === undefined) {
+    // The snapshot already showed the counter too full: that count is the answer. Otherwise a
+    // concurrent call filled it after the snapshot, and only a fresh read tells how far.
+    const current =
+      attempt && limit !== null && attempt.seen + amount > limit ? attempt.seen : await readCounter(db, key)
+    throw new AppError(402, 'PLAN_LIMIT_REACHED', `The ${metric} limit of your plan is reached`, {
+      data: { metric, limit, used: current, resetsAt: resetsAt.toISOString() },
     })
-
-  if (limit !== null && amount > limit) throw refuse(await readUsed(db, user.id, metric, start))
-
-  const row = await db
-    .insertInto('usage_counter')
-    .values({ user_id: user.id, metric, period_start: start, used: amount })
-    .onConflict((oc) => {
-      const update = oc
-        .columns(['user_id', 'metric', 'period_start'])
-        .doUpdateSet({ used: sql`usage_counter.used + excluded.used`, updated_at: sql`now()` })
-      return limit === null ? update : update.where(sql<boolean>`usage_counter.used + excluded.used <= ${limit}`)
-    })
-    .returning('used')
-    .executeTakeFirst()
-
-  if (!row) throw refuse(await readUsed(db, user.id, metric, start))
-  return { metric, used: row.used, limit, remaining: limit === null ? null : limit - row.used, resetsAt }
+  }
+  return { metric, used, limit, remaining: limit === null ? null : Math.max(0, limit - used), resetsAt }
 }
 
-export async function readUsed(
-  db: Kysely<Database> | Transaction<Database>,
-  userId: string,
-  metric: Metric,
-  periodStart: Date,
-): Promise<number> {
-  const row = await db
-    .selectFrom('usage_counter')
-    .select('used')
-    .where('user_id', '=', userId)
-    .where('metric', '=', metric)
-    .where('period_start', '=', periodStart)
-    .executeTakeFirst()
-  return row?.used ?? 0
+export async function readUsed(db: Db, userId: string, metric: Metric, periodStart: Date): Promise<number> {
+  return readCounter(db, { userId, metric, periodStart })
+}
+
+/** The effective plan and, for every metric, the count of its current period against the limit. */
+export async function getPlanAndUsage(db: Db, user: UsageSubject, now: Date): Promise<PlanAndUsage> {
+  const plan = effectivePlan(user, now)
+  const periods = METRICS.map((metric) => ({ metric, ...currentPeriod(metric, now) }))
+  const counts = await readCounters(db, user.id, periods.map((p) => ({ metric: p.metric, periodStart: p.start })))
+  return {
+    plan,
+    planExpiresAt: user.planExpiresAt,
+    usage: periods.map((p, i) => ({
+      metric: p.metric,
+      used: counts[i] ?? 0,
+      limit: PLAN_LIMITS[plan][p.metric],
+      period: METRIC_PERIOD[p.metric],
+      resetsAt: p.resetsAt,
+    })),
+  }
 }

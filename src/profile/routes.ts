@@ -1,0 +1,50 @@
+// /api/v1/getProfile and /api/v1/updateProfile: the signed-in user's own profile, nobody else's.
+import type { FastifyInstance } from 'fastify'
+import type { ZodTypeProvider } from 'fastify-type-provider-zod'
+import { currentUser, requireSession } from '../auth/guard.js'
+import { ErrorSchema } from '../auth/schemas.js'
+import { ProfileSchema, toProfileJson, updateProfileBody } from './schemas.js'
+import { getProfile, updateProfile } from './service.js'
+
+const tags = ['profile']
+
+export default async function profileRoutes(fastify: FastifyInstance) {
+  const app = fastify.withTypeProvider<ZodTypeProvider>()
+  app.addHook('preHandler', requireSession)
+
+  app.get(
+    '/api/v1/getProfile',
+    {
+      schema: {
+        operationId: 'getProfile',
+        tags,
+        summary: "The signed-in user's profile, including the birth data the analyses run on",
+        response: { 200: ProfileSchema, 401: ErrorSchema },
+      },
+    },
+    async (request) => toProfileJson(await getProfile(app.db, currentUser(request).id)),
+  )
+
+  app.post(
+    '/api/v1/updateProfile',
+    {
+      schema: {
+        operationId: 'updateProfile',
+        tags,
+        summary: 'Change some profile fields; omitted fields stay, null clears a nullable field',
+        description:
+          'birthDate is a real date from 1900-01-01 to today (UTC); birthTime HH:MM 00:00..23:59; timezone an ' +
+          'IANA zone; latitude -90..90, longitude -180..180; image an https URL (<= 2048); strings are trimmed ' +
+          '(name 1..100, birthPlace.name 1..200, locale a BCP-47 tag <= 35). email, role, plan and unknown ' +
+          'keys are refused with 400.',
+        body: updateProfileBody(app.clock),
+        response: { 200: ProfileSchema, 400: ErrorSchema, 401: ErrorSchema },
+      },
+    },
+    async (request) => {
+      const user = currentUser(request)
+      const profile = await updateProfile(app.db, user.id, request.body, { now: app.clock.now(), ip: request.ip })
+      return toProfileJson(profile)
+    },
+  )
+}

@@ -1,0 +1,62 @@
+// /api/v1/getPlanAndUsage and /api/v1/usage/{metric}/increment, for the signed-in user only.
+import type { FastifyInstance } from 'fastify'
+import type { ZodTypeProvider } from 'fastify-type-provider-zod'
+import { currentUser, requireSession } from '../auth/guard.js'
+import { ErrorSchema } from '../auth/schemas.js'
+import {
+  IncrementBody,
+  IncrementParams,
+  PlanAndUsageSchema,
+  PlanLimitErrorSchema,
+  toPlanAndUsageJson,
+  toUsageResultJson,
+  UsageResultSchema,
+} from './schemas.js'
+import { consumeUsage, getPlanAndUsage } from './service.js'
+
+const tags = ['usage']
+
+export default async function usageRoutes(fastify: FastifyInstance) {
+  const app = fastify.withTypeProvider<ZodTypeProvider>()
+  app.addHook('preHandler', requireSession)
+
+  app.get(
+    '/api/v1/getPlanAndUsage',
+    {
+      schema: {
+        operationId: 'getPlanAndUsage',
+        tags,
+        summary: 'The plan in force and every usage counter of the current period against its limit',
+        response: { 200: PlanAndUsageSchema, 401: ErrorSchema },
+      },
+    },
+    async (request) => toPlanAndUsageJson(await getPlanAndUsage(app.db, currentUser(request), app.clock.now())),
+  )
+
+  app.post(
+    '/api/v1/usage/:metric/increment',
+    {
+      schema: {
+        operationId: 'incrementUsage',
+        tags,
+        summary: 'Count usage of a metric against the plan limit; at the limit nothing is counted (402)',
+        description:
+          'An unknown metric is a 400 VALIDATION_ERROR (the metric is an enum of the path). 402 ' +
+          'PLAN_LIMIT_REACHED carries data {metric, limit, used, resetsAt}.',
+        params: IncrementParams,
+        body: IncrementBody,
+        response: {
+          200: UsageResultSchema,
+          400: ErrorSchema,
+          401: ErrorSchema,
+          402: PlanLimitErrorSchema,
+        },
+      },
+    },
+    async (request) => {
+      const amount = request.body?.amount ?? 1
+      const result = await consumeUsage(app.db, currentUser(request), request.params.metric, amount, app.clock.now())
+      return toUsageResultJson(result)
+    },
+  )
+}

@@ -1,0 +1,338 @@
+import t from 'tap'
+import { buildTestApp, call, signUp, WEB_ORIGIN, type TestUser } from '../helpers/app.js'
+
+// A mutable clock: "today" (the latest birth date) and updatedAt come from it.
+let fakeNow: Date | undefined
+const app = await buildTestApp({ deps: { clock: { now: () => fakeNow ?? new Date() } } })
+t.afterEach(() => {
+  fakeNow = undefined
+})
+
+const getProfile = (user: TestUser) => call(app, 'GET', '/api/v1/getProfile', { cookie: user.cookie })
+const update = (user: TestUser, body: unknown) => call(app, 'POST', '/api/v1/updateProfile', { cookie: user.cookie, body })
+
+/** The user's row as the database holds it, including the columns the API never changes. */
+const rowOf = (id: string) => app.db.selectFrom('user').selectAll().where('id', '=', id).executeTakeFirstOrThrow()
+
+const FULL = {
+  name: 'Sari Wulandari',
+  image: 'https://cdn.example.id/avatars/sari.png',
+  birthDate: '1994-08-17',
+  birthTime: '06:30',
+  birthPlace: { name: 'Yogyakarta, Indonesia', latitude: -7.7956, longitude: 110.3695 },
+  gender: 'female',
+  locale: 'id',
+  timezone: 'Asia/Jakarta',
+}
+
+t.test('both routes need a session', async (t) => {
+  const get = await app.inject({ method: 'GET', url: '/api/v1/getProfile' })
+  t.equal(get.statusCode, 401)
+  t.match(get.json(), { code: 'UNAUTHORIZED', status: 401 })
+  const post = await call(app, 'POST', '/api/v1/updateProfile', { body: { name: 'Nobody' } })
+  t.equal(post.statusCode, 401)
+  t.match(post.json(), { code: 'UNAUTHORIZED' })
+  const forged = await call(app, 'GET', '/api/v1/getProfile', { cookie: 'better-auth.session_token=forged.value' })
+  t.equal(forged.statusCode, 401)
+})
+
+t.test('a new member has a profile with the sign-up name and empty birth data', async (t) => {
+  const user = await signUp(app, { name: 'Bima' })
+  const res = await getProfile(user)
+  t.equal(res.statusCode, 200)
+  t.same(res.json(), {
+    id: user.id,
+    email: user.email,
+    name: 'Bima',
+    image: null,
+    birthDate: null,
+    birthTime: null,
+    birthPlace: null,
+    gender: null,
+    locale: null,
+    timezone: null,
+    createdAt: res.json().createdAt,
+    updatedAt: res.json().updatedAt,
+  })
+  t.match(res.json().createdAt, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
+})
+
+t.test('a full update is stored, returned and read back, with updatedAt bumped', async (t) => {
+  const user = await signUp(app)
+  const before = (await getProfile(user)).json()
+  fakeNow = new Date(Date.now() + 60_000)
+  const res = await update(user, FULL)
+  t.equal(res.statusCode, 200)
+  const expected = { ...FULL, id: user.id, email: user.email, createdAt: before.createdAt, updatedAt: fakeNow.toISOString() }
+  t.same(res.json(), expected)
+  t.same((await getProfile(user)).json(), expected)
+  const row = await rowOf(user.id)
+  t.equal(row.birth_date, '1994-08-17')
+  t.same(row.birth_place, FULL.birthPlace, 'birthPlace is stored as a jsonb object')
+})
+
+t.test('a partial update changes only the given fields', async (t) => {
+  const user = await signUp(app)
+  t.equal((await update(user, FULL)).statusCode, 200)
+  const res = await update(user, { birthTime: '21:05' })
+  t.equal(res.statusCode, 200)
+  t.match(res.json(), { ...FULL, birthTime: '21:05' })
+})
+
+t.test('null clears every nullable field', async (t) => {
+  const user = await signUp(app)
+  t.equal((await update(user, FULL)).statusCode, 200)
+  const res = await update(user, {
+    image: null, birthDate: null, birthTime: null, birthPlace: null, gender: null, locale: null, timezone: null,
+  })
+  t.equal(res.statusCode, 200)
+  t.match(res.json(), {
+    name: FULL.name, image: null, birthDate: null, birthTime: null, birthPlace: null, gender: null, locale: null, timezone: null,
+  })
+  const row = await rowOf(user.id)
+  t.equal(row.birth_place, null, 'a cleared birthPlace is SQL null, not a jsonb null')
+})
+
+t.test('an empty update changes nothing and returns the profile', async (t) => {
+  const user = await signUp(app)
+  const before = (await getProfile(user)).json()
+  fakeNow = new Date(Date.now() + 60_000)
+  const res = await update(user, {})
+  t.equal(res.statusCode, 200)
+  t.same(res.json(), before, 'updatedAt stays: nothing was updated')
+})
+
+t.test('strings are stored trimmed; locale and time zone in their canonical spelling', async (t) => {
+  const user = await signUp(app)
+  const res = await update(user, {
+    name: '  Sari  ',
+    image: ' https://cdn.example.id/a.png ',
+    birthDate: ' 1994-08-17 ',
+    birthTime: ' 06:30 ',
+    birthPlace: { name: '\tYogyakarta  ', latitude: 0, longitude: 0 },
+    locale: ' en-us ',
+    timezone: ' asia/jakarta ',
+  })
+  t.equal(res.statusCode, 200)
+  const stored = await rowOf(user.id)
+  t.equal(stored.name, 'Sari')
+  t.equal(stored.image, 'https://cdn.example.id/a.png')
+  t.equal(stored.birth_date, '1994-08-17')
+  t.equal(stored.birth_time, '06:30')
+  t.same(stored.birth_place, { name: 'Yogyakarta', latitude: 0, longitude: 0 })
+  t.equal(stored.locale, 'en-US')
+  t.equal(stored.timezone, 'Asia/Jakarta')
+  t.match(res.json(), { name: 'Sari', locale: 'en-US', timezone: 'Asia/Jakarta' })
+})
+
+t.test('values at the edges of every rule are accepted', async (t) => {
+  fakeNow = new Date('2026-03-14T23:59:59.999Z')
+  const user = await signUp(app)
+  const accepted: [string, unknown][] = [
+    ['name', 'x'.repeat(100)],
+    ['name', 'É'],
+    ['birthDate', '1900-01-01'],
+    ['birthDate', '2026-03-14'], // today, by the injected clock
+    ['birthDate', '2024-02-29'],
+    ['birthTime', '00:00'],
+    ['birthTime', '23:59'],
+    ['birthPlace', { name: 'p'.repeat(200), latitude: 90, longitude: 180 }],
+    ['birthPlace', { name: 'South Pole', latitude: -90, longitude: -180 }],
+    ['image', `https://cdn.example.id/${'a'.repeat(2048 - 'https://cdn.example.id/'.length)}`],
+    ['timezone', 'UTC'],
+    ['timezone', 'America/Argentina/Buenos_Aires'],
+    ['timezone', 'Asia/Calcutta'], // a backward-compatible IANA link
+    ['timezone', 'Etc/GMT+7'],
+    ['locale', 'id'],
+    ['locale', 'en-US'],
+    ['locale', 'zh-Hant-TW'],
+    ['gender', 'male'],
+    ['gender', 'female'],
+    ['gender', 'other'],
+  ]
+  for (const [field, value] of accepted) {
+    const res = await update(user, { [field]: value })
+    t.equal(res.statusCode, 200, `${field} = ${JSON.stringify(value).slice(0, 40)} is accepted`)
+    t.same(res.json()[field], value, `${field} is stored as given`)
+  }
+})
+
+t.test('every invalid value is a 400 VALIDATION_ERROR naming the field, and changes nothing', async (t) => {
+  fakeNow = new Date('2026-03-14T12:00:00Z')
+  const user = await signUp(app)
+  t.equal((await update(user, FULL)).statusCode, 200)
+  const rowBefore = await rowOf(user.id)
+
+  const refused: [string, unknown, string][] = [
+    // birthDate: a real calendar date, 1900-01-01..today
+    ['birthDate', '2023-02-29', 'body.birthDate'],
+    ['birthDate', '2024-02-30', 'body.birthDate'],
+    ['birthDate', '2025-04-31', 'body.birthDate'],
+    ['birthDate', '2024-13-01', 'body.birthDate'],
+    ['birthDate', '1899-12-31', 'body.birthDate'],
+    ['birthDate', '2026-03-15', 'body.birthDate'], // tomorrow, by the injected clock
+    ['birthDate', '2999-01-01', 'body.birthDate'],
+    ['birthDate', '1994-8-17', 'body.birthDate'],
+    ['birthDate', '17-08-1994', 'body.birthDate'],
+    ['birthDate', '1994-08-17T00:00:00Z', 'body.birthDate'],
+    ['birthDate', 19940817, 'body.birthDate'],
+    // birthTime: HH:MM 00:00..23:59
+    ['birthTime', '24:00', 'body.birthTime'],
+    ['birthTime', '23:60', 'body.birthTime'],
+    ['birthTime', '7:30', 'body.birthTime'],
+    ['birthTime', '07:30:00', 'body.birthTime'],
+    ['birthTime', 'noon', 'body.birthTime'],
+    // timezone: a real IANA zone
+    ['timezone', 'Mars/Olympus', 'body.timezone'],
+    ['timezone', '+07:00', 'body.timezone'],
+    ['timezone', 'GMT+7', 'body.timezone'],
+    ['timezone', '', 'body.timezone'],
+    ['timezone', `Asia/${'x'.repeat(70)}`, 'body.timezone'],
+    // birthPlace: name 1..200, latitude -90..90, longitude -180..180, nothing else
+    ['birthPlace', { name: 'Nowhere', latitude: 91, longitude: 0 }, 'body.birthPlace.latitude'],
+    ['birthPlace', { name: 'Nowhere', latitude: -90.0001, longitude: 0 }, 'body.birthPlace.latitude'],
+    ['birthPlace', { name: 'Nowhere', latitude: 0, longitude: 180.5 }, 'body.birthPlace.longitude'],
+    ['birthPlace', { name: 'Nowhere', latitude: 0, longitude: -181 }, 'body.birthPlace.longitude'],
+    ['birthPlace', { name: 'Nowhere', latitude: '10', longitude: 0 }, 'body.birthPlace.latitude'],
+    ['birthPlace', { latitude: 0, longitude: 0 }, 'body.birthPlace.name'],
+    ['birthPlace', { name: '   ', latitude: 0, longitude: 0 }, 'body.birthPlace.name'],
+    ['birthPlace', { name: 'p'.repeat(201), latitude: 0, longitude: 0 }, 'body.birthPlace.name'],
+    ['birthPlace', { name: 'Yogya', latitude: 0, longitude: 0, elevation: 100 }, 'body.birthPlace'],
+    ['birthPlace', 'Yogyakarta', 'body.birthPlace'],
+    // image: an https URL to a named host, at most 2048 characters
+    ['image', 'http://cdn.example.id/a.png', 'body.image'],
+    ['image', 'ftp://cdn.example.id/a.png', 'body.image'],
+    ['image', 'javascript:alert(1)', 'body.image'],
+    ['image', 'data:image/png;base64,AAAA', 'body.image'],
+    ['image', 'not a url', 'body.image'],
+    ['image', 'https://localhost/a.png', 'body.image'],
+    ['image', `https://cdn.example.id/${'a'.repeat(2048)}`, 'body.image'],
+    // name: trimmed, 1..100, not nullable, no control characters
+    ['name', '', 'body.name'],
+    ['name', '    ', 'body.name'],
+    ['name', 'x'.repeat(101), 'body.name'],
+    ['name', null, 'body.name'],
+    ['name', 'Sa\u0000ri', 'body.name'],
+    ['name', 42, 'body.name'],
+    // locale: a BCP-47 tag, at most 35
+    ['locale', 'en_US', 'body.locale'],
+    ['locale', 'english', 'body.locale'],
+    ['locale', 'x-private', 'body.locale'],
+    ['locale', `en-${'abcdefgh-'.repeat(4)}x`, 'body.locale'],
+    // gender: one of three, or null
+    ['gender', 'unknown', 'body.gender'],
+    ['gender', '', 'body.gender'],
+  ]
+  for (const [field, value, path] of refused) {
+    const res = await update(user, { [field]: value })
+    const label = `${field} = ${JSON.stringify(value)?.slice(0, 50)}`
+    t.equal(res.statusCode, 400, `${label} is refused`)
+    const body = res.json()
+    t.equal(body.code, 'VALIDATION_ERROR', label)
+    t.ok(
+      body.data?.issues?.some((i: { path: string }) => i.path === path),
+      `${label} names ${path}: ${JSON.stringify(body.data?.issues)}`,
+    )
+  }
+  t.same(await rowOf(user.id), rowBefore, 'no refused update changed anything')
+})
+
+t.test('email, role, plan and unknown keys are refused, and nothing is changed', async (t) => {
+  const user = await signUp(app)
+  const rowBefore = await rowOf(user.id)
+  const attempts: Record<string, unknown>[] = [
+    { email: 'someone-else@example.com' },
+    { role: 'admin' },
+    { role: 'owner' },
+    { plan: 'premium_plus' },
+    { planExpiresAt: '2099-01-01T00:00:00Z' },
+    { emailVerified: true },
+    { id: 'another-id' },
+    { userId: 'another-id' },
+    { createdAt: '2000-01-01T00:00:00Z' },
+    { favouriteColour: 'blue' },
+    // A valid field does not smuggle an invalid one through.
+    { name: 'Changed', role: 'admin' },
+    { name: 'Changed', plan: 'premium' },
+  ]
+  for (const body of attempts) {
+    const res = await update(user, body)
+    t.equal(res.statusCode, 400, `${JSON.stringify(body)} is refused`)
+    t.equal(res.json().code, 'VALIDATION_ERROR')
+  }
+  for (const payload of ['[]', '"a string"', '42', 'null']) {
+    const res = await app.inject({
+      method: 'POST', url: '/api/v1/updateProfile',
+      headers: { cookie: user.cookie, origin: WEB_ORIGIN, 'content-type': 'application/json' }, payload,
+    })
+    t.equal(res.statusCode, 400, `a body of ${payload} is refused`)
+  }
+  const rowAfter = await rowOf(user.id)
+  t.same(rowAfter, rowBefore, 'name, role, plan, email and updatedAt are unchanged')
+  t.equal(rowAfter.role, 'member')
+  t.equal(rowAfter.plan, 'free')
+})
+
+t.test("a member cannot read or change another member's profile", async (t) => {
+  const alice = await signUp(app, { name: 'Alice' })
+  const bob = await signUp(app, { name: 'Bob' })
+  t.equal((await update(bob, { ...FULL, name: 'Bob' })).statusCode, 200)
+  const bobBefore = await rowOf(bob.id)
+
+  // The routes take no id: whatever Alice sends, she reads and writes her own row.
+  const read = await call(app, 'GET', `/api/v1/getProfile?id=${bob.id}&userId=${bob.id}`, { cookie: alice.cookie })
+  t.equal(read.statusCode, 200)
+  t.equal(read.json().id, alice.id)
+  t.equal(read.json().name, 'Alice')
+  t.not(read.json().email, bob.email)
+
+  const smuggled = await update(alice, { id: bob.id, name: 'Mallory' })
+  t.equal(smuggled.statusCode, 400)
+  const viaQuery = await call(app, 'POST', `/api/v1/updateProfile?userId=${bob.id}`, {
+    cookie: alice.cookie, body: { name: 'Mallory', birthDate: '2000-01-01' },
+  })
+  t.equal(viaQuery.statusCode, 200)
+  t.equal(viaQuery.json().id, alice.id)
+
+  t.same(await rowOf(bob.id), bobBefore, "Bob's row is untouched")
+  t.equal((await rowOf(alice.id)).name, 'Mallory')
+  t.match((await getProfile(bob)).json(), { id: bob.id, name: 'Bob', birthDate: FULL.birthDate })
+})
+
+t.test('an update is audited with the field names only, never the personal values', async (t) => {
+  const user = await signUp(app)
+  t.equal((await update(user, { birthDate: '1994-08-17', birthPlace: FULL.birthPlace })).statusCode, 200)
+  const events = await app.db
+    .selectFrom('audit_event')
+    .selectAll()
+    .where('actor_id', '=', user.id)
+    .where('action', '=', 'profile.updated')
+    .execute()
+  t.equal(events.length, 1)
+  t.same(events[0]!.details, { fields: ['birthDate', 'birthPlace'] })
+  t.notMatch(JSON.stringify(events[0]!.details), /1994|Yogyakarta/)
+})
+
+t.test('a cross-site update is refused by the origin check', async (t) => {
+  const user = await signUp(app)
+  const res = await app.inject({
+    method: 'POST', url: '/api/v1/updateProfile',
+    headers: { cookie: user.cookie, origin: 'https://evil.example' }, payload: { name: 'Evil' },
+  })
+  t.equal(res.statusCode, 403)
+  t.equal((await rowOf(user.id)).name, 'Test User')
+})
+
+t.test('the OpenAPI document describes both routes with schemas and examples', async (t) => {
+  const doc = (await app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json()
+  const get = doc.paths['/api/v1/getProfile'].get
+  t.equal(get.operationId, 'getProfile')
+  t.equal(get.responses['200'].content['application/json'].schema.$ref, '#/components/schemas/Profile')
+  t.ok(doc.components.schemas.Profile.examples?.length, 'the Profile schema has an example')
+  const post = doc.paths['/api/v1/updateProfile'].post
+  t.equal(post.operationId, 'updateProfile')
+  const body = post.requestBody.content['application/json']
+  t.equal(body.schema.additionalProperties, false)
+  t.ok(body.examples || body.example, 'the request body has examples')
+  t.ok(post.responses['400'] && post.responses['401'])
+})
