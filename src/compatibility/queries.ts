@@ -1,0 +1,98 @@
+import { sql, type Insertable, type Kysely, type Transaction } from 'kysely'
+import type { Database } from '../../db/schema.js'
+import type { Cursor } from '../journal/cursor.js'
+import type { CompatibilityResultRow, CompatibilityResultTable } from './tables.js'
+
+type Db = Kysely<Database> | Transaction<Database>
+
+export async function insertResult(db: Db, values: Insertable<CompatibilityResultTable>): Promise<CompatibilityResultRow> {
+  return db.insertInto('compatibility_result').values(values).returningAll().executeTakeFirstOrThrow()
+}
+
+export async function findResult(db: Db, id: string): Promise<CompatibilityResultRow | undefined> {
+  return db.selectFrom('compatibility_result').selectAll().where('id', '=', id).executeTakeFirst()
+}
+
+export async function ownsResult(db: Db, userId: string, id: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('compatibility_result')
+    .select('id')
+    .where('id', '=', id)
+    .where('user_id', '=', userId)
+    .executeTakeFirst()
+  return Boolean(row)
+}
+
+/** The result row, locked until the transaction ends: unlocks and grants of one result serialize. */
+export async function lockResult(trx: Transaction<Database>, id: string): Promise<CompatibilityResultRow | undefined> {
+  return trx.selectFrom('compatibility_result').selectAll().where('id', '=', id).forUpdate().executeTakeFirst()
+}
+
+export async function setUnlocked(
+  trx: Transaction<Database>,
+  id: string,
+  unlocked: boolean,
+  paymentId: string | null,
+): Promise<CompatibilityResultRow> {
+  return trx
+    .updateTable('compatibility_result')
+    .set({
+      deep_insights_unlocked: unlocked,
+      ...(paymentId !== null && { payment_id: paymentId }),
+      updated_at: sql<Date>`now()`,
+    })
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow()
+}
+
+/** Stores deep insights only on the user's own, unlocked result; undefined otherwise. */
+export async function saveOwnDeepInsights(
+  db: Db,
+  userId: string,
+  id: string,
+  content: string,
+  now: Date,
+): Promise<CompatibilityResultRow | undefined> {
+  return db
+    .updateTable('compatibility_result')
+    .set({ deep_insights: content, updated_at: now })
+    .where('id', '=', id)
+    .where('user_id', '=', userId)
+    .where('deep_insights_unlocked', '=', true)
+    .returningAll()
+    .executeTakeFirst()
+}
+
+export async function listResultsOf(
+  db: Db,
+  userId: string,
+  options: { limit: number; cursor?: Cursor },
+): Promise<CompatibilityResultRow[]> {
+  let query = db
+    .selectFrom('compatibility_result')
+    // Deep insights are never read for a list, so a locked result's content cannot leak through it.
+    .select(['id', 'user_id', 'partner', 'systems', 'score', 'summary', 'deep_insights_unlocked', 'payment_id', 'created_at', 'updated_at'])
+    .select(sql<null>`null`.as('deep_insights'))
+    .where('user_id', '=', userId)
+  const cursor = options.cursor
+  if (cursor) {
+    query = query.where(({ eb, refTuple, tuple }) =>
+      eb(refTuple('created_at', 'id'), '<', tuple(cursor.createdAt, cursor.id)),
+    )
+  }
+  return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(options.limit).execute()
+}
+
+export async function activePurchaseOf(db: Db, resultId: string) {
+  return db
+    .selectFrom('deep_insights_purchase')
+    .selectAll()
+    .where('result_id', '=', resultId)
+    .where('status', '=', 'active')
+    .executeTakeFirst()
+}
+
+export async function purchaseByPayment(db: Db, paymentId: string) {
+  return db.selectFrom('deep_insights_purchase').selectAll().where('payment_id', '=', paymentId).executeTakeFirst()
+}

@@ -1,0 +1,95 @@
+// /api/v1/compatibility/*: the signed-in user's compatibility results and their deep insights.
+import type { FastifyInstance } from 'fastify'
+import type { ZodTypeProvider } from 'fastify-type-provider-zod'
+import { currentUser, requireSession } from '../auth/guard.js'
+import { ErrorSchema } from '../auth/schemas.js'
+import { IdParams } from '../journal/schemas.js'
+import { CreateResultBody, ListResultsQuery, ResultPageSchema, ResultSchema, SaveDeepInsightsBody, UnlockBody } from './schemas.js'
+import { createResult, listResults, readResult, saveDeepInsights, unlockDeepInsights } from './service.js'
+
+const tags = ['compatibility']
+const errors = { 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema }
+// Deep insights may be up to 128 KiB of JSON, above the default body limit.
+const DEEP_INSIGHTS_BODY_LIMIT = 200 * 1024
+
+export default async function compatibilityRoutes(fastify: FastifyInstance) {
+  const app = fastify.withTypeProvider<ZodTypeProvider>()
+  // onRequest, not preHandler: an anonymous caller is refused before its body is even parsed.
+  app.addHook('onRequest', requireSession)
+
+  app.post(
+    '/api/v1/compatibility/results',
+    {
+      schema: {
+        operationId: 'createResult',
+        tags,
+        summary: 'Store a compatibility result and its free lite summary (counts compatibilityChecks)',
+        body: CreateResultBody,
+        response: { 201: ResultSchema, 402: ErrorSchema, 413: ErrorSchema, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const result = await createResult(app, currentUser(request), request.body)
+      return reply.code(201).send(result)
+    },
+  )
+
+  app.get(
+    '/api/v1/compatibility/results',
+    {
+      schema: {
+        operationId: 'listResults',
+        tags,
+        summary: 'The user\'s results, newest first, by cursor (without deep insights)',
+        querystring: ListResultsQuery,
+        response: { 200: ResultPageSchema, ...errors },
+      },
+    },
+    async (request) => listResults(app, currentUser(request), request.query),
+  )
+
+  app.get(
+    '/api/v1/compatibility/results/:id',
+    {
+      schema: {
+        operationId: 'getResult',
+        tags,
+        summary: 'One result of the user (admins and owners: any result, audited)',
+        params: IdParams,
+        response: { 200: ResultSchema, ...errors },
+      },
+    },
+    async (request) => readResult(app, currentUser(request), request.params.id, request.ip),
+  )
+
+  app.post(
+    '/api/v1/compatibility/results/:id/unlock',
+    {
+      schema: {
+        operationId: 'unlockDeepInsights',
+        tags,
+        summary: 'Unlock deep insights with a deep_insights purchase or the premium_plus plan (idempotent)',
+        params: IdParams,
+        body: UnlockBody,
+        response: { 200: ResultSchema, 402: ErrorSchema, ...errors },
+      },
+    },
+    async (request) => unlockDeepInsights(app, currentUser(request), request.params.id),
+  )
+
+  app.put(
+    '/api/v1/compatibility/results/:id/deep-insights',
+    {
+      bodyLimit: DEEP_INSIGHTS_BODY_LIMIT,
+      schema: {
+        operationId: 'saveDeepInsights',
+        tags,
+        summary: 'Store the deep insights the client produced for an unlocked result',
+        params: IdParams,
+        body: SaveDeepInsightsBody,
+        response: { 200: ResultSchema, 402: ErrorSchema, 413: ErrorSchema, ...errors },
+      },
+    },
+    async (request) => saveDeepInsights(app, currentUser(request), request.params.id, request.body.content),
+  )
+}

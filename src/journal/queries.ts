@@ -1,0 +1,65 @@
+import type { Kysely, Transaction } from 'kysely'
+import type { Database } from '../../db/schema.js'
+import type { Cursor } from './cursor.js'
+import type { JournalEntryRow, JournalEntryTable } from './tables.js'
+import type { Insertable, Updateable } from 'kysely'
+
+type Db = Kysely<Database> | Transaction<Database>
+
+export async function insertEntry(db: Db, values: Insertable<JournalEntryTable>): Promise<JournalEntryRow> {
+  return db.insertInto('journal_entry').values(values).returningAll().executeTakeFirstOrThrow()
+}
+
+export async function findEntry(db: Db, id: string): Promise<JournalEntryRow | undefined> {
+  return db.selectFrom('journal_entry').selectAll().where('id', '=', id).executeTakeFirst()
+}
+
+/** Updates only the user's own entry: a member's id never reaches somebody else's row. */
+export async function updateOwnEntry(
+  db: Db,
+  userId: string,
+  id: string,
+  values: Updateable<JournalEntryTable>,
+): Promise<JournalEntryRow | undefined> {
+  return db
+    .updateTable('journal_entry')
+    .set(values)
+    .where('id', '=', id)
+    .where('user_id', '=', userId)
+    .returningAll()
+    .executeTakeFirst()
+}
+
+export async function deleteOwnEntry(db: Db, userId: string, id: string): Promise<boolean> {
+  const result = await db
+    .deleteFrom('journal_entry')
+    .where('id', '=', id)
+    .where('user_id', '=', userId)
+    .executeTakeFirst()
+  return result.numDeletedRows > 0n
+}
+
+export interface EntryFilter {
+  from?: string
+  to?: string
+  mood?: number
+}
+
+/** Newest first by (created_at, id); the cursor only narrows, the user_id filter always applies. */
+export async function listEntriesOf(
+  db: Db,
+  userId: string,
+  options: { limit: number; cursor?: Cursor } & EntryFilter,
+): Promise<JournalEntryRow[]> {
+  let query = db.selectFrom('journal_entry').selectAll().where('user_id', '=', userId)
+  if (options.from) query = query.where('entry_date', '>=', options.from)
+  if (options.to) query = query.where('entry_date', '<=', options.to)
+  if (options.mood !== undefined) query = query.where('mood', '=', options.mood)
+  const cursor = options.cursor
+  if (cursor) {
+    query = query.where(({ eb, refTuple, tuple }) =>
+      eb(refTuple('created_at', 'id'), '<', tuple(cursor.createdAt, cursor.id)),
+    )
+  }
+  return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(options.limit).execute()
+}
