@@ -1,0 +1,90 @@
+// What a paid payment gives and what a refund takes back, always inside the transition's transaction.
+import { sql, type Transaction } from 'kysely'
+import type { Database } from '../../db/schema.js'
+import { grantDeepInsights, revokeDeepInsights } from '../compatibility/service.js'
+import { AppError } from '../errors.js'
+import { effectivePlan } from '../usage/plans.js'
+import { PLAN_DAYS, PRODUCT_TABLE, isProduct } from './products.js'
+import { lockUserPlan, setUserPlan } from './queries.js'
+import type { PaymentRow } from './tables.js'
+
+type Trx = Transaction<Database>
+const DAY_MS = 24 * 60 * 60 * 1000
+
+export type GrantOutcome =
+  | { granted: true; details: Record<string, unknown> }
+  | { granted: false; reason: string }
+
+/**
+ * Plan days: 30 days from the later of now and the current expiry when the user already has this
+ * plan, else 30 days from now (an upgrade from premium starts premium_plus now; the remaining
+ * premium days are not carried over). premium bought while premium_plus is active grants nothing
+ * (checkout refuses it; only a race gets here) and is flagged for a refund.
+ */
+async function grantPlan(trx: Trx, userId: string, plan: 'premium' | 'premium_plus', now: Date): Promise<GrantOutcome> {
+  const user = await lockUserPlan(trx, userId)
+  if (!user) return { granted: false, reason: 'user_deleted' }
+  const active = effectivePlan({ plan: user.plan, planExpiresAt: user.plan_expires_at }, now)
+  if (plan === 'premium' && active === 'premium_plus') return { granted: false, reason: 'premium_plus_active' }
+  if (active === plan && user.plan_expires_at === null) {
+    return { granted: true, details: { plan, planExpiresAt: null, note: 'plan does not expire' } }
+  }
+  const from = active === plan && user.plan_expires_at ? Math.max(now.getTime(), user.plan_expires_at.getTime()) : now.getTime()
+  const expiresAt = new Date(from + PLAN_DAYS * DAY_MS)
+  await setUserPlan(trx, userId, plan, expiresAt, now)
+  return { granted: true, details: { plan, previousPlan: user.plan, previousExpiresAt: user.plan_expires_at, planExpiresAt: expiresAt } }
+}
+
+/** A refund shortens the plan by the days it bought; if nothing is left, the user is back on free. */
+async function revokePlan(trx: Trx, userId: string, plan: 'premium' | 'premium_plus', now: Date): Promise<Record<string, unknown>> {
+  const user = await lockUserPlan(trx, userId)
+  // The plan changed since (an upgrade, an admin): those days were already given up; leave it.
+  if (!user || user.plan !== plan || user.plan_expires_at === null) return { plan: user?.plan ?? null, changed: false }
+  const shortened = new Date(user.plan_expires_at.getTime() - PLAN_DAYS * DAY_MS)
+  if (shortened.getTime() <= now.getTime()) {
+    await setUserPlan(trx, userId, 'free', null, now)
+    return { plan: 'free', changed: true }
+  }
+  await setUserPlan(trx, userId, plan, shortened, now)
+  return { plan, planExpiresAt: shortened, changed: true }
+}
+
+/**
+ * Runs the grant under a savepoint: a refused grant (the result was unlocked by another payment, a
+ * 409 from the compatibility service) must not abort the transition, because the money did move.
+ */
+export async function grantFor(trx: Trx, payment: PaymentRow, now: Date): Promise<GrantOutcome> {
+  if (!payment.user_id) return { granted: false, reason: 'user_deleted' }
+  if (!isProduct(payment.product)) return { granted: false, reason: 'unknown_product' }
+  const plan = PRODUCT_TABLE[payment.product].plan
+  if (!plan && !payment.result_id) return { granted: false, reason: 'no_result' }
+  await sql`savepoint payment_grant`.execute(trx)
+  try {
+    let outcome: GrantOutcome
+    if (plan) {
+      outcome = await grantPlan(trx, payment.user_id, plan, now)
+    } else {
+      await grantDeepInsights(trx, { userId: payment.user_id, resultId: payment.result_id!, paymentId: payment.id })
+      outcome = { granted: true, details: { resultId: payment.result_id } }
+    }
+    await sql`release savepoint payment_grant`.execute(trx)
+    return outcome
+  } catch (err) {
+    await sql`rollback to savepoint payment_grant`.execute(trx)
+    if (err instanceof AppError && (err.status === 409 || err.status === 404)) {
+      return { granted: false, reason: err.status === 409 ? 'conflict' : 'result_not_found' }
+    }
+    throw err
+  }
+}
+
+export async function revokeFor(trx: Trx, payment: PaymentRow, now: Date): Promise<Record<string, unknown>> {
+  if (!payment.granted_at || !isProduct(payment.product)) return { revoked: false }
+  const plan = PRODUCT_TABLE[payment.product].plan
+  if (plan) {
+    if (!payment.user_id) return { revoked: false }
+    return { revoked: true, ...(await revokePlan(trx, payment.user_id, plan, now)) }
+  }
+  await revokeDeepInsights(trx, { paymentId: payment.id })
+  return { revoked: true, resultId: payment.result_id }
+}

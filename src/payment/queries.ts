@@ -1,0 +1,125 @@
+// SQL of the payment domain. Every status change is one compare-and-set UPDATE.
+import { sql, type Kysely, type Transaction } from 'kysely'
+import type { Database } from '../../db/schema.js'
+import type { Plan } from '../auth/tables.js'
+import type { Cursor } from '../journal/cursor.js'
+import type { PaymentRow, PaymentStatus, Provider } from './tables.js'
+
+type Db = Kysely<Database> | Transaction<Database>
+
+export type NewPayment = {
+  id: string
+  userId: string
+  product: string
+  amount: number
+  currency: string
+  provider: Provider
+  resultId: string | null
+  returnUrl: string
+  now: Date
+  expiresAt: Date
+}
+
+export async function insertPayment(db: Db, p: NewPayment): Promise<void> {
+  await db
+    .insertInto('payment')
+    .values({
+      id: p.id,
+      user_id: p.userId,
+      product: p.product,
+      amount: p.amount,
+      currency: p.currency,
+      status: 'pending',
+      provider: p.provider,
+      provider_ref: null,
+      result_id: p.resultId,
+      return_url: p.returnUrl,
+      created_at: p.now,
+      updated_at: p.now,
+      expires_at: p.expiresAt,
+    })
+    .execute()
+}
+
+export async function setProviderRef(db: Db, id: string, providerRef: string, now: Date): Promise<void> {
+  await db.updateTable('payment').set({ provider_ref: providerRef, updated_at: now }).where('id', '=', id).execute()
+}
+
+export async function findPayment(db: Db, id: string): Promise<PaymentRow | undefined> {
+  return db.selectFrom('payment').selectAll().where('id', '=', id).executeTakeFirst()
+}
+
+export async function findUserPayment(db: Db, userId: string, id: string): Promise<PaymentRow | undefined> {
+  return db.selectFrom('payment').selectAll().where('id', '=', id).where('user_id', '=', userId).executeTakeFirst()
+}
+
+/** The one way a status changes: only from the status the caller saw. Undefined = someone else moved it first. */
+export async function compareAndSetStatus(
+  db: Db,
+  id: string,
+  from: PaymentStatus,
+  to: PaymentStatus,
+  now: Date,
+): Promise<PaymentRow | undefined> {
+  return db
+    .updateTable('payment')
+    .set({ status: to, updated_at: now })
+    .where('id', '=', id)
+    .where('status', '=', from)
+    .returningAll()
+    .executeTakeFirst()
+}
+
+export async function setGrantedAt(db: Db, id: string, grantedAt: Date): Promise<void> {
+  await db.updateTable('payment').set({ granted_at: grantedAt }).where('id', '=', id).execute()
+}
+
+/** True when this (provider, event key) is new; false for a redelivery. Same transaction as its effect. */
+export async function recordWebhookEvent(
+  db: Db,
+  e: { id: string; provider: Provider; eventKey: string; eventType: string; paymentId: string | null },
+): Promise<boolean> {
+  const inserted = await db
+    .insertInto('webhook_event')
+    .values({ id: e.id, provider: e.provider, event_key: e.eventKey, event_type: e.eventType, payment_id: e.paymentId })
+    .onConflict((oc) => oc.columns(['provider', 'event_key']).doNothing())
+    .returning('id')
+    .executeTakeFirst()
+  return inserted !== undefined
+}
+
+export async function listUserPayments(db: Db, userId: string, limit: number, cursor?: Cursor): Promise<PaymentRow[]> {
+  let query = db.selectFrom('payment').selectAll().where('user_id', '=', userId)
+  if (cursor) {
+    query = query.where(sql<boolean>`(created_at, id) < (${cursor.createdAt}, ${cursor.id})`)
+  }
+  return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit + 1).execute()
+}
+
+export async function lockUserPlan(db: Db, userId: string) {
+  return db
+    .selectFrom('user')
+    .select(['plan', 'plan_expires_at'])
+    .where('id', '=', userId)
+    .forUpdate()
+    .executeTakeFirst()
+}
+
+export async function findUserPlan(db: Db, userId: string) {
+  return db.selectFrom('user').select(['plan', 'plan_expires_at']).where('id', '=', userId).executeTakeFirst()
+}
+
+export async function setUserPlan(
+  db: Db,
+  userId: string,
+  plan: Plan,
+  expiresAt: Date | null,
+  now: Date,
+): Promise<void> {
+  await db.updateTable('user').set({ plan, plan_expires_at: expiresAt, updated_at: now }).where('id', '=', userId).execute()
+}
+
+export async function isResultUnlocked(db: Db, resultId: string): Promise<boolean> {
+  const row = await db.selectFrom('compatibility_result').select('deep_insights_unlocked').where('id', '=', resultId).executeTakeFirst()
+  return row?.deep_insights_unlocked === true
+}

@@ -1,0 +1,129 @@
+// /api/v1/payments: checkout, verify, list (session), the gateways' webhook (public, signed) and
+// the sandbox gateway's confirm page (public, development only).
+import type { FastifyInstance } from 'fastify'
+import type { ZodTypeProvider } from 'fastify-type-provider-zod'
+import { z } from 'zod'
+import { currentUser, requireSession } from '../auth/guard.js'
+import { ErrorSchema, iso } from '../auth/schemas.js'
+import { AppError } from '../errors.js'
+import { isSafeRedirect } from '../plugins/origins.js'
+import { renderSandboxPage } from './sandbox.js'
+import { CheckoutBody, CheckoutResponse, ListQuery, PaymentIdParams, PaymentSchema, ProviderParams, VerifyResponse } from './schemas.js'
+import { buildGateways, createCheckout, listPayments, processWebhook, sandboxCheckout, verifyPayment, type PaymentDeps, type PaymentView } from './service.js'
+
+const tags = ['payments']
+// Gateways' event payloads (a Stripe event with its expanded objects) can exceed the 64 KiB default.
+const WEBHOOK_BODY_LIMIT = 512 * 1024
+
+const paymentJson = (p: PaymentView) => ({
+  ...p,
+  grantedAt: iso(p.grantedAt),
+  expiresAt: p.expiresAt.toISOString(),
+  createdAt: p.createdAt.toISOString(),
+  updatedAt: p.updatedAt.toISOString(),
+})
+
+export default async function paymentRoutes(fastify: FastifyInstance) {
+  const deps: PaymentDeps = {
+    db: fastify.db,
+    clock: fastify.clock,
+    gateways: buildGateways(fastify.config, fastify.clock),
+    webOrigin: fastify.config.auth.webOrigin,
+  }
+
+  await fastify.register(async function memberRoutes(scope) {
+    const app = scope.withTypeProvider<ZodTypeProvider>()
+    app.addHook('preHandler', requireSession)
+
+    app.post('/api/v1/payments/checkout', {
+      schema: {
+        operationId: 'createCheckout',
+        tags,
+        summary: 'Start a purchase: creates a pending payment and returns the gateway page to send the browser to',
+        body: CheckoutBody,
+        response: { 201: CheckoutResponse, 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema, 502: ErrorSchema, 503: ErrorSchema },
+      },
+    }, async (request, reply) => {
+      const body = request.body
+      if (!isSafeRedirect(body.returnUrl, app.trustedOrigins)) {
+        throw new AppError(403, 'INVALID_CALLBACK_URL', 'returnUrl is not on a trusted origin')
+      }
+      const user = currentUser(request)
+      const checkout = await createCheckout(deps, user, body, { ip: request.ip, log: request.log })
+      return reply.code(201).send({ ...checkout, expiresAt: checkout.expiresAt.toISOString() })
+    })
+
+    app.post('/api/v1/payments/:paymentId/verify', {
+      schema: {
+        operationId: 'verifyPayment',
+        tags,
+        summary: 'Ask the gateway (server-to-server) for the payment\'s status and apply it',
+        params: PaymentIdParams,
+        body: z.strictObject({}).optional(),
+        response: { 200: VerifyResponse, 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema, 502: ErrorSchema },
+      },
+    }, async (request) => {
+      const result = await verifyPayment(deps, currentUser(request).id, request.params.paymentId, { ip: request.ip, log: request.log })
+      return { ...result, grantedAt: iso(result.grantedAt) }
+    })
+
+    app.get('/api/v1/payments', {
+      schema: {
+        operationId: 'listPayments',
+        tags,
+        summary: 'The signed-in user\'s payments, newest first',
+        querystring: ListQuery,
+        response: { 200: z.object({ items: z.array(PaymentSchema), nextCursor: z.string().nullable() }), 400: ErrorSchema, 401: ErrorSchema },
+      },
+    }, async (request) => {
+      const page = await listPayments(deps, currentUser(request).id, request.query.limit, request.query.cursor)
+      return { items: page.items.map(paymentJson), nextCursor: page.nextCursor }
+    })
+  })
+
+  // The webhook's signature covers the exact bytes: this scope keeps the body as a raw Buffer.
+  await fastify.register(async function webhookRoutes(scope) {
+    scope.removeContentTypeParser('application/json')
+    scope.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit: WEBHOOK_BODY_LIMIT }, (_request, body, done) => done(null, body))
+    const app = scope.withTypeProvider<ZodTypeProvider>()
+
+    app.post('/api/v1/payments/webhook/:provider', {
+      bodyLimit: WEBHOOK_BODY_LIMIT,
+      schema: {
+        operationId: 'processWebhook',
+        tags,
+        summary: 'Gateway notifications (public; authenticated by the gateway\'s signature over the raw body)',
+        params: ProviderParams,
+        response: { 200: z.object({ received: z.literal(true) }), 400: ErrorSchema, 404: ErrorSchema },
+      },
+    }, async (request) => {
+      const raw = request.body
+      if (!Buffer.isBuffer(raw) || raw.length === 0) throw new AppError(400, 'BAD_REQUEST', 'Webhook body is missing')
+      await processWebhook(deps, request.params.provider, raw, request.headers, { ip: request.ip, log: request.log })
+      return { received: true as const }
+    })
+  })
+
+  if (deps.gateways.byProvider.has('sandbox')) {
+    const app = fastify.withTypeProvider<ZodTypeProvider>()
+    app.get('/api/v1/payments/sandbox/:paymentId', {
+      schema: {
+        operationId: 'sandboxCheckoutPage',
+        tags,
+        summary: 'The sandbox gateway\'s confirm page (HTML; development only)',
+        params: PaymentIdParams,
+        response: { 200: z.string().describe('text/html'), 404: ErrorSchema },
+      },
+    }, async (request, reply) => {
+      const page = renderSandboxPage(await sandboxCheckout(deps, request.params.paymentId))
+      return reply
+        .header('content-security-policy', page.csp)
+        .header('cache-control', 'no-store')
+        .header('x-frame-options', 'DENY')
+        .header('referrer-policy', 'no-referrer')
+        .type('text/html; charset=utf-8')
+        .serializer((payload: unknown) => String(payload)) // HTML as is, not a JSON string
+        .send(page.html)
+    })
+  }
+}

@@ -1,0 +1,47 @@
+import type { ColumnType, Selectable } from 'kysely'
+
+type CreatedAt = ColumnType<Date, Date | string | undefined, never>
+type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>
+
+export const PAYMENT_STATUSES = ['pending', 'paid', 'failed', 'expired', 'refunded'] as const
+export type PaymentStatus = (typeof PAYMENT_STATUSES)[number]
+export const PROVIDERS = ['sandbox', 'stripe', 'midtrans'] as const
+export type Provider = (typeof PROVIDERS)[number]
+
+export interface PaymentTable {
+  id: string
+  /** Null once the account is deleted: payments are kept, anonymised. */
+  user_id: string | null
+  product: string
+  /** Integer rupiah. */
+  amount: number
+  currency: ColumnType<string, string | undefined, string>
+  status: ColumnType<PaymentStatus, PaymentStatus | undefined, PaymentStatus>
+  provider: Provider
+  /** The gateway's reference: Stripe's Checkout Session id, Midtrans' order id. */
+  provider_ref: string | null
+  result_id: string | null
+  return_url: string
+  granted_at: Date | null
+  /** timestamptz(3): millisecond precision, so a cursor round-trips exactly. */
+  created_at: CreatedAt
+  updated_at: Timestamp
+  expires_at: Date
+}
+
+export interface WebhookEventTable {
+  id: string
+  provider: Provider
+  /** The gateway's event id (or a key built from the notification): unique per provider. */
+  event_key: string
+  event_type: string
+  payment_id: string | null
+  received_at: CreatedAt
+}
+
+export interface PaymentTables {
+  payment: PaymentTable
+  webhook_event: WebhookEventTable
+}
+
+export type PaymentRow = Selectable<PaymentTable>
