@@ -1,0 +1,137 @@
+import { sql, type Kysely, type Transaction } from 'kysely'
+import type { Database } from '../../db/schema.js'
+import type { SessionUser } from '../auth/sessions.js'
+import type { Plan, Role } from '../auth/tables.js'
+import { exactTime } from './cursor.js'
+
+type Db = Kysely<Database> | Transaction<Database>
+
+const userColumns = [
+  'id', 'name', 'email', 'email_verified', 'image', 'role', 'plan', 'plan_expires_at', 'created_at', 'updated_at',
+] as const
+
+type UserRow = {
+  id: string; name: string; email: string; email_verified: boolean; image: string | null; role: Role
+  plan: Plan; plan_expires_at: Date | null; created_at: Date; updated_at: Date
+}
+
+export const toSessionUser = (r: UserRow): SessionUser => ({
+  id: r.id,
+  name: r.name,
+  email: r.email,
+  emailVerified: r.email_verified,
+  image: r.image,
+  role: r.role,
+  plan: r.plan,
+  planExpiresAt: r.plan_expires_at,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+})
+
+export interface UserFilters {
+  email?: string
+  q?: string
+  role?: Role
+  plan?: Plan
+}
+
+/** LIKE wildcards in the admin's text are literal characters, not patterns. */
+const escapeLike = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`)
+
+export async function findUsers(
+  db: Db,
+  filters: UserFilters,
+  page: { limit: number; after?: { at: string; id: string } },
+): Promise<Array<{ user: SessionUser; cursorAt: string }>> {
+  let query = db.selectFrom('user').select([...userColumns, exactTime('created_at').as('cursor_at')])
+  if (filters.email !== undefined) query = query.where('email', '=', filters.email)
+  if (filters.q !== undefined) {
+    const pattern = `%${escapeLike(filters.q)}%`
+    query = query.where((eb) => eb.or([eb('email', 'ilike', pattern), eb('name', 'ilike', pattern)]))
+  }
+  if (filters.role !== undefined) query = query.where('role', '=', filters.role)
+  if (filters.plan !== undefined) query = query.where('plan', '=', filters.plan)
+  if (page.after) {
+    const { at, id } = page.after
+    query = query.where((eb) => eb(eb.refTuple('created_at', 'id'), '<', eb.tuple(sql<Date>`${at}::timestamptz`, id)))
+  }
+  const rows = await query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).execute()
+  return rows.map((r) => ({ user: toSessionUser(r), cursorAt: r.cursor_at }))
+}
+
+/** Locks the row: concurrent admin acts on one user apply one after the other. */
+export async function findUserForUpdate(trx: Transaction<Database>, id: string): Promise<SessionUser | undefined> {
+  const row = await trx.selectFrom('user').select(userColumns).where('id', '=', id).forUpdate().executeTakeFirst()
+  return row && toSessionUser(row)
+}
+
+export async function updateUser(
+  trx: Transaction<Database>,
+  id: string,
+  changes: { role?: Role; plan?: Plan; plan_expires_at?: Date | null },
+  now: Date,
+): Promise<SessionUser> {
+  const row = await trx
+    .updateTable('user')
+    .set({ ...changes, updated_at: now })
+    .where('id', '=', id)
+    .returning(userColumns)
+    .executeTakeFirstOrThrow()
+  return toSessionUser(row)
+}
+
+/** Ends every session of the user in the caller's transaction; the next request with one is 401. */
+export async function deleteSessionsOf(trx: Transaction<Database>, userId: string): Promise<number> {
+  const result = await trx.deleteFrom('session').where('user_id', '=', userId).executeTakeFirst()
+  return Number(result.numDeletedRows)
+}
+
+export interface UserCounts {
+  sessions: number
+  entries: number
+  results: number
+  payments: number
+}
+
+/** What a user holds in each domain; one sub-select per table, so a new domain adds one line. */
+export async function countsFor(db: Db, userId: string, now: Date): Promise<UserCounts> {
+  const row = await db
+    .selectNoFrom((eb) => [
+      eb.selectFrom('session').select(eb.fn.countAll<number>().as('n'))
+        .where('user_id', '=', userId).where('expires_at', '>', now).as('sessions'),
+      eb.selectFrom('journal_entry').select(eb.fn.countAll<number>().as('n')).where('user_id', '=', userId).as('entries'),
+      eb.selectFrom('compatibility_result').select(eb.fn.countAll<number>().as('n')).where('user_id', '=', userId).as('results'),
+      eb.selectFrom('payment').select(eb.fn.countAll<number>().as('n')).where('user_id', '=', userId).as('payments'),
+    ])
+    .executeTakeFirstOrThrow()
+  return {
+    sessions: Number(row.sessions),
+    entries: Number(row.entries),
+    results: Number(row.results),
+    payments: Number(row.payments),
+  }
+}
+
+export interface AuditFilters {
+  actorId?: string
+  targetId?: string
+  action?: string
+}
+
+export async function findAuditEvents(
+  db: Db,
+  filters: AuditFilters,
+  page: { limit: number; after?: { at: string; id: string } },
+) {
+  let query = db
+    .selectFrom('audit_event')
+    .select(['id', 'at', 'actor_id', 'action', 'target_type', 'target_id', 'ip', 'details', exactTime('at').as('cursor_at')])
+  if (filters.actorId !== undefined) query = query.where('actor_id', '=', filters.actorId)
+  if (filters.targetId !== undefined) query = query.where('target_id', '=', filters.targetId)
+  if (filters.action !== undefined) query = query.where('action', '=', filters.action)
+  if (page.after) {
+    const { at, id } = page.after
+    query = query.where((eb) => eb(eb.refTuple('at', 'id'), '<', eb.tuple(sql<Date>`${at}::timestamptz`, id)))
+  }
+  return query.orderBy('at', 'desc').orderBy('id', 'desc').limit(page.limit).execute()
+}

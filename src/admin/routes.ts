@@ -1,0 +1,131 @@
+// /api/v1/admin/*: every route needs the admin or owner role (403 FORBIDDEN for anyone else).
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { ZodTypeProvider } from 'fastify-type-provider-zod'
+import { currentUser, requireRole } from '../auth/guard.js'
+import { ErrorSchema, UserSchema } from '../auth/schemas.js'
+import {
+  AdminUserSchema, AnalyticsQuery, AuditListSchema, AuditQuery, EmptyBody, ListUsersQuery, RevokedSchema,
+  SetPlanBody, SetPremiumPlusBody, SetRoleBody, UsageAnalyticsSchema, UserIdParams, UserListSchema,
+} from './schemas.js'
+import {
+  getUsageAnalytics, getUser, listAuditEvents, listUsers, revokeUserSessions, setUserPlan, setUserRole, type Actor,
+} from './service.js'
+
+const tags = ['admin']
+const errors = { 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema, 404: ErrorSchema }
+const actorOf = (request: FastifyRequest): Actor => ({ user: currentUser(request), ip: request.ip })
+
+export default async function adminRoutes(fastify: FastifyInstance) {
+  const app = fastify.withTypeProvider<ZodTypeProvider>()
+  // Encapsulated: no route registered here can forget the role check. It runs at onRequest (after
+  // session validation) so a member learns nothing about the admin schemas, not even from a 400.
+  app.addHook('onRequest', requireRole('admin', 'owner'))
+
+  app.get(
+    '/api/v1/admin/users',
+    {
+      schema: {
+        operationId: 'listUsers', tags, summary: 'Find users by exact email, text, role or plan; newest first',
+        querystring: ListUsersQuery, response: { 200: UserListSchema, ...errors },
+      },
+    },
+    async (request) => {
+      const { limit, cursor, ...filters } = request.query
+      return listUsers(app, actorOf(request), filters, { limit, cursor })
+    },
+  )
+
+  app.get(
+    '/api/v1/admin/users/:id',
+    {
+      schema: {
+        operationId: 'getUser', tags, summary: 'One user with counts of their sessions, entries, results and payments',
+        params: UserIdParams, response: { 200: AdminUserSchema, ...errors },
+      },
+    },
+    async (request) => getUser(app, actorOf(request), request.params.id),
+  )
+
+  app.post(
+    '/api/v1/admin/users/:id/make-admin',
+    {
+      schema: {
+        operationId: 'makeUserAdmin', tags, summary: 'Give a user the admin role (idempotent)',
+        params: UserIdParams, body: EmptyBody, response: { 200: UserSchema, ...errors },
+      },
+    },
+    async (request) => setUserRole(app, actorOf(request), request.params.id, 'admin', 'make-admin'),
+  )
+
+  app.post(
+    '/api/v1/admin/users/:id/role',
+    {
+      schema: {
+        operationId: 'setUserRole', tags,
+        summary: 'Set a user\'s role to member or admin; demoting an admin ends their sessions',
+        params: UserIdParams, body: SetRoleBody, response: { 200: UserSchema, ...errors },
+      },
+    },
+    async (request) => setUserRole(app, actorOf(request), request.params.id, request.body.role, 'role'),
+  )
+
+  app.post(
+    '/api/v1/admin/users/:id/premium-plus',
+    {
+      schema: {
+        operationId: 'setUserPremiumPlus', tags, summary: 'Put a user on premium_plus, until expiresAt or without end',
+        params: UserIdParams, body: SetPremiumPlusBody, response: { 200: UserSchema, ...errors },
+      },
+    },
+    async (request) =>
+      setUserPlan(app, actorOf(request), request.params.id, 'premium_plus', request.body.expiresAt, 'premium-plus'),
+  )
+
+  app.post(
+    '/api/v1/admin/users/:id/plan',
+    {
+      schema: {
+        operationId: 'setUserPlan', tags, summary: 'Set a user\'s plan, until expiresAt or without end',
+        params: UserIdParams, body: SetPlanBody, response: { 200: UserSchema, ...errors },
+      },
+    },
+    async (request) => setUserPlan(app, actorOf(request), request.params.id, request.body.plan, request.body.expiresAt, 'plan'),
+  )
+
+  app.post(
+    '/api/v1/admin/users/:id/revoke-sessions',
+    {
+      schema: {
+        operationId: 'revokeUserSessions', tags, summary: 'End every session of a user',
+        params: UserIdParams, body: EmptyBody, response: { 200: RevokedSchema, ...errors },
+      },
+    },
+    async (request) => revokeUserSessions(app, actorOf(request), request.params.id),
+  )
+
+  app.get(
+    '/api/v1/admin/analytics/usage',
+    {
+      schema: {
+        operationId: 'getUsageAnalytics', tags,
+        summary: 'Users by role and plan, sign-ups per day, active sessions, usage and paid payments over a UTC date range',
+        querystring: AnalyticsQuery, response: { 200: UsageAnalyticsSchema, ...errors },
+      },
+    },
+    async (request) => getUsageAnalytics(app, actorOf(request), request.query),
+  )
+
+  app.get(
+    '/api/v1/admin/audit',
+    {
+      schema: {
+        operationId: 'listAuditEvents', tags, summary: 'The audit log, newest first',
+        querystring: AuditQuery, response: { 200: AuditListSchema, ...errors },
+      },
+    },
+    async (request) => {
+      const { limit, cursor, ...filters } = request.query
+      return listAuditEvents(app, actorOf(request), filters, { limit, cursor })
+    },
+  )
+}

@@ -1,0 +1,85 @@
+import t from 'tap'
+import { buildTestApp, call, signUp, signUpWithRole, type TestUser } from '../helpers/app.js'
+
+const app = await buildTestApp()
+
+const member = await signUp(app)
+const admin = await signUpWithRole(app, 'admin')
+const owner = await signUpWithRole(app, 'owner')
+
+/** Every admin route, with a fresh member as its target so that acts never collide. */
+const routes: Array<{ name: string; method: 'GET' | 'POST'; url: (target: string) => string; body?: unknown; action: string }> = [
+  { name: 'listUsers', method: 'GET', url: () => '/api/v1/admin/users', action: 'admin.users.listed' },
+  { name: 'getUser', method: 'GET', url: (id) => `/api/v1/admin/users/${id}`, action: 'admin.user.viewed' },
+  { name: 'makeUserAdmin', method: 'POST', url: (id) => `/api/v1/admin/users/${id}/make-admin`, body: {}, action: 'admin.user.role_changed' },
+  { name: 'setUserRole', method: 'POST', url: (id) => `/api/v1/admin/users/${id}/role`, body: { role: 'member' }, action: 'admin.user.role_changed' },
+  { name: 'setUserPremiumPlus', method: 'POST', url: (id) => `/api/v1/admin/users/${id}/premium-plus`, body: {}, action: 'admin.user.plan_changed' },
+  { name: 'setUserPlan', method: 'POST', url: (id) => `/api/v1/admin/users/${id}/plan`, body: { plan: 'premium' }, action: 'admin.user.plan_changed' },
+  { name: 'revokeUserSessions', method: 'POST', url: (id) => `/api/v1/admin/users/${id}/revoke-sessions`, body: {}, action: 'admin.user.sessions_revoked' },
+  { name: 'getUsageAnalytics', method: 'GET', url: () => '/api/v1/admin/analytics/usage', action: 'admin.analytics.viewed' },
+  { name: 'listAuditEvents', method: 'GET', url: () => '/api/v1/admin/audit', action: 'admin.audit.listed' },
+]
+
+const auditCount = async (actorId: string, action: string) =>
+  (await app.db.selectFrom('audit_event').select('id').where('actor_id', '=', actorId).where('action', '=', action).execute()).length
+
+for (const route of routes) {
+  t.test(`${route.name}: no session is 401, a member is 403, admin and owner get 200`, async (t) => {
+    const target: TestUser = await signUp(app)
+    const roleBefore = async () =>
+      (await app.db.selectFrom('user').select(['role', 'plan']).where('id', '=', target.id).executeTakeFirstOrThrow())
+
+    const anonymous = await call(app, route.method, route.url(target.id), { body: route.body })
+    t.equal(anonymous.statusCode, 401)
+    t.equal(anonymous.json().code, 'UNAUTHORIZED')
+
+    const before = await roleBefore()
+    const asMember = await call(app, route.method, route.url(target.id), { cookie: member.cookie, body: route.body })
+    t.equal(asMember.statusCode, 403)
+    t.match(asMember.json(), { code: 'FORBIDDEN', status: 403 })
+    t.same(await roleBefore(), before, 'a refused act changes nothing')
+
+    // Even a malformed request from a member is 403, not a 400 that would describe the schema.
+    const probing = await call(app, route.method, `${route.url(target.id)}${route.method === 'GET' ? '?bogus=1' : ''}`, {
+      cookie: member.cookie, body: route.method === 'POST' ? { bogus: true } : undefined,
+    })
+    t.equal(probing.statusCode, 403)
+
+    t.equal(await auditCount(member.id, route.action), 0, 'a refused call is not an act')
+
+    for (const actor of [admin, owner]) {
+      const audited = await auditCount(actor.id, route.action)
+      const res = await call(app, route.method, route.url(target.id), { cookie: actor.cookie, body: route.body })
+      t.equal(res.statusCode, 200, `${actor === admin ? 'admin' : 'owner'}: ${res.body.slice(0, 200)}`)
+      t.equal(await auditCount(actor.id, route.action), audited + 1, `one ${route.action} event`)
+      if (route.name === 'makeUserAdmin') {
+        // put the target back so the owner's call acts on a member again
+        await app.db.updateTable('user').set({ role: 'member' }).where('id', '=', target.id).execute()
+      }
+    }
+  })
+}
+
+t.test('an unknown user is 404 on every per-user admin route', async (t) => {
+  for (const route of routes.filter((r) => r.url('x').includes('/users/x'))) {
+    const res = await call(app, route.method, route.url('no-such-user'), { cookie: admin.cookie, body: route.body })
+    t.equal(res.statusCode, 404, route.name)
+    t.equal(res.json().code, 'NOT_FOUND')
+  }
+})
+
+t.test('admin routes appear in the OpenAPI document under their operation ids', async (t) => {
+  const doc = (await app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json()
+  t.equal(doc.paths['/api/v1/admin/users'].get.operationId, 'listUsers')
+  t.equal(doc.paths['/api/v1/admin/users/{id}'].get.operationId, 'getUser')
+  t.equal(doc.paths['/api/v1/admin/users/{id}/make-admin'].post.operationId, 'makeUserAdmin')
+  t.equal(doc.paths['/api/v1/admin/users/{id}/role'].post.operationId, 'setUserRole')
+  t.equal(doc.paths['/api/v1/admin/users/{id}/premium-plus'].post.operationId, 'setUserPremiumPlus')
+  t.equal(doc.paths['/api/v1/admin/users/{id}/plan'].post.operationId, 'setUserPlan')
+  t.equal(doc.paths['/api/v1/admin/analytics/usage'].get.operationId, 'getUsageAnalytics')
+  t.equal(doc.paths['/api/v1/admin/audit'].get.operationId, 'listAuditEvents')
+  t.equal(doc.paths['/api/v1/consent'].post.operationId, 'recordConsent')
+  t.equal(doc.paths['/api/v1/consent'].get.operationId, 'getConsents')
+  t.equal(doc.paths['/api/v1/me/export'].get.operationId, 'exportMyData')
+  t.equal(doc.paths['/api/v1/me'].delete.operationId, 'deleteMyAccount')
+})
