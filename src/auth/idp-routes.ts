@@ -1,0 +1,166 @@
+// Sign-in through the identity provider (API.md §4): start (redirect or JSON for better-auth's
+// client) and the callback. Every callback failure is a redirect to the error URL, never a page of ours.
+import type { FastifyInstance, FastifyReply } from 'fastify'
+import type { ZodTypeProvider } from 'fastify-type-provider-zod'
+import { z } from 'zod'
+import { recordAudit } from '../admin/audit.js'
+import { AppError, serviceUnavailable } from '../errors.js'
+import { isSafeRedirect } from '../plugins/origins.js'
+import {
+  identityProvider,
+  setFlowCookie,
+  signInWithIdentity,
+  takeFlowCookie,
+  type IdpFailureCode,
+} from './idp-service.js'
+import { IdpError, safeEqual, type IdentityProvider } from './oauth.js'
+import { CallbackUrl, ErrorSchema } from './schemas.js'
+import { startSession } from './service.js'
+
+const tags = ['auth']
+const PROVIDER_ERROR = /^[a-z_]{1,64}$/
+
+const callbackFields = {
+  callbackURL: CallbackUrl.optional(),
+  errorCallbackURL: CallbackUrl.optional(),
+  newUserCallbackURL: CallbackUrl.optional(),
+}
+
+export default async function idpRoutes(fastify: FastifyInstance) {
+  const app = fastify.withTypeProvider<ZodTypeProvider>()
+  const { webOrigin } = app.config.auth
+
+  const configured = (): IdentityProvider => {
+    const provider = identityProvider(app)
+    if (!provider) {
+      throw serviceUnavailable(
+        'Sign-in with the identity provider is not configured: set IDP_CLIENT_ID and IDP_CLIENT_SECRET '
+        + '(and IDP_ISSUER for a provider other than Google)',
+      )
+    }
+    return provider
+  }
+
+  // Relative paths are pages of the web front end, where the user started.
+  const absolute = (url: string) => (url.startsWith('/') ? `${webOrigin}${url}` : url)
+
+  /** Checks the client's URLs (no open redirect) and fills in the defaults. */
+  const flowUrls = (q: { callbackURL?: string; errorCallbackURL?: string; newUserCallbackURL?: string }) => {
+    for (const [name, url] of Object.entries(q)) {
+      if (url !== undefined && !isSafeRedirect(url, app.trustedOrigins)) {
+        throw new AppError(403, 'INVALID_CALLBACK_URL', `${name} is not on a trusted origin`)
+      }
+    }
+    const callbackURL = absolute(q.callbackURL ?? '/')
+    return {
+      callbackURL,
+      errorCallbackURL: absolute(q.errorCallbackURL ?? '/auth/error'),
+      newUserCallbackURL: q.newUserCallbackURL ? absolute(q.newUserCallbackURL) : callbackURL,
+    }
+  }
+
+  const start = async (reply: FastifyReply, q: Parameters<typeof flowUrls>[0]): Promise<string> => {
+    const urls = flowUrls(q)
+    const provider = configured()
+    let authorization
+    try {
+      authorization = await provider.authorizationRequest()
+    } catch (err) {
+      if (err instanceof IdpError) throw new AppError(502, 'BAD_GATEWAY', 'The identity provider could not be reached', { cause: err })
+      throw err
+    }
+    const { url, ...secrets } = authorization
+    setFlowCookie(app, reply, { ...secrets, ...urls })
+    return url
+  }
+
+  const startErrors = { 400: ErrorSchema, 403: ErrorSchema, 502: ErrorSchema, 503: ErrorSchema }
+
+  app.get(
+    '/api/auth/sign-in/idp',
+    {
+      schema: {
+        operationId: 'signInIdp',
+        tags,
+        summary: 'Start sign-in with the identity provider: 302 to its authorization page',
+        querystring: z.strictObject(callbackFields),
+        response: { 302: z.null().describe('Redirect to the identity provider'), ...startErrors },
+      },
+    },
+    async (request, reply) => reply.redirect(await start(reply, request.query), 302),
+  )
+
+  app.post(
+    '/api/auth/sign-in/social',
+    {
+      schema: {
+        operationId: 'signInSocial',
+        tags,
+        summary: "Start sign-in with the identity provider, answering the URL (better-auth's client)",
+        body: z.strictObject({
+          provider: z.string().min(1).max(64),
+          ...callbackFields,
+          disableRedirect: z.boolean().optional(),
+        }),
+        response: { 200: z.object({ url: z.string(), redirect: z.boolean() }), 404: ErrorSchema, ...startErrors },
+      },
+    },
+    async (request, reply) => {
+      const { provider, disableRedirect, ...q } = request.body
+      if (provider !== 'idp') throw new AppError(404, 'PROVIDER_NOT_FOUND', `Provider "${provider}" is not configured; use "idp"`)
+      return { url: await start(reply, q), redirect: !disableRedirect }
+    },
+  )
+
+  app.get(
+    '/api/auth/callback/idp',
+    {
+      schema: {
+        operationId: 'callbackIdp',
+        tags,
+        summary: 'Where the identity provider sends the browser back; 302 to the callback or error URL',
+        // Not strict: providers add their own parameters (scope, authuser, session_state, ...).
+        querystring: z.looseObject({
+          code: z.string().max(4096).optional(),
+          state: z.string().max(1024).optional(),
+          error: z.string().max(256).optional(),
+          iss: z.string().max(2048).optional(),
+        }),
+        response: { 302: z.null().describe('To callbackURL (or newUserCallbackURL) with the session cookie, or to the error URL with ?error='), 503: ErrorSchema },
+      },
+    },
+    async (request, reply) => {
+      const provider = configured()
+      const flow = takeFlowCookie(app, request, reply)
+      const fail = async (code: IdpFailureCode | string, why: string, errorUrl = `${webOrigin}/auth/error`) => {
+        request.log.info({ error: code, why }, 'identity provider sign-in failed')
+        await recordAudit(app.db, { actorId: null, action: 'auth.idp.sign_in_failed', ip: request.ip, details: { error: code } })
+        const target = new URL(errorUrl)
+        target.searchParams.set('error', code)
+        return reply.redirect(target.toString(), 302)
+      }
+      const { code, state, error, iss } = request.query
+      if (!flow) return fail('state_mismatch', 'no valid flow cookie')
+      const onError = (c: IdpFailureCode | string, why: string) => fail(c, why, flow.errorCallbackURL)
+      if (app.clock.now().getTime() > flow.expiresAt) return onError('state_mismatch', 'flow expired')
+      // Constant time: the state is the CSRF token of the whole flow.
+      if (!state || !safeEqual(state, flow.state)) return onError('state_mismatch', 'state does not match the flow')
+      // RFC 9207: an `iss` naming another issuer means a mix-up between providers.
+      if (iss !== undefined && iss !== app.config.idp.issuer) return onError('issuer_mismatch', 'iss parameter is another issuer')
+      if (error !== undefined) return onError(PROVIDER_ERROR.test(error) ? error : 'provider_error', 'provider answered an error')
+      if (!code) return onError('invalid_code', 'no code')
+
+      let identity
+      try {
+        identity = await provider.exchange(code, flow.codeVerifier, flow.nonce, app.clock.now())
+      } catch (err) {
+        if (err instanceof IdpError) return onError(err.code, err.message)
+        throw err
+      }
+      const outcome = await signInWithIdentity(app, identity, request.ip)
+      if (!outcome.ok) return onError(outcome.error, 'account rules')
+      await startSession(app, request, reply, outcome.userId, true)
+      return reply.redirect(outcome.isNewUser ? flow.newUserCallbackURL : flow.callbackURL, 302)
+    },
+  )
+}
