@@ -80,3 +80,11 @@ export async function setPasswordHash(db: Db, userId: string, passwordHash: stri
     )
     .execute()
 }
+
+/** Ends the user's sessions inside a transaction, all but `exceptId` (a public id) when given. */
+export async function deleteSessionsOfUser(db: Db, userId: string, exceptId?: string): Promise<number> {
+  let query = db.deleteFrom('session').where('user_id', '=', userId)
+  if (exceptId) query = query.where('id', '!=', exceptId)
+  const result = await query.executeTakeFirst()
+  return Number(result.numDeletedRows)
+}

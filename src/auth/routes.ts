@@ -2,8 +2,12 @@
 import type { FastifyInstance } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
+import { SignUpConsents } from '../consent/schemas.js'
 import { AppError } from '../errors.js'
 import { isSafeRedirect } from '../plugins/origins.js'
+import accountRoutes from './account-routes.js'
+import { sendPasswordResetMail, sendVerificationMail } from './account-service.js'
+import { bootstrapOwnerAtStartup } from './bootstrap.js'
 import { currentUser, requireSession } from './guard.js'
 import { CallbackUrl, Email, ErrorSchema, Password, SessionSchema, toSessionJson, toUserJson, UserSchema } from './schemas.js'
 import { invalidCredentials, requestMeta, signUpWithEmail, startSession, verifyEmailPassword } from './service.js'
@@ -33,6 +37,7 @@ export default async function authRoutes(fastify: FastifyInstance) {
           image: z.url({ protocol: /^https$/ }).max(2048).nullish(),
           callbackURL: CallbackUrl.optional(),
           rememberMe: z.boolean().optional(),
+          consents: SignUpConsents.optional(),
         }),
         response: { 200: z.object({ token: z.null(), user: UserSchema }), 422: ErrorSchema, 400: ErrorSchema },
       },
@@ -41,7 +46,12 @@ export default async function authRoutes(fastify: FastifyInstance) {
       const body = request.body
       checkCallback(body.callbackURL)
       const user = await signUpWithEmail(app, body, requestMeta(request))
-      if (!app.config.auth.requireEmailVerification) {
+      const { requireEmailVerification, bootstrapOwnerEmail } = app.config.auth
+      // The bootstrap owner's address is verified at once too: verifying it is what makes the owner.
+      if (requireEmailVerification || user.email === bootstrapOwnerEmail) {
+        await sendVerificationMail(app, request, user, { callbackURL: body.callbackURL, takeBudget: true })
+      }
+      if (!requireEmailVerification) {
         await startSession(app, request, reply, user.id, body.rememberMe ?? true)
       }
       return { token: null, user: toUserJson(user) }
@@ -76,8 +86,10 @@ export default async function authRoutes(fastify: FastifyInstance) {
       if (!outcome.ok) {
         if (outcome.reason === 'invalid') throw invalidCredentials()
         if (outcome.reason === 'reset_required') {
+          await sendPasswordResetMail(app, request, outcome.user, { takeBudget: true })
           throw new AppError(403, 'PASSWORD_RESET_REQUIRED', 'This account must reset its password; an email was sent')
         }
+        await sendVerificationMail(app, request, outcome.user, { callbackURL, takeBudget: true })
         throw new AppError(403, 'EMAIL_NOT_VERIFIED', 'Verify your email address before signing in')
       }
       await startSession(app, request, reply, outcome.user.id, rememberMe)
@@ -123,6 +135,9 @@ export default async function authRoutes(fastify: FastifyInstance) {
       return { success: true as const }
     },
   )
+
+  await app.register(accountRoutes)
+  app.addHook('onReady', () => bootstrapOwnerAtStartup(app))
 
   app.get(
     '/api/v1/whoami',

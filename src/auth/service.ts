@@ -1,6 +1,8 @@
 // Email and password accounts: the rules behind sign-up and sign-in.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { recordAudit } from '../admin/audit.js'
+import type { ConsentInput } from '../consent/schemas.js'
+import { recordConsents } from '../consent/service.js'
 import { AppError } from '../errors.js'
 import { newId } from '../ids.js'
 import { isWeakHash, needsRehash } from './password.js'
@@ -16,7 +18,7 @@ export const invalidCredentials = () =>
 
 export async function signUpWithEmail(
   app: FastifyInstance,
-  input: { name: string; email: string; password: string; image?: string | null },
+  input: { name: string; email: string; password: string; image?: string | null; consents?: readonly ConsentInput[] },
   meta: RequestMeta,
 ): Promise<UserWithFlags> {
   // Hash before the transaction: Argon2 work never holds a database connection.
@@ -33,6 +35,7 @@ export async function signUpWithEmail(
         .values({ id: newId(), user_id: id, provider_id: CREDENTIAL, account_id: id, password_hash: passwordHash })
         .execute()
       await recordAudit(trx, { actorId: id, action: 'auth.sign_up', targetType: 'user', targetId: id, ip: meta.ip })
+      if (input.consents?.length) await recordConsents(trx, id, input.consents, meta)
     })
   } catch (err) {
     if ((err as { code?: string }).code === '23505') {

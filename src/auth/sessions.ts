@@ -5,6 +5,7 @@
 // database stores only SHA-256(token) — lucia's "session id" — and a separate public id that is
 // the only id ever shown to clients. A database dump alone never yields a usable cookie.
 import { createHash, randomBytes } from 'node:crypto'
+import { sql } from 'kysely'
 import { Lucia, TimeSpan, type Adapter, type DatabaseSession, type DatabaseUser } from 'lucia'
 import type { DB } from '../../db/index.js'
 import { newId } from '../ids.js'
@@ -141,15 +142,11 @@ class KyselySessionAdapter implements Adapter {
     // A browser session (rememberMe: false) slides by one day, a remembered one by the full lifetime.
     await this.db
       .updateTable('session')
-      .set((eb) => ({
-        expires_at: eb
-          .case()
-          .when('remember_me', '=', true)
-          .then(expiresAt)
-          .else(new Date(Date.now() + BROWSER_SESSION_MS))
-          .end(),
+      .set({
+        // Typed casts: a bare parameter inside CASE arrives as text and Postgres refuses it.
+        expires_at: sql<Date>`case when remember_me then ${expiresAt}::timestamptz else ${new Date(Date.now() + BROWSER_SESSION_MS)}::timestamptz end`,
         updated_at: new Date(),
-      }))
+      })
       .where('token_hash', '=', tokenHash)
       .execute()
   }

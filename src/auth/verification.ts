@@ -1,0 +1,74 @@
+// Single-use tokens for password reset and email verification. The token (256 random bits) goes
+// only into the emailed link; the `verification` table holds its SHA-256, so a database dump
+// yields no working link. Using a token deletes its row, inside the caller's transaction.
+import { randomBytes } from 'node:crypto'
+import type { Kysely, Transaction } from 'kysely'
+import type { Database } from '../../db/schema.js'
+import { json } from '../../db/index.js'
+import { newId } from '../ids.js'
+import { hashToken } from './sessions.js'
+
+type Db = Kysely<Database> | Transaction<Database>
+
+export type VerificationPurpose = 'reset-password' | 'verify-email'
+
+export const RESET_TOKEN_TTL_MS = 60 * 60 * 1000
+export const VERIFY_TOKEN_TTL_MS = 24 * 60 * 60 * 1000
+
+export interface VerificationRecord {
+  userId: string
+  data: Record<string, unknown>
+}
+
+export async function issueToken(
+  db: Db,
+  purpose: VerificationPurpose,
+  userId: string,
+  options: { now: Date; ttlMs: number; data?: Record<string, unknown> },
+): Promise<string> {
+  const token = randomBytes(32).toString('base64url')
+  await db
+    .insertInto('verification')
+    .values({
+      id: newId(),
+      purpose,
+      token_hash: hashToken(token),
+      user_id: userId,
+      data: json(options.data ?? {}),
+      expires_at: new Date(options.now.getTime() + options.ttlMs),
+    })
+    .execute()
+  return token
+}
+
+/** The live record of a token without using it (to refuse a bad token before costly work). */
+export async function peekToken(db: Db, purpose: VerificationPurpose, token: string, now: Date): Promise<VerificationRecord | null> {
+  const row = await db
+    .selectFrom('verification')
+    .select(['user_id', 'data'])
+    .where('token_hash', '=', hashToken(token))
+    .where('purpose', '=', purpose)
+    .where('expires_at', '>', now)
+    .executeTakeFirst()
+  return row?.user_id ? { userId: row.user_id, data: row.data } : null
+}
+
+/**
+ * Deletes the token and returns its record when it was live. The delete is the claim: of two
+ * concurrent uses only one gets the row back. An expired token is deleted too, and yields null.
+ */
+export async function consumeToken(trx: Transaction<Database>, purpose: VerificationPurpose, token: string, now: Date): Promise<VerificationRecord | null> {
+  const row = await trx
+    .deleteFrom('verification')
+    .where('token_hash', '=', hashToken(token))
+    .where('purpose', '=', purpose)
+    .returning(['user_id', 'data', 'expires_at'])
+    .executeTakeFirst()
+  if (!row || !row.user_id || row.expires_at.getTime() <= now.getTime()) return null
+  return { userId: row.user_id, data: row.data }
+}
+
+/** Ends every other pending token of that purpose (after a reset, older reset links die too). */
+export async function revokeTokens(trx: Transaction<Database>, purpose: VerificationPurpose, userId: string): Promise<void> {
+  await trx.deleteFrom('verification').where('purpose', '=', purpose).where('user_id', '=', userId).execute()
+}

@@ -1,0 +1,156 @@
+// Email verification through a real SMTP server, REQUIRE_EMAIL_VERIFICATION, and the bootstrap
+// owner (BOOTSTRAP_OWNER_EMAIL), which needs a verified email.
+import type { FastifyInstance } from 'fastify'
+import t from 'tap'
+import { newId } from '../../src/ids.js'
+import { buildTestApp, call, sessionCookieOf, signUp, uniqueEmail, WEB_ORIGIN } from '../helpers/app.js'
+import { linkIn, startSmtpServer } from './smtp.js'
+
+const smtp = await startSmtpServer()
+const app = await buildTestApp({ env: { SMTP_URL: smtp.url } })
+const PASSWORD = 'correct horse battery staple'
+
+const sendVerification = (a: FastifyInstance, body: Record<string, unknown>) => call(a, 'POST', '/api/auth/send-verification-email', { body })
+const open = (a: FastifyInstance, link: URL) => a.inject({ method: 'GET', url: `${link.pathname}${link.search}` })
+const userRow = (id: string) => app.db.selectFrom('user').select(['email_verified', 'role']).where('id', '=', id).executeTakeFirstOrThrow()
+
+t.test('a verification link from the mail marks the email verified, once', async (t) => {
+  const user = await signUp(app)
+  const res = await sendVerification(app, { email: user.email })
+  t.same(res.json(), { status: true })
+  const mail = await smtp.inbox.next(user.email)
+  t.equal(mail.subject, 'Verify your email address')
+  const link = linkIn(mail)
+  t.equal(`${link.origin}${link.pathname}`, 'http://localhost:8787/api/auth/verify-email', 'served by this API (AUTH_URL)')
+  const row = await app.db.selectFrom('verification').selectAll().where('user_id', '=', user.id).executeTakeFirstOrThrow()
+  t.ok(Math.abs(row.expires_at.getTime() - row.created_at.getTime() - 24 * 3600_000) < 60_000, 'valid 24 hours')
+
+  const verified = await open(app, link)
+  t.equal(verified.statusCode, 200)
+  t.same(verified.json(), { status: true })
+  t.equal((await userRow(user.id)).email_verified, true)
+  t.equal((await call(app, 'GET', '/api/v1/whoami', { cookie: user.cookie })).json().emailVerified, true)
+
+  const again = await open(app, link)
+  t.equal(again.statusCode, 400)
+  t.match(again.json(), { code: 'INVALID_TOKEN', status: 400 })
+})
+
+t.test('with callbackURL the link redirects to the web front end, also with an error', async (t) => {
+  const user = await signUp(app)
+  await sendVerification(app, { email: user.email, callbackURL: '/welcome' })
+  const link = linkIn(await smtp.inbox.next(user.email))
+  t.equal(link.searchParams.get('callbackURL'), '/welcome')
+  const res = await open(app, link)
+  t.equal(res.statusCode, 302)
+  t.equal(res.headers.location, `${WEB_ORIGIN}/welcome`)
+  const used = await open(app, link)
+  t.equal(used.statusCode, 302)
+  t.equal(used.headers.location, `${WEB_ORIGIN}/welcome?error=invalid_token`)
+})
+
+t.test('an untrusted callbackURL is refused, at request and at the link', async (t) => {
+  const user = await signUp(app)
+  const res = await sendVerification(app, { email: user.email, callbackURL: 'https://evil.example/' })
+  t.equal(res.statusCode, 403)
+  t.match(res.json(), { code: 'INVALID_CALLBACK_URL' })
+  await sendVerification(app, { email: user.email })
+  const link = linkIn(await smtp.inbox.next(user.email))
+  link.searchParams.set('callbackURL', 'https://evil.example/')
+  const opened = await open(app, link)
+  t.equal(opened.statusCode, 403)
+  t.match(opened.json(), { code: 'INVALID_CALLBACK_URL' })
+  t.equal((await userRow(user.id)).email_verified, false, 'nothing was verified')
+})
+
+t.test('an expired verification token is refused', async (t) => {
+  const user = await signUp(app)
+  await sendVerification(app, { email: user.email })
+  const link = linkIn(await smtp.inbox.next(user.email))
+  await app.db.updateTable('verification').set({ expires_at: new Date(Date.now() - 1000) }).where('user_id', '=', user.id).execute()
+  const res = await open(app, link)
+  t.equal(res.statusCode, 400)
+  t.match(res.json(), { code: 'INVALID_TOKEN' })
+  t.equal((await userRow(user.id)).email_verified, false)
+})
+
+t.test('the answer is the same for an unknown, a verified and an unverified email; only the last gets mail', async (t) => {
+  const unverified = await signUp(app)
+  const verified = await signUp(app)
+  await app.db.updateTable('user').set({ email_verified: true }).where('id', '=', verified.id).execute()
+  const nobody = uniqueEmail('nobody')
+  const answers = await Promise.all([unverified.email, verified.email, nobody].map((email) => sendVerification(app, { email })))
+  t.same(answers.map((a) => a.statusCode), [200, 200, 200])
+  t.same(new Set(answers.map((a) => a.body)).size, 1)
+  await smtp.inbox.next(unverified.email)
+  await app.mailer.flush()
+  t.same(smtp.inbox.for(verified.email), [])
+  t.same(smtp.inbox.for(nobody), [])
+})
+
+t.test('verify-email refuses a missing token or unknown keys', async (t) => {
+  for (const url of ['/api/auth/verify-email', '/api/auth/verify-email?token=', '/api/auth/verify-email?token=x&userId=y']) {
+    const res = await app.inject({ method: 'GET', url })
+    t.equal(res.statusCode, 400, url)
+    t.equal(res.json().code, 'VALIDATION_ERROR')
+  }
+})
+
+t.test('REQUIRE_EMAIL_VERIFICATION: sign-up sets no cookie and mails a link; sign-in waits for it', async (t) => {
+  const strict = await buildTestApp({ env: { SMTP_URL: smtp.url, REQUIRE_EMAIL_VERIFICATION: 'true' } })
+  const email = uniqueEmail('strict')
+  const signUpRes = await call(strict, 'POST', '/api/auth/sign-up/email', { body: { name: 'Strict', email, password: PASSWORD, callbackURL: '/hello' } })
+  t.equal(signUpRes.statusCode, 200)
+  t.match(signUpRes.json(), { token: null, user: { email, emailVerified: false } })
+  t.notOk(sessionCookieOf(signUpRes), 'no session before verification')
+  const first = linkIn(await smtp.inbox.next(email))
+  t.equal(first.searchParams.get('callbackURL'), '/hello')
+
+  const early = await call(strict, 'POST', '/api/auth/sign-in/email', { body: { email, password: PASSWORD } })
+  t.equal(early.statusCode, 403)
+  t.match(early.json(), { code: 'EMAIL_NOT_VERIFIED', status: 403 })
+  t.notOk(sessionCookieOf(early))
+  const resent = linkIn(await smtp.inbox.next(email))
+  t.not(resent.searchParams.get('token'), first.searchParams.get('token'), 'sign-in sent a fresh link')
+  const wrong = await call(strict, 'POST', '/api/auth/sign-in/email', { body: { email, password: 'not the password' } })
+  t.equal(wrong.statusCode, 401, 'a wrong password learns nothing about verification')
+
+  t.equal((await open(strict, first)).statusCode, 302)
+  const late = await call(strict, 'POST', '/api/auth/sign-in/email', { body: { email, password: PASSWORD } })
+  t.equal(late.statusCode, 200)
+  t.ok(sessionCookieOf(late))
+})
+
+t.test('BOOTSTRAP_OWNER_EMAIL: the sign-up becomes owner once its email is verified, never before', async (t) => {
+  const ownerEmail = uniqueEmail('owner')
+  const boot = await buildTestApp({ env: { SMTP_URL: smtp.url, BOOTSTRAP_OWNER_EMAIL: ownerEmail } })
+  const user = await signUp(boot, { email: ownerEmail })
+  t.equal((await userRow(user.id)).role, 'member', 'an unverified sign-up is not owner')
+  t.equal((await call(boot, 'GET', '/api/v1/whoami', { cookie: user.cookie })).json().role, 'member')
+  const link = linkIn(await smtp.inbox.next(ownerEmail)) // sent at sign-up, unasked, for this address
+  t.equal((await open(boot, link)).statusCode, 200)
+  t.same(await userRow(user.id), { email_verified: true, role: 'owner' })
+  t.equal((await call(boot, 'GET', '/api/v1/whoami', { cookie: user.cookie })).json().role, 'owner', 'at the next request')
+  const audit = await boot.db.selectFrom('audit_event').selectAll().where('target_id', '=', user.id).where('action', '=', 'admin.user.role_changed').execute()
+  t.equal(audit.length, 1)
+  t.match(audit[0]!.details, { to: 'owner', via: 'bootstrap_owner_email' })
+
+  const other = await signUp(boot)
+  await sendVerification(boot, { email: other.email })
+  await open(boot, linkIn(await smtp.inbox.next(other.email)))
+  t.equal((await userRow(other.id)).role, 'member', 'another verified address stays member')
+})
+
+t.test('BOOTSTRAP_OWNER_EMAIL at start-up: an existing verified account becomes owner, an unverified one does not', async (t) => {
+  const verifiedId = newId()
+  const verifiedEmail = uniqueEmail('existing-owner')
+  await app.db.insertInto('user').values({ id: verifiedId, name: 'Owner', email: verifiedEmail, image: null, email_verified: true }).execute()
+  await buildTestApp({ env: { BOOTSTRAP_OWNER_EMAIL: verifiedEmail } })
+  t.equal((await userRow(verifiedId)).role, 'owner')
+
+  const unverifiedId = newId()
+  const unverifiedEmail = uniqueEmail('claimed')
+  await app.db.insertInto('user').values({ id: unverifiedId, name: 'Claimer', email: unverifiedEmail, image: null }).execute()
+  await buildTestApp({ env: { BOOTSTRAP_OWNER_EMAIL: unverifiedEmail.toUpperCase() } })
+  t.equal((await userRow(unverifiedId)).role, 'member')
+})
