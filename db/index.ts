@@ -44,10 +44,17 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
       connectionTimeoutMillis: 1500,
       idleTimeoutMillis: 30_000,
       statement_timeout: 15_000,
+      // statement_timeout needs a server that answers; this bounds a query on a silent network too.
+      query_timeout: 20_000,
       types: pgTypes,
     })
-    // An idle client losing its server must not crash the process; the next query fails and maps to 503.
+    // A client losing its server must not crash the process. The pool listens on idle clients only;
+    // a checked-out client that errors (e.g. ECONNRESET while writing a query) would emit 'error'
+    // with no listener, an uncaught exception. Its query still fails (-> 503) and the pool drops it.
     pool.on('error', (err) => options.onPoolError?.(err))
+    pool.on('connect', (client) => {
+      client.on('error', (err) => options.onPoolError?.(err))
+    })
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
     return {
       db,

@@ -80,6 +80,9 @@ const envSchema = z.object({
 
 export type Env = z.input<typeof envSchema>
 
+/** Every variable the service reads (.env.example and the README list exactly these). */
+export const ENV_VARIABLES: readonly string[] = Object.keys(envSchema.shape)
+
 export interface Config {
   env: 'development' | 'production' | 'test'
   port: number
@@ -128,7 +131,10 @@ export function loadConfig(
   env: Record<string, string | undefined> = process.env,
   warn: (message: string) => void = () => {},
 ): Config {
-  const parsed = envSchema.safeParse(env)
+  // An empty variable counts as unset (`PORT=` in an env file, `${X:-}` in compose): without
+  // this, PORT= would coerce to 0 and listen on a random port.
+  const given = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v.trim() !== ''))
+  const parsed = envSchema.safeParse(given)
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!
     const name = String(issue.path[0] ?? 'environment')

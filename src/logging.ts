@@ -2,7 +2,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { LoggerOptions } from 'pino'
 
-const SENSITIVE_QUERY = /^(token|code|state|password|secret|signature|id_token|access_token)$/i
+const SENSITIVE_QUERY = /^(token|code|state|password|secret|signature|id_token|access_token|refresh_token|session_token|api_key|key)$/i
 const MAX_URL = 512
 
 /** The URL with the values of sensitive query parameters replaced. */
@@ -10,27 +10,40 @@ export function redactUrl(url: string): string {
   const q = url.indexOf('?')
   const shortened = url.length > MAX_URL ? `${url.slice(0, MAX_URL)}…` : url
   if (q === -1) return shortened
-  const params = new URLSearchParams(url.slice(q + 1))
-  for (const key of [...params.keys()]) if (SENSITIVE_QUERY.test(key)) params.set(key, '[Redacted]')
-  const redacted = `${url.slice(0, q)}?${params.toString()}`
+  // Pair by pair on the raw text, so the rest of the URL is logged exactly as it came.
+  const query = url
+    .slice(q + 1)
+    .split('&')
+    .map((pair) => {
+      const rawKey = pair.split('=', 1)[0]!
+      let key = rawKey
+      try {
+        key = decodeURIComponent(rawKey.replaceAll('+', ' '))
+      } catch {
+        // a malformed escape: judge the raw key
+      }
+      return SENSITIVE_QUERY.test(key) ? `${rawKey}=[Redacted]` : pair
+    })
+    .join('&')
+  const redacted = `${url.slice(0, q)}?${query}`
   return redacted.length > MAX_URL ? `${redacted.slice(0, MAX_URL)}…` : redacted
 }
+
+// Keys whose values never reach the log, at the top level of a log object and one level down
+// (pino's wildcards match exactly one level, so both are listed).
+const SENSITIVE_KEYS = ['password', 'newPassword', 'currentPassword', 'token', 'secret', 'cookie',
+  'authorization', 'passwordHash', 'password_hash', 'clientSecret', 'serverKey', 'secretKey', 'webhookSecret']
 
 export const REDACT_PATHS = [
   'req.headers.cookie',
   'req.headers.authorization',
   'res.headers["set-cookie"]',
-  '*.password',
-  '*.newPassword',
-  '*.currentPassword',
-  '*.token',
-  '*.secret',
-  '*.cookie',
-  '*.authorization',
-  '*.passwordHash',
-  '*.password_hash',
-  '*.clientSecret',
-  '*.serverKey',
+  'headers.cookie',
+  'headers.authorization',
+  '*.headers.cookie',
+  '*.headers.authorization',
+  ...SENSITIVE_KEYS,
+  ...SENSITIVE_KEYS.map((key) => `*.${key}`),
 ]
 
 export function loggerOptions(level: string): LoggerOptions {

@@ -1,6 +1,7 @@
 // Reads the configuration, builds the app, listens, and shuts down gracefully.
 import { buildApp } from './app.js'
 import { ConfigError, loadConfig } from './config.js'
+import { holdDataDirLock } from './data-dir-lock.js'
 
 const warnings: string[] = []
 let config
@@ -14,7 +15,16 @@ try {
   throw err
 }
 
-const app = await buildApp(config)
+holdDataDirLock(config.database) // the embedded database must not be opened by a second process
+let app: Awaited<ReturnType<typeof buildApp>>
+try {
+  app = await buildApp(config)
+} catch (err) {
+  // Typically the database is unreachable for the start-up migration: one line, exit 1, and the
+  // orchestrator (compose, systemd) retries.
+  console.error(`Start-up failed: ${err instanceof Error ? err.message : String(err)}`)
+  process.exit(1)
+}
 for (const message of warnings) app.log.warn(message)
 
 let shuttingDown = false

@@ -14,7 +14,7 @@ export interface ErrorBody {
 // Connection-level failures of node-postgres / PGlite: the database is unreachable, not a bug.
 const DB_DOWN_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN',
   '57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006', '53300'])
-const DB_DOWN_MESSAGE = /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|database did not answer|PGlite is closed|Connection ended/i
+const DB_DOWN_MESSAGE = /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|database did not answer|PGlite is closed|Connection ended|Query read timeout/i
 
 export function isDatabaseDown(err: unknown): boolean {
   if (!err || typeof err !== 'object') return false

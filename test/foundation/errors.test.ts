@@ -1,5 +1,8 @@
 import t from 'tap'
-import { buildTestApp, call, WEB_ORIGIN } from '../helpers/app.js'
+import { buildApp } from '../../src/app.js'
+import { loadConfig } from '../../src/config.js'
+import { buildTestApp, call, TEST_ENV, WEB_ORIGIN } from '../helpers/app.js'
+import { testDatabase } from '../helpers/db.js'
 
 const app = await buildTestApp()
 
@@ -64,4 +67,69 @@ t.test('openapi document lists the routes with their operation ids', async (t) =
   t.equal(doc.paths['/api/v1/whoami'].get.operationId, 'whoami')
   const page = await app.inject({ method: 'GET', url: '/api/v1/docs' })
   t.ok(page.statusCode === 200 || page.statusCode === 302)
+})
+
+t.test('an empty JSON body is 400 BAD_REQUEST', async (t) => {
+  const res = await app.inject({
+    method: 'POST', url: '/api/auth/sign-in/email',
+    headers: { 'content-type': 'application/json', origin: WEB_ORIGIN }, payload: '',
+  })
+  t.equal(res.statusCode, 400)
+  t.match(res.json(), { code: 'BAD_REQUEST', status: 400 })
+})
+
+t.test('a declared Content-Length over the limit is 413 before the body is read', async (t) => {
+  const res = await app.inject({
+    method: 'POST', url: '/api/auth/sign-in/email',
+    headers: { 'content-type': 'application/json', origin: WEB_ORIGIN, 'content-length': String(10 * 1024 * 1024) },
+    payload: '{}',
+  })
+  t.equal(res.statusCode, 413)
+  t.same(res.json(), { code: 'PAYLOAD_TOO_LARGE', status: 413, message: 'Request body is too large' })
+})
+
+t.test('every error body is JSON with exactly code, status, message and optional data', async (t) => {
+  const responses = [
+    await app.inject({ method: 'GET', url: '/api/v1/nope' }),
+    await app.inject({ method: 'DELETE', url: '/api/health' }),
+    await app.inject({ method: 'POST', url: '/api/auth/sign-in/email', headers: { 'content-type': 'application/xml', origin: WEB_ORIGIN }, payload: '<a/>' }),
+    await call(app, 'POST', '/api/auth/sign-in/email', { body: { email: 'not-an-email', password: 'x' } }),
+  ]
+  for (const res of responses) {
+    t.match(res.headers['content-type'], /^application\/json/)
+    const body = res.json()
+    t.same(Object.keys(body).filter((k) => k !== 'data').sort(), ['code', 'message', 'status'])
+    t.equal(body.status, res.statusCode)
+    t.ok(res.headers['x-request-id'])
+  }
+})
+
+t.test('an unexpected throw is a generic 500, without details, logged with the request id', async (t) => {
+  const lines: string[] = []
+  const logStream = { write: (line: string) => void lines.push(line) }
+  const own = await buildApp(loadConfig({ ...TEST_ENV, LOG_LEVEL: 'info' }), { database: await testDatabase(), logStream })
+  t.teardown(() => own.close())
+  own.get('/api/v1/test-throw', async () => {
+    throw new Error('relation "secret_table" does not exist at /srv/app/src/thing.ts:12')
+  })
+  own.get('/api/v1/test-throw-value', async () => {
+    throw 'a bare string'
+  })
+  await own.ready()
+
+  const res = await own.inject({ method: 'GET', url: '/api/v1/test-throw', headers: { 'x-request-id': 'req-throw-1' } })
+  t.equal(res.statusCode, 500)
+  t.same(res.json(), { code: 'INTERNAL_SERVER_ERROR', status: 500, message: 'Something went wrong on our side' })
+  t.notMatch(res.body, /secret_table|\/srv\/app|stack|at /)
+  t.equal(res.headers['x-request-id'], 'req-throw-1')
+
+  const logged = lines.map((l) => JSON.parse(l) as Record<string, any>)
+  const errorLine = logged.find((l) => l.level === 50 && l.reqId === 'req-throw-1' && l.err)
+  t.ok(errorLine, 'an error line carries the request id')
+  t.match(errorLine?.err?.message, /secret_table/, 'the details go to the log')
+  t.ok(errorLine?.err?.stack, 'with the stack')
+
+  const bare = await own.inject({ method: 'GET', url: '/api/v1/test-throw-value' })
+  t.equal(bare.statusCode, 500)
+  t.same(bare.json(), { code: 'INTERNAL_SERVER_ERROR', status: 500, message: 'Something went wrong on our side' })
 })

@@ -1,0 +1,181 @@
+import { spawn } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import t, { type Test } from 'tap'
+import { ConfigError, ENV_VARIABLES, loadConfig } from '../../src/config.js'
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url))
+const SECRET_32 = 'x'.repeat(32)
+
+function load(env: Record<string, string>) {
+  const warnings: string[] = []
+  const config = loadConfig(env, (message) => warnings.push(message))
+  return { config, warnings }
+}
+
+function configError(t: Test, env: Record<string, string>, variable: string) {
+  try {
+    loadConfig(env)
+  } catch (err) {
+    t.type(err, ConfigError)
+    const message = (err as Error).message
+    t.match(message, new RegExp(`\\b${variable}\\b`), `the message names ${variable}`)
+    t.notMatch(message, /\n/, 'the message is one line')
+    return message
+  }
+  t.fail(`expected a ConfigError naming ${variable}`)
+  return ''
+}
+
+t.test('defaults: port 8787 on 127.0.0.1, PGlite in ./data, 64 KiB bodies', async (t) => {
+  const { config } = load({})
+  t.equal(config.port, 8787)
+  t.equal(config.host, '127.0.0.1')
+  t.equal(config.database.url, undefined)
+  t.equal(config.database.pgliteDir, './data')
+  t.equal(config.bodyLimit, 64 * 1024)
+  t.equal(config.env, 'development')
+})
+
+t.test('a bad PORT stops the start with one line naming PORT', async (t) => {
+  configError(t, { PORT: 'eighty' }, 'PORT')
+  configError(t, { PORT: '70000' }, 'PORT')
+  configError(t, { PORT: '80.5' }, 'PORT')
+})
+
+t.test('an empty variable counts as unset', async (t) => {
+  const { config } = load({ PORT: '', HOST: ' ', PGLITE_DIR: '', AUTH_TRUSTED_ORIGIN: '' })
+  t.equal(config.port, 8787, 'PORT= does not become port 0')
+  t.equal(config.host, '127.0.0.1')
+  t.equal(config.database.pgliteDir, './data')
+})
+
+t.test('other bad values name their variable', async (t) => {
+  configError(t, { LOG_LEVEL: 'loud' }, 'LOG_LEVEL')
+  configError(t, { NODE_ENV: 'staging' }, 'NODE_ENV')
+  configError(t, { REDIS_URL: 'http://localhost:6379' }, 'REDIS_URL')
+  configError(t, { SESSION_TTL_DAYS: '0' }, 'SESSION_TTL_DAYS')
+  configError(t, { TRUST_PROXY: 'yes' }, 'TRUST_PROXY')
+  configError(t, { BOOTSTRAP_OWNER_EMAIL: 'not-an-email' }, 'BOOTSTRAP_OWNER_EMAIL')
+  configError(t, { WEB_ORIGIN: 'javascript:alert(1)' }, 'WEB_ORIGIN')
+})
+
+t.test('AUTH_SECRET is required in production', async (t) => {
+  const message = configError(t, { NODE_ENV: 'production', AUTH_URL: 'https://api.example.com' }, 'AUTH_SECRET')
+  t.match(message, /required in production/)
+})
+
+t.test('AUTH_SECRET in production needs at least 32 characters per key', async (t) => {
+  configError(t, { NODE_ENV: 'production', AUTH_SECRET: 'x'.repeat(31) }, 'AUTH_SECRET')
+  configError(t, { NODE_ENV: 'production', AUTH_SECRET: `${SECRET_32},short` }, 'AUTH_SECRET')
+  const { config, warnings } = load({ NODE_ENV: 'production', AUTH_SECRET: SECRET_32, AUTH_URL: 'https://api.example.com' })
+  t.same(config.auth.secrets, [SECRET_32])
+  t.same(warnings, [])
+  t.equal(config.auth.secureCookies, true, 'production cookies are Secure')
+})
+
+t.test('a short secret never appears in the error message', async (t) => {
+  const message = configError(t, { NODE_ENV: 'production', AUTH_SECRET: 'hunter2-secret' }, 'AUTH_SECRET')
+  t.notMatch(message, /hunter2/)
+})
+
+t.test('several AUTH_SECRET keys: the first signs, all are kept for verification', async (t) => {
+  const second = 'y'.repeat(40)
+  const { config } = load({ AUTH_SECRET: `${SECRET_32}, ${second}` })
+  t.same(config.auth.secrets, [SECRET_32, second])
+})
+
+t.test('outside production a missing AUTH_SECRET is generated, with a warning', async (t) => {
+  const a = load({ NODE_ENV: 'development' })
+  const b = load({ NODE_ENV: 'test' })
+  t.equal(a.config.auth.secrets.length, 1)
+  t.ok(a.config.auth.secrets[0]!.length >= 32, 'the generated key is long enough')
+  t.not(a.config.auth.secrets[0], b.config.auth.secrets[0], 'a fresh random key every start')
+  t.ok(a.warnings.some((w) => /AUTH_SECRET/.test(w) && /generated/.test(w)))
+})
+
+t.test('a missing AUTH_URL falls back to http://localhost:8787 with a warning', async (t) => {
+  const { config, warnings } = load({ AUTH_SECRET: SECRET_32 })
+  t.equal(config.auth.baseUrl, 'http://localhost:8787')
+  t.ok(warnings.some((w) => /AUTH_URL/.test(w) && /localhost:8787/.test(w)))
+  t.equal(config.auth.secureCookies, false)
+
+  const set = load({ AUTH_SECRET: SECRET_32, AUTH_URL: 'https://api.example.com/' })
+  t.equal(set.config.auth.baseUrl, 'https://api.example.com', 'trailing slash dropped')
+  t.same(set.warnings, [])
+  t.equal(set.config.auth.secureCookies, true, 'an https AUTH_URL makes cookies Secure')
+  configError(t, { AUTH_URL: 'ftp://api.example.com' }, 'AUTH_URL')
+  configError(t, { AUTH_URL: 'not a url' }, 'AUTH_URL')
+})
+
+t.test('trusted origins: AUTH_URL origin, WEB_ORIGIN and each AUTH_TRUSTED_ORIGIN entry', async (t) => {
+  const { config } = load({
+    AUTH_URL: 'https://api.example.com/base',
+    WEB_ORIGIN: 'https://app.example.com/',
+    AUTH_TRUSTED_ORIGIN: ' https://admin.example.com , https://partner.example.org:8443/some/path,,https://app.example.com',
+  })
+  t.same(config.auth.trustedOrigins, [
+    'https://api.example.com',
+    'https://app.example.com',
+    'https://admin.example.com',
+    'https://partner.example.org:8443',
+  ], 'exact origins, paths dropped, duplicates removed')
+  t.equal(config.auth.webOrigin, 'https://app.example.com')
+})
+
+t.test('a malformed AUTH_TRUSTED_ORIGIN entry stops the start', async (t) => {
+  const message = configError(t, { AUTH_TRUSTED_ORIGIN: 'https://ok.example.com,not a url' }, 'AUTH_TRUSTED_ORIGIN')
+  t.match(message, /not a url/)
+  configError(t, { AUTH_TRUSTED_ORIGIN: 'ftp://files.example.com' }, 'AUTH_TRUSTED_ORIGIN')
+})
+
+t.test('the sandbox payment gateway is refused in production, the default elsewhere', async (t) => {
+  configError(t, { NODE_ENV: 'production', AUTH_SECRET: SECRET_32, PAYMENT_GATEWAY: 'sandbox' }, 'PAYMENT_GATEWAY')
+  t.equal(load({}).config.payments.gateway, 'sandbox')
+  t.equal(load({ NODE_ENV: 'production', AUTH_SECRET: SECRET_32 }).config.payments.gateway, undefined)
+})
+
+t.test('ENV_VARIABLES lists what the schema reads', async (t) => {
+  for (const name of ['AUTH_SECRET', 'AUTH_URL', 'AUTH_COOKIE_DOMAIN', 'AUTH_TRUSTED_ORIGIN', 'IDP_CLIENT_ID',
+    'IDP_CLIENT_SECRET', 'DATABASE_URL', 'PGLITE_DIR', 'WEB_ORIGIN', 'PORT', 'HOST', 'LOG_LEVEL', 'REDIS_URL', 'NODE_ENV']) {
+    t.ok(ENV_VARIABLES.includes(name), `${name} is read`)
+  }
+})
+
+function runServer(env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH, PGLITE_DIR: 'memory://', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (d) => (stdout += d))
+    child.stderr.on('data', (d) => (stderr += d))
+    child.once('exit', (code) => resolve({ code, stdout, stderr }))
+  })
+}
+
+t.test('the server exits non-zero with one clear line on a bad PORT', async (t) => {
+  const { code, stdout, stderr } = await runServer({ PORT: 'not-a-port' })
+  t.equal(code, 1)
+  t.equal(stdout, '', 'nothing started')
+  const lines = stderr.trim().split('\n')
+  t.equal(lines.length, 1, 'exactly one line')
+  t.match(lines[0], /^Configuration error: Invalid PORT/)
+})
+
+t.test('the server refuses to start in production without AUTH_SECRET', async (t) => {
+  const { code, stderr } = await runServer({ NODE_ENV: 'production' })
+  t.equal(code, 1)
+  t.equal(stderr.trim().split('\n').length, 1)
+  t.match(stderr, /Invalid AUTH_SECRET: required in production/)
+})
+
+t.test('the server exits non-zero with one line when the database is unreachable at start-up', async (t) => {
+  const { code, stderr } = await runServer({ DATABASE_URL: 'postgres://postgres@127.0.0.1:1/nothing', PORT: '0' })
+  t.equal(code, 1)
+  const lines = stderr.trim().split('\n')
+  t.equal(lines.length, 1, stderr)
+  t.match(lines[0], /^Start-up failed: .*ECONNREFUSED/)
+})

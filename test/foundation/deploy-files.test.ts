@@ -1,0 +1,94 @@
+// What can be checked about the deployment files without a container engine.
+import { readFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import t from 'tap'
+import { parse } from 'yaml'
+import { ENV_VARIABLES } from '../../src/config.js'
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url))
+const read = (file: string) => readFileSync(`${ROOT}${file}`, 'utf8')
+
+const envExample = read('.env.example')
+const readme = read('README.md')
+const dockerfile = read('Dockerfile')
+const compose = parse(read('docker-compose.yml')) as {
+  services: Record<string, {
+    image?: string; build?: unknown; ports?: string[]; environment?: Record<string, string>
+    depends_on?: Record<string, { condition: string }>; volumes?: string[]; healthcheck?: { test: unknown }
+  }>
+  volumes?: Record<string, unknown>
+}
+
+function section(name: string): string {
+  const start = readme.indexOf(`<!-- section:${name} -->`)
+  const end = readme.indexOf(`<!-- /section:${name} -->`)
+  return start === -1 || end === -1 ? '' : readme.slice(start, end)
+}
+
+t.test('.env.example lists exactly the variables the config reads, each with a comment', async (t) => {
+  const lines = envExample.split('\n')
+  const listed: string[] = []
+  lines.forEach((line, i) => {
+    const match = /^([A-Z][A-Z0-9_]*)=/.exec(line)
+    if (!match) return
+    listed.push(match[1]!)
+    t.match(lines[i - 1], /^#/, `${match[1]} has a comment above it`)
+  })
+  t.same([...listed].sort(), [...ENV_VARIABLES].sort())
+  t.equal(new Set(listed).size, listed.length, 'no variable twice')
+})
+
+t.test('.env.example holds no secret values', async (t) => {
+  for (const name of ['AUTH_SECRET', 'IDP_CLIENT_SECRET', 'STRIPE_SECRET_KEY', 'STRIPE_WEBHOOK_SECRET', 'MIDTRANS_SERVER_KEY', 'METRICS_TOKEN']) {
+    t.match(envExample, new RegExp(`^${name}=$`, 'm'), `${name} is empty`)
+  }
+})
+
+t.test('the README configuration table names every variable', async (t) => {
+  const table = section('configuration')
+  for (const name of ENV_VARIABLES) t.match(table, `| \`${name}\` |`, name)
+})
+
+t.test('the compose file parses and has the services and ports the README names', async (t) => {
+  const { services } = compose
+  t.same(Object.keys(services).sort(), ['api', 'postgres', 'redis'])
+  t.same(services.api!.ports, ['8787:8787'])
+  t.same(services.api!.depends_on?.postgres, { condition: 'service_healthy' }, 'the API waits for a healthy database')
+  t.match(services.postgres!.image, /^postgres:16/)
+  t.match(services.redis!.image, /^redis:7/)
+  t.ok(services.postgres!.healthcheck, 'postgres has a healthcheck')
+  const volume = services.postgres!.volumes?.[0]?.split(':')[0]
+  t.ok(volume && compose.volumes && volume in compose.volumes, 'postgres data lives in a named volume')
+  const env = services.api!.environment!
+  t.match(env.DATABASE_URL, /@postgres:5432\//)
+  t.match(env.REDIS_URL, /^redis:\/\/redis:6379/)
+  t.match(env.AUTH_SECRET, /^\$\{AUTH_SECRET:\?/, 'AUTH_SECRET must be supplied, never defaulted')
+  for (const name of Object.keys(env)) t.ok(ENV_VARIABLES.includes(name), `${name} is a variable the config reads`)
+
+  const ops = section('operations')
+  t.match(ops, 'docker compose up')
+  for (const name of ['api', 'postgres', 'redis']) t.match(ops, `\`${name}\``, `the README names the ${name} service`)
+  t.match(ops, 'http://localhost:8787')
+  t.match(ops, 'PostgreSQL 16')
+})
+
+t.test('the Dockerfile is multi-stage, non-root, with a healthcheck and no secrets', async (t) => {
+  const from = dockerfile.match(/^FROM /gm) ?? []
+  t.ok(from.length >= 2, 'several stages')
+  t.match(dockerfile, /^FROM node:(2[2-9]|[3-9]\d)[\w.-]*/m, 'a current Node LTS base')
+  t.match(dockerfile, /npm ci/)
+  t.match(dockerfile, /npm prune --omit=dev/, 'production dependencies only')
+  t.match(dockerfile, /^USER node$/m, 'runs as the unprivileged node user')
+  t.match(dockerfile, /^HEALTHCHECK .*\n?.*\/api\/health/m)
+  t.match(dockerfile, /^EXPOSE 8787$/m)
+  t.match(dockerfile, /HOST=0\.0\.0\.0/)
+  t.match(dockerfile, /^CMD \["node", "dist\/src\/server\.js"\]$/m, 'node is PID 1 and receives SIGTERM')
+  t.notMatch(dockerfile, /AUTH_SECRET|_KEY=|SECRET=|PASSWORD=/, 'no secrets baked in')
+  const lastFrom = dockerfile.lastIndexOf('\nFROM ')
+  t.ok(dockerfile.indexOf('USER node') > lastFrom, 'the final stage drops root')
+})
+
+t.test('.dockerignore keeps local databases, secrets and builds out of the image context', async (t) => {
+  const ignored = read('.dockerignore').split('\n').map((l) => l.trim())
+  for (const entry of ['node_modules', 'dist', 'data', '.env', '.git']) t.ok(ignored.includes(entry), entry)
+})

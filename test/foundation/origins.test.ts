@@ -1,0 +1,183 @@
+// API.md §3: trusted origins, the CSRF rule and hand-written CORS.
+import t, { type Test } from 'tap'
+import { buildApp } from '../../src/app.js'
+import { loadConfig } from '../../src/config.js'
+import { TEST_ENV, WEB_ORIGIN } from '../helpers/app.js'
+import { testDatabase } from '../helpers/db.js'
+
+const EVIL = 'https://evil.example'
+const EXTRA = 'https://admin.example.com'
+const API_ORIGIN = 'http://localhost:8787'
+const COOKIE = 'better-auth.session_token=some.value'
+
+// The real app plus probe routes, so the rule is tested on paths of every kind whatever the
+// domain routes do with the request afterwards.
+const app = await buildApp(loadConfig({ ...TEST_ENV, AUTH_TRUSTED_ORIGIN: EXTRA }), { database: await testDatabase() })
+t.teardown(() => app.close())
+for (const method of ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const) {
+  app.route({ method, url: '/api/v1/test-probe', handler: async () => ({ reached: true }) })
+}
+app.get('/api/auth/test-probe', async () => ({ reached: true }))
+app.post('/api/v1/payments/webhook/test-probe', async () => ({ reached: true }))
+app.get('/api/test-probe', async () => ({ reached: true }))
+await app.ready()
+
+type Headers = Record<string, string>
+const send = (method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS', url: string, headers: Headers = {}) =>
+  app.inject({ method, url, headers, ...(method === 'GET' || method === 'OPTIONS' ? {} : { payload: {} }) })
+
+function noCors(t: Test, res: { headers: Record<string, unknown> }) {
+  t.equal(res.headers['access-control-allow-origin'], undefined, 'no Access-Control-Allow-Origin')
+  t.equal(res.headers['access-control-allow-credentials'], undefined, 'no Access-Control-Allow-Credentials')
+}
+
+t.test('an untrusted Origin on a POST to /api/v1 is 403 INVALID_ORIGIN without CORS headers', async (t) => {
+  for (const method of ['POST', 'PUT', 'PATCH', 'DELETE'] as const) {
+    const res = await send(method, '/api/v1/test-probe', { origin: EVIL })
+    t.equal(res.statusCode, 403, method)
+    t.same(res.json(), { code: 'INVALID_ORIGIN', status: 403, message: 'Origin is not trusted' })
+    noCors(t, res)
+  }
+})
+
+t.test('an untrusted Origin on sign-in is 403 INVALID_ORIGIN', async (t) => {
+  const res = await app.inject({
+    method: 'POST', url: '/api/auth/sign-in/email', headers: { origin: EVIL },
+    payload: { email: 'someone@example.com', password: 'whatever-password' },
+  })
+  t.equal(res.statusCode, 403)
+  t.match(res.json(), { code: 'INVALID_ORIGIN', status: 403 })
+})
+
+t.test('a GET to /api/auth with an untrusted Origin is 403', async (t) => {
+  for (const url of ['/api/auth/test-probe', '/api/auth/get-session']) {
+    const res = await send('GET', url, { origin: EVIL })
+    t.equal(res.statusCode, 403, url)
+    t.equal(res.json().code, 'INVALID_ORIGIN')
+  }
+})
+
+t.test('a GET to /api/v1 with an untrusted Origin is served, but without CORS headers', async (t) => {
+  const res = await send('GET', '/api/v1/test-probe', { origin: EVIL })
+  t.equal(res.statusCode, 200)
+  noCors(t, res)
+})
+
+t.test('origins are compared exactly: scheme, host and port', async (t) => {
+  for (const origin of ['https://localhost:3000', 'http://localhost:3001', 'http://127.0.0.1:3000',
+    'http://localhost:3000.evil.example', `${WEB_ORIGIN}/`]) {
+    const res = await send('POST', '/api/v1/test-probe', { origin })
+    t.equal(res.statusCode, 403, origin)
+  }
+})
+
+t.test('Origin: null is 403 MISSING_OR_NULL_ORIGIN', async (t) => {
+  const res = await send('POST', '/api/v1/test-probe', { origin: 'null', cookie: COOKIE })
+  t.equal(res.statusCode, 403)
+  t.equal(res.json().code, 'MISSING_OR_NULL_ORIGIN')
+  noCors(t, res)
+  const auth = await send('GET', '/api/auth/test-probe', { origin: 'null' })
+  t.equal(auth.statusCode, 403)
+  t.equal(auth.json().code, 'MISSING_OR_NULL_ORIGIN')
+})
+
+t.test('a state-changing request with a cookie and neither Origin nor Referer is 403 MISSING_OR_NULL_ORIGIN', async (t) => {
+  for (const url of ['/api/v1/test-probe', '/api/auth/sign-out']) {
+    const res = await send('POST', url, { cookie: COOKIE })
+    t.equal(res.statusCode, 403, url)
+    t.same(res.json(), { code: 'MISSING_OR_NULL_ORIGIN', status: 403, message: 'Origin header is required' })
+  }
+})
+
+t.test('without Origin, the Referer of a state-changing request is checked the same way', async (t) => {
+  const foreign = await send('POST', '/api/v1/test-probe', { cookie: COOKIE, referer: `${EVIL}/page` })
+  t.equal(foreign.statusCode, 403)
+  t.equal(foreign.json().code, 'INVALID_ORIGIN')
+  const garbage = await send('POST', '/api/v1/test-probe', { referer: 'not a url' })
+  t.equal(garbage.statusCode, 403, 'an unreadable Referer is not trusted')
+  const trusted = await send('POST', '/api/v1/test-probe', { cookie: COOKIE, referer: `${WEB_ORIGIN}/settings?tab=1` })
+  t.equal(trusted.statusCode, 200)
+  t.same(trusted.json(), { reached: true })
+})
+
+t.test('no cookie and no Origin (a server or command-line client) passes', async (t) => {
+  const res = await send('POST', '/api/v1/test-probe')
+  t.equal(res.statusCode, 200)
+  t.same(res.json(), { reached: true })
+})
+
+t.test('a GET navigation to /api/auth with a foreign Referer passes (the provider redirect)', async (t) => {
+  const probe = await send('GET', '/api/auth/test-probe', { referer: 'https://accounts.google.com/', cookie: COOKIE })
+  t.equal(probe.statusCode, 200)
+  const callback = await send('GET', '/api/auth/callback/idp?code=x&state=y', { referer: 'https://accounts.google.com/' })
+  t.not(callback.statusCode, 403, 'the real callback route is not refused by the origin check')
+})
+
+t.test('the payment webhook is exempt from the origin check', async (t) => {
+  const res = await send('POST', '/api/v1/payments/webhook/test-probe', { origin: EVIL, cookie: COOKIE })
+  t.equal(res.statusCode, 200)
+  t.same(res.json(), { reached: true })
+  const bare = await send('POST', '/api/v1/payments/webhook/test-probe', { cookie: COOKIE })
+  t.equal(bare.statusCode, 200)
+})
+
+t.test('paths outside /api/auth and /api/v1 are not checked', async (t) => {
+  const res = await send('GET', '/api/test-probe', { origin: EVIL })
+  t.equal(res.statusCode, 200)
+  noCors(t, res)
+})
+
+t.test('every trusted origin gets CORS headers with credentials and Vary: Origin', async (t) => {
+  for (const origin of [WEB_ORIGIN, API_ORIGIN, EXTRA]) {
+    const res = await send('POST', '/api/v1/test-probe', { origin, cookie: COOKIE })
+    t.equal(res.statusCode, 200, origin)
+    t.equal(res.headers['access-control-allow-origin'], origin)
+    t.equal(res.headers['access-control-allow-credentials'], 'true')
+    t.match(res.headers.vary, /Origin/)
+  }
+})
+
+t.test('error responses to a trusted origin keep their CORS headers (the browser can read them)', async (t) => {
+  const res = await send('GET', '/api/v1/does-not-exist', { origin: WEB_ORIGIN })
+  t.equal(res.statusCode, 404)
+  t.equal(res.headers['access-control-allow-origin'], WEB_ORIGIN)
+  t.equal(res.headers['access-control-allow-credentials'], 'true')
+})
+
+t.test('Vary: Origin is sent whether or not an Origin came', async (t) => {
+  const res = await send('GET', '/api/health/live')
+  t.match(res.headers.vary, /Origin/)
+  noCors(t, res)
+})
+
+t.test('a preflight from a trusted origin is 204 with methods, headers and max-age', async (t) => {
+  const res = await send('OPTIONS', '/api/v1/test-probe', {
+    origin: WEB_ORIGIN, 'access-control-request-method': 'PATCH', 'access-control-request-headers': 'content-type',
+  })
+  t.equal(res.statusCode, 204)
+  t.equal(res.body, '')
+  t.equal(res.headers['access-control-allow-origin'], WEB_ORIGIN)
+  t.equal(res.headers['access-control-allow-credentials'], 'true')
+  t.match(res.headers['access-control-allow-methods'], /PATCH/)
+  t.match(res.headers['access-control-allow-methods'], /DELETE/)
+  t.match(String(res.headers['access-control-allow-headers']).toLowerCase(), /content-type/)
+  t.ok(Number(res.headers['access-control-max-age']) > 0)
+  t.match(res.headers.vary, /Origin/)
+})
+
+t.test('a preflight works for auth routes and routes that do not exist alike', async (t) => {
+  for (const url of ['/api/auth/sign-in/email', '/api/v1/nothing-here']) {
+    const res = await send('OPTIONS', url, { origin: WEB_ORIGIN, 'access-control-request-method': 'POST' })
+    t.equal(res.statusCode, 204, url)
+  }
+})
+
+t.test('a preflight from an untrusted or null origin is 403 without CORS headers', async (t) => {
+  for (const origin of [EVIL, 'null']) {
+    const res = await send('OPTIONS', '/api/v1/test-probe', { origin, 'access-control-request-method': 'POST' })
+    t.equal(res.statusCode, 403, origin)
+    t.equal(res.json().code, 'INVALID_ORIGIN')
+    noCors(t, res)
+    t.equal(res.headers['access-control-allow-methods'], undefined)
+  }
+})
