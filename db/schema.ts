@@ -1,6 +1,11 @@
 // The Database interface lists the tables of every domain; each domain declares its own tables.
 import type { AdminTables } from '../src/admin/tables.js'
 import type { AuthTables } from '../src/auth/tables.js'
+import type { CompatibilityTables } from '../src/compatibility/tables.js'
+import type { ConsentTables } from '../src/consent/tables.js'
+import type { ImportTables } from '../src/import/tables.js'
+import type { JournalTables } from '../src/journal/tables.js'
+import type { PaymentTables } from '../src/payment/tables.js'
 import type { UsageTables } from '../src/usage/tables.js'
 
-export interface Database extends AuthTables, AdminTables, UsageTables {}
+export interface Database extends AuthTables, AdminTables, UsageTables, JournalTables, CompatibilityTables, ConsentTables, PaymentTables, ImportTables {}

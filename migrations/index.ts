@@ -1,7 +1,17 @@
 // Every migration, in order. Listed explicitly so the same code runs from TypeScript and compiled JS.
 import type { Migration } from 'kysely/migration'
 import * as m0001 from './0001_foundation.js'
+import * as m0002 from './0002_profile.js'
+import * as m0003 from './0003_journal_compatibility.js'
+import * as m0004 from './0004_payments.js'
+import * as m0005 from './0005_admin_consent.js'
+import * as m0006 from './0006_import.js'
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
+  '0002_profile': m0002,
+  '0003_journal_compatibility': m0003,
+  '0004_payments': m0004,
+  '0005_admin_consent': m0005,
+  '0006_import': m0006,
 }

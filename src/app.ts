@@ -6,20 +6,30 @@ import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod
 import type { DestinationStream } from 'pino'
 import { openDatabase, type DatabaseHandle, type DB } from '../db/index.js'
 import { migrateToLatest } from '../db/migrate.js'
+import adminRoutes from './admin/routes.js'
 import authRoutes from './auth/routes.js'
+import idpRoutes from './auth/idp-routes.js'
+import mailer from './auth/mail.js'
 import { SessionCookie } from './auth/cookies.js'
+import compatibilityRoutes from './compatibility/routes.js'
+import paymentRoutes from './payment/routes.js'
 import sessionValidation from './auth/guard.js'
 import { HashLimiter, PasswordHasher } from './auth/password.js'
 import { SessionManager } from './auth/sessions.js'
 import type { Config } from './config.js'
+import consentRoutes from './consent/routes.js'
 import { serviceUnavailable } from './errors.js'
 import healthRoutes from './health/routes.js'
+import journalRoutes from './journal/routes.js'
 import { loggerOptions } from './logging.js'
-import errorHandling from './plugins/errors.js'
+import errorHandling, { frameworkError } from './plugins/errors.js'
 import metrics from './plugins/metrics.js'
 import openapi from './plugins/openapi.js'
 import origins from './plugins/origins.js'
+import rateLimits from './plugins/rate-limit.js'
 import redisConnection from './plugins/redis.js'
+import profileRoutes from './profile/routes.js'
+import usageRoutes from './usage/routes.js'
 
 export interface Clock {
   now(): Date
@@ -66,6 +76,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
     },
     routerOptions: { maxParamLength: 200 },
+    frameworkErrors: frameworkError,
   })
   app.setValidatorCompiler(validatorCompiler)
   app.setSerializerCompiler(serializerCompiler)
@@ -97,17 +108,32 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
       throw serviceUnavailable('The service is shutting down', 5)
     }
   })
+  // A request that was in flight when shutdown began: its keep-alive connection must end with the
+  // response, or server.close() waits for the client's idle timeout before the process can exit.
+  app.addHook('onSend', async (_request, reply) => {
+    if (app.closing) reply.header('connection', 'close')
+  })
 
   await app.register(errorHandling)
   await app.register(redisConnection, { url: config.redisUrl })
   await app.register(origins, { trustedOrigins: config.auth.trustedOrigins })
+  await app.register(rateLimits)
   await app.register(cookie, { secret: config.auth.secrets, hook: 'onRequest' })
   await app.register(sessionValidation, { sessions, cookie: sessionCookie })
+  await app.register(mailer)
   await app.register(openapi, { serverUrl: config.auth.baseUrl })
   await app.register(metrics)
 
   await app.register(healthRoutes)
   await app.register(authRoutes)
+  await app.register(idpRoutes)
+  await app.register(profileRoutes)
+  await app.register(usageRoutes)
+  await app.register(journalRoutes)
+  await app.register(compatibilityRoutes)
+  await app.register(paymentRoutes)
+  await app.register(adminRoutes)
+  await app.register(consentRoutes)
 
   return app
 }

@@ -124,7 +124,7 @@ export default async function authRoutes(fastify: FastifyInstance) {
         operationId: 'signOut',
         tags,
         summary: 'End the current session (succeeds also without one)',
-        body: z.strictObject({}).optional(),
+        body: z.strictObject({}).nullish(),
         response: { 200: z.object({ success: z.literal(true) }) },
       },
     },

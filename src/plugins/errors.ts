@@ -24,6 +24,20 @@ export function isDatabaseDown(err: unknown): boolean {
   return Array.isArray(e.errors) && e.errors.some(isDatabaseDown) // AggregateError from dual-stack connect
 }
 
+// SQLSTATE class 22 (data exception: a NUL byte, invalid text for a type, a number out of range)
+// and 54001 (a JSON value nested too deep) come from what the client sent, not from a bug.
+export function isRejectedInput(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code
+  return typeof code === 'string' && /^(22[0-9A-Z]{3}|54001)$/.test(code)
+}
+
+/** Fastify's router errors (malformed URL, over-long path parameter) in the one shape. */
+export function frameworkError(err: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  reply.header('x-request-id', request.id)
+  const message = err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'A path parameter is too long' : 'The URL is malformed'
+  return sendError(reply, new AppError(400, 'BAD_REQUEST', message))
+}
+
 function fromFastifyError(err: FastifyError): AppError | undefined {
   if (err.validation) {
     const issues = err.validation.map((v) => {
@@ -76,6 +90,9 @@ export default fp(
       let error: AppError
       if (err instanceof AppError) {
         error = err
+      } else if (isRejectedInput(err)) {
+        request.log.warn({ err: { message: err.message, code: err.code } }, 'input refused by the database')
+        error = new AppError(400, 'BAD_REQUEST', 'The request contains a value that cannot be stored')
       } else if (isDatabaseDown(err)) {
         request.log.warn({ err: { message: err.message, code: err.code } }, 'database unavailable')
         error = new AppError(503, 'SERVICE_UNAVAILABLE', 'The service is temporarily unavailable', { retryAfter: 5 })

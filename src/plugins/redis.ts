@@ -29,6 +29,8 @@ export default fp(
       enableOfflineQueue: false,
       maxRetriesPerRequest: 1,
       connectTimeout: 1000,
+      // A half-open connection must not stall the rate-limit check of every request.
+      commandTimeout: 500,
       retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
     })
     let down = false

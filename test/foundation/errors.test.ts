@@ -133,3 +133,32 @@ t.test('an unexpected throw is a generic 500, without details, logged with the r
   t.equal(bare.statusCode, 500)
   t.same(bare.json(), { code: 'INTERNAL_SERVER_ERROR', status: 500, message: 'Something went wrong on our side' })
 })
+
+t.test('router errors are in the one error shape with a request id', async (t) => {
+  const long = await app.inject({ method: 'GET', url: `/api/v1/journal/entries/${'a'.repeat(300)}` })
+  t.equal(long.statusCode, 400)
+  t.match(long.json(), { code: 'BAD_REQUEST', status: 400 })
+  t.ok(long.headers['x-request-id'])
+  const bad = await app.inject({ method: 'GET', url: '/api/v1/journal/entries/%E0%A4%A' })
+  t.equal(bad.statusCode, 400)
+  t.match(bad.json(), { code: 'BAD_REQUEST', status: 400 })
+})
+
+t.test('a value the database cannot store is a 400, not a 500', async (t) => {
+  const res = await call(app, 'POST', '/api/auth/sign-up/email', {
+    body: { name: 'nul\u0000byte', email: `nul-${Date.now()}@example.com`, password: 'long enough password' },
+  })
+  t.equal(res.statusCode, 400)
+  t.match(res.json(), { code: 'BAD_REQUEST', status: 400 })
+})
+
+t.test('sign-out accepts no body, an empty object and JSON null', async (t) => {
+  for (const payload of [undefined, '{}', 'null']) {
+    const res = await app.inject({
+      method: 'POST', url: '/api/auth/sign-out',
+      headers: { origin: WEB_ORIGIN, ...(payload ? { 'content-type': 'application/json' } : {}) },
+      ...(payload ? { payload } : {}),
+    })
+    t.equal(res.statusCode, 200, `payload ${payload}`)
+  }
+})

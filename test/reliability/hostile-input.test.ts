@@ -79,6 +79,15 @@ const request = (op: Operation) =>
     origin: fc.constantFrom(WEB_ORIGIN, WEB_ORIGIN, 'null', 'https://evil.example'),
   })
 
+/** Percent-encodes like a client would; a lone surrogate (not encodable) goes out as raw bytes. */
+function encodePathSegment(value: string): string {
+  try {
+    return encodeURIComponent(value)
+  } catch {
+    return [...Buffer.from(value)].map((b) => `%${b.toString(16).padStart(2, '0')}`).join('')
+  }
+}
+
 async function rowCounts(): Promise<Record<string, number>> {
   const tables = await sql<{ table_name: string }>`
     select table_name from information_schema.tables
@@ -98,7 +107,7 @@ for (const op of operations) {
     await fc.assert(
       fc.asyncProperty(request(op), async (r) => {
         let i = 0
-        const url = op.path.replace(/\{[^}]+\}/g, () => encodeURIComponent(r.params[i++] ?? 'x'))
+        const url = op.path.replace(/\{[^}]+\}/g, () => encodePathSegment(r.params[i++] ?? 'x'))
         const qs = new URLSearchParams(r.query).toString()
         const headers: Record<string, string> = { origin: r.origin }
         if (r.who === 'member') headers.cookie = member.cookie
