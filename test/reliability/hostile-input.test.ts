@@ -123,7 +123,9 @@ for (const op of operations) {
         const res = await app.inject({ method: op.method as 'GET', url: qs ? `${url}?${qs}` : url, headers, payload })
         const what = `${op.method} ${url} -> ${res.statusCode} ${res.body.slice(0, 300)}`
         // Throwing (not t.ok) lets fast-check shrink a failure to its smallest counterexample.
-        if (res.statusCode >= 500) throw new Error(`5xx: ${what}`)
+        // The identity-provider routes answer 503 by contract while no provider is configured.
+        const notConfigured = res.statusCode === 503 && /idp|social/.test(op.path) && res.json().code === 'SERVICE_UNAVAILABLE'
+        if (res.statusCode >= 500 && !notConfigured) throw new Error(`5xx: ${what}`)
         if (res.statusCode >= 400) {
           const body = res.json()
           if (typeof body.code !== 'string' || body.status !== res.statusCode || typeof body.message !== 'string') {
