@@ -1,8 +1,8 @@
-import { sql, type Kysely, type Transaction } from 'kysely'
+import type { Kysely, Transaction } from 'kysely'
 import type { Database } from '../../db/schema.js'
 import type { SessionUser } from '../auth/sessions.js'
 import type { Plan, Role } from '../auth/tables.js'
-import { exactTime } from './cursor.js'
+import { cursorTime, exactTime, type Cursor } from '../pagination.js'
 
 type Db = Kysely<Database> | Transaction<Database>
 
@@ -41,7 +41,7 @@ const escapeLike = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`)
 export async function findUsers(
   db: Db,
   filters: UserFilters,
-  page: { limit: number; after?: { at: string; id: string } },
+  page: { limit: number; after?: Cursor },
 ): Promise<Array<{ user: SessionUser; cursorAt: string }>> {
   let query = db.selectFrom('user').select([...userColumns, exactTime('created_at').as('cursor_at')])
   if (filters.email !== undefined) query = query.where('email', '=', filters.email)
@@ -51,10 +51,8 @@ export async function findUsers(
   }
   if (filters.role !== undefined) query = query.where('role', '=', filters.role)
   if (filters.plan !== undefined) query = query.where('plan', '=', filters.plan)
-  if (page.after) {
-    const { at, id } = page.after
-    query = query.where((eb) => eb(eb.refTuple('created_at', 'id'), '<', eb.tuple(sql<Date>`${at}::timestamptz`, id)))
-  }
+  const after = page.after
+  if (after) query = query.where((eb) => eb(eb.refTuple('created_at', 'id'), '<', eb.tuple(cursorTime(after), after.id)))
   const rows = await query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).execute()
   return rows.map((r) => ({ user: toSessionUser(r), cursorAt: r.cursor_at }))
 }
@@ -121,7 +119,7 @@ export interface AuditFilters {
 export async function findAuditEvents(
   db: Db,
   filters: AuditFilters,
-  page: { limit: number; after?: { at: string; id: string } },
+  page: { limit: number; after?: Cursor },
 ) {
   let query = db
     .selectFrom('audit_event')
@@ -129,9 +127,7 @@ export async function findAuditEvents(
   if (filters.actorId !== undefined) query = query.where('actor_id', '=', filters.actorId)
   if (filters.targetId !== undefined) query = query.where('target_id', '=', filters.targetId)
   if (filters.action !== undefined) query = query.where('action', '=', filters.action)
-  if (page.after) {
-    const { at, id } = page.after
-    query = query.where((eb) => eb(eb.refTuple('at', 'id'), '<', eb.tuple(sql<Date>`${at}::timestamptz`, id)))
-  }
+  const after = page.after
+  if (after) query = query.where((eb) => eb(eb.refTuple('at', 'id'), '<', eb.tuple(cursorTime(after), after.id)))
   return query.orderBy('at', 'desc').orderBy('id', 'desc').limit(page.limit).execute()
 }

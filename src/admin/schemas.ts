@@ -1,10 +1,9 @@
 import { z } from 'zod'
 import { UserSchema } from '../auth/schemas.js'
+import { CursorParam, Limit } from '../pagination.js'
 import { PLANS } from '../usage/plans.js'
 
 const ROLES = ['member', 'admin', 'owner'] as const
-const Limit = z.coerce.number().int().min(1).max(100).default(20)
-const Cursor = z.string().min(1).max(512)
 const FutureInstant = z.iso.datetime({ offset: true }).describe('ISO-8601 instant in the future')
 
 export const UserIdParams = z.strictObject({ id: z.string().min(1).max(200) })
@@ -15,7 +14,7 @@ export const ListUsersQuery = z.strictObject({
   role: z.enum(ROLES).optional(),
   plan: z.enum(PLANS).optional(),
   limit: Limit,
-  cursor: Cursor.optional(),
+  cursor: CursorParam.optional(),
 })
 
 export const UserListSchema = z
@@ -89,7 +88,7 @@ export const AuditQuery = z.strictObject({
   targetId: z.string().min(1).max(200).optional(),
   action: z.string().min(1).max(100).optional(),
   limit: Limit,
-  cursor: Cursor.optional(),
+  cursor: CursorParam.optional(),
 })
 
 export const AuditEventSchema = z

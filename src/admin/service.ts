@@ -8,7 +8,7 @@ import { iso, toUserJson, type UserJson } from '../auth/schemas.js'
 import { AppError, forbidden, notFound } from '../errors.js'
 import { daysOf, usageAnalytics, type DateRange, type UsageAnalytics } from './analytics.js'
 import { recordAudit } from './audit.js'
-import { decodeCursor, encodeCursor } from './cursor.js'
+import { toPage, type Cursor, type Page } from '../pagination.js'
 import {
   countsFor, deleteSessionsOf, findAuditEvents, findUserForUpdate, findUsers, updateUser,
   type AuditFilters, type UserCounts, type UserFilters,
@@ -29,21 +29,16 @@ export async function listUsers(
   app: FastifyInstance,
   actor: Actor,
   filters: UserFilters,
-  page: { limit: number; cursor?: string },
-): Promise<{ items: UserJson[]; nextCursor: string | null }> {
-  const after = page.cursor ? decodeCursor(page.cursor) : undefined
+  page: { limit: number; cursor?: Cursor },
+): Promise<Page<UserJson>> {
   return app.db.transaction().execute(async (trx) => {
-    const rows = await findUsers(trx, filters, { limit: page.limit + 1, after })
-    const items = rows.slice(0, page.limit)
-    const last = items.at(-1)
+    const rows = await findUsers(trx, filters, { limit: page.limit + 1, after: page.cursor })
+    const result = toPage(rows, page.limit, (r) => toUserJson(r.user), (r) => ({ at: r.cursorAt, id: r.user.id }))
     await recordAudit(trx, {
       actorId: actor.user.id, action: 'admin.users.listed', targetType: 'user', ip: actor.ip,
-      details: { filters: { ...filters }, returned: items.length },
+      details: { filters: { ...filters }, returned: result.items.length },
     })
-    return {
-      items: items.map((r) => toUserJson(r.user)),
-      nextCursor: rows.length > page.limit && last ? encodeCursor(last.cursorAt, last.user.id) : null,
-    }
+    return result
   })
 }
 
@@ -142,27 +137,21 @@ export async function listAuditEvents(
   app: FastifyInstance,
   actor: Actor,
   filters: AuditFilters,
-  page: { limit: number; cursor?: string },
-): Promise<{ items: AuditEventJson[]; nextCursor: string | null }> {
-  const after = page.cursor ? decodeCursor(page.cursor) : undefined
-  const rows = await findAuditEvents(app.db, filters, { limit: page.limit + 1, after })
-  const items = rows.slice(0, page.limit)
-  const last = items.at(-1)
+  page: { limit: number; cursor?: Cursor },
+): Promise<Page<AuditEventJson>> {
+  const rows = await findAuditEvents(app.db, filters, { limit: page.limit + 1, after: page.cursor })
   // Written after the read, so a listing never contains its own event.
   await recordAudit(app.db, {
     actorId: actor.user.id, action: 'admin.audit.listed', targetType: 'audit', ip: actor.ip, details: { filters: { ...filters } },
   })
-  return {
-    items: items.map((r) => ({
-      id: r.id,
-      at: r.at.toISOString(),
-      actorId: r.actor_id,
-      action: r.action,
-      targetType: r.target_type,
-      targetId: r.target_id,
-      ip: r.ip,
-      details: r.details,
-    })),
-    nextCursor: rows.length > page.limit && last ? encodeCursor(last.cursor_at, last.id) : null,
-  }
+  return toPage(rows, page.limit, (r) => ({
+    id: r.id,
+    at: r.at.toISOString(),
+    actorId: r.actor_id,
+    action: r.action,
+    targetType: r.target_type,
+    targetId: r.target_id,
+    ip: r.ip,
+    details: r.details,
+  }), (r) => ({ at: r.cursor_at, id: r.id }))
 }

@@ -1,5 +1,7 @@
 // Sign-in through the identity provider: the flow state cookie and the account rules.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { Transaction } from 'kysely'
+import type { Database } from '../../db/schema.js'
 import { recordAudit } from '../admin/audit.js'
 import { newId } from '../ids.js'
 import { maybeBootstrapOwner } from './bootstrap.js'
@@ -136,15 +138,13 @@ function resolveAccount(app: FastifyInstance, identity: IdpIdentity, ip: string 
         })
         return { ok: false, error: 'email_not_verified' }
       }
+      const linkId = newId()
       await trx
         .insertInto('account')
-        .values({ id: newId(), user_id: existing.id, provider_id: IDP, account_id: identity.sub, password_hash: null })
+        .values({ id: linkId, user_id: existing.id, provider_id: IDP, account_id: identity.sub, password_hash: null })
         .execute()
       if (!existing.email_verified) {
-        // The provider vouches for the address, which is what verification proves. Whoever held
-        // sessions on the unproven address (perhaps someone who registered it first) is signed out.
-        await trx.updateTable('user').set({ email_verified: true, updated_at: new Date() }).where('id', '=', existing.id).execute()
-        await trx.deleteFrom('session').where('user_id', '=', existing.id).execute()
+        await claimUnverifiedAccount(trx, existing.id, linkId, app.clock.now(), ip)
       }
       await recordAudit(trx, { actorId: existing.id, action: 'auth.idp.account_linked', targetType: 'user', targetId: existing.id, ip })
       await maybeBootstrapOwner(trx, { id: existing.id, email: existing.email, emailVerified: true }, bootstrapEmail)
@@ -169,5 +169,37 @@ function resolveAccount(app: FastifyInstance, identity: IdpIdentity, ip: string 
     await recordAudit(trx, { actorId: id, action: 'auth.sign_up', targetType: 'user', targetId: id, ip, details: { via: IDP } })
     await maybeBootstrapOwner(trx, { id, email: identity.email, emailVerified: identity.emailVerified }, bootstrapEmail)
     return { ok: true, userId: id, isNewUser: true }
+  })
+}
+
+/**
+ * The provider vouches for an address nobody had proven yet. Whoever registered it first (perhaps
+ * an attacker waiting for the real owner) loses every way in: the password, any other link, every
+ * session, every pending emailed link. Only the provider identity just linked remains, and the address counts as verified.
+ */
+async function claimUnverifiedAccount(
+  trx: Transaction<Database>,
+  userId: string,
+  keepAccountId: string,
+  now: Date,
+  ip: string | null,
+): Promise<void> {
+  const removed = await trx
+    .deleteFrom('account')
+    .where('user_id', '=', userId)
+    .where('id', '<>', keepAccountId)
+    .returning('provider_id')
+    .execute()
+  await trx.updateTable('user').set({ email_verified: true, updated_at: now }).where('id', '=', userId).execute()
+  const sessions = await trx.deleteFrom('session').where('user_id', '=', userId).executeTakeFirst()
+  // Pending links (reset, change of address) were asked for by the same unproven holder.
+  const tokens = await trx.deleteFrom('verification').where('user_id', '=', userId).executeTakeFirst()
+  await recordAudit(trx, {
+    actorId: null, action: 'auth.idp.unverified_account_claimed', targetType: 'user', targetId: userId, ip,
+    details: {
+      removedAccounts: removed.map((r) => r.provider_id).sort(),
+      sessionsRevoked: Number(sessions.numDeletedRows),
+      tokensRevoked: Number(tokens.numDeletedRows),
+    },
   })
 }

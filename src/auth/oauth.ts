@@ -174,6 +174,10 @@ export class IdentityProvider {
     if (Array.isArray(payload.aud) && payload.aud.length > 1 && payload.azp !== clientId) {
       throw new IdpError('invalid_token', 'ID token azp is not this client')
     }
+    // OIDC Core §2: sub is a string of at most 255 ASCII characters; jose checks only its presence.
+    if (typeof payload.sub !== 'string' || payload.sub === '' || payload.sub.length > 255) {
+      throw new IdpError('invalid_token', 'ID token sub is not a usable string')
+    }
     // The nonce binds the token to this browser's flow: a token injected from another flow fails here.
     if (typeof payload.nonce !== 'string' || !safeEqual(payload.nonce, nonce)) {
       throw new IdpError('invalid_token', 'ID token nonce does not match')
@@ -181,7 +185,7 @@ export class IdentityProvider {
     const str = (v: unknown, max: number) => (typeof v === 'string' && v.trim() !== '' ? v.trim().slice(0, max) : null)
     const email = str(payload.email, 254)
     return {
-      sub: payload.sub!,
+      sub: payload.sub,
       email: email?.toLowerCase() ?? null,
       // Some providers send the string "true".
       emailVerified: payload.email_verified === true || payload.email_verified === 'true',

@@ -1,6 +1,6 @@
 import { sql, type Insertable, type Kysely, type Transaction } from 'kysely'
 import type { Database } from '../../db/schema.js'
-import type { Cursor } from '../journal/cursor.js'
+import { cursorTime, type Cursor } from '../pagination.js'
 import type { CompatibilityResultRow, CompatibilityResultTable } from './tables.js'
 
 type Db = Kysely<Database> | Transaction<Database>
@@ -33,13 +33,14 @@ export async function setUnlocked(
   id: string,
   unlocked: boolean,
   paymentId: string | null,
+  now: Date,
 ): Promise<CompatibilityResultRow> {
   return trx
     .updateTable('compatibility_result')
     .set({
       deep_insights_unlocked: unlocked,
       ...(paymentId !== null && { payment_id: paymentId }),
-      updated_at: sql<Date>`now()`,
+      updated_at: now,
     })
     .where('id', '=', id)
     .returningAll()
@@ -78,7 +79,7 @@ export async function listResultsOf(
   const cursor = options.cursor
   if (cursor) {
     query = query.where(({ eb, refTuple, tuple }) =>
-      eb(refTuple('created_at', 'id'), '<', tuple(cursor.createdAt, cursor.id)),
+      eb(refTuple('created_at', 'id'), '<', tuple(cursorTime(cursor), cursor.id)),
     )
   }
   return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(options.limit).execute()

@@ -1,13 +1,13 @@
 // Compatibility results and their paid deep insights. The grant/revoke pair is the contract with
 // the payments domain: both run inside the caller's transaction, next to the payment's transition.
 import type { FastifyInstance } from 'fastify'
-import { sql, type Kysely, type Transaction } from 'kysely'
+import type { Kysely, Transaction } from 'kysely'
 import type { Database } from '../../db/schema.js'
 import { json } from '../../db/index.js'
 import type { SessionUser } from '../auth/sessions.js'
 import { AppError, conflict, notFound } from '../errors.js'
 import { newId } from '../ids.js'
-import { toPage, type Page } from '../journal/cursor.js'
+import { byCreatedAt, toPage, type Page } from '../pagination.js'
 import { authorizeRead } from '../journal/moderation.js'
 import { todayUtc } from '../journal/schemas.js'
 import { effectivePlan } from '../usage/plans.js'
@@ -91,7 +91,7 @@ export async function readResult(app: FastifyInstance, viewer: SessionUser, id: 
 
 export async function listResults(app: FastifyInstance, user: SessionUser, query: ListResultsInput): Promise<Page<ResultListItemJson>> {
   const rows = await listResultsOf(app.db, user.id, { ...query, limit: query.limit + 1 })
-  return toPage(rows, query.limit, toListItemJson)
+  return toPage(rows, query.limit, toListItemJson, byCreatedAt)
 }
 
 /**
@@ -106,8 +106,8 @@ export async function unlockDeepInsights(app: FastifyInstance, user: SessionUser
     if (!result || result.user_id !== user.id) throw notFound(RESULT)
     if (result.deep_insights_unlocked) return result
     const purchase = await activePurchaseOf(trx, id)
-    if (purchase) return setUnlocked(trx, id, true, purchase.payment_id)
-    if (effectivePlan(user, now) === 'premium_plus') return setUnlocked(trx, id, true, null)
+    if (purchase) return setUnlocked(trx, id, true, purchase.payment_id, now)
+    if (effectivePlan(user, now) === 'premium_plus') return setUnlocked(trx, id, true, null, now)
     throw paymentRequired(id)
   })
   return toResultJson(row)
@@ -138,9 +138,9 @@ export async function assertResultOwned(db: Kysely<Database> | Transaction<Datab
  */
 export async function grantDeepInsights(
   trx: Transaction<Database>,
-  input: { userId: string; resultId: string; paymentId: string | null },
+  input: { userId: string; resultId: string; paymentId: string | null; now: Date },
 ): Promise<void> {
-  const { userId, resultId, paymentId } = input
+  const { userId, resultId, paymentId, now } = input
   const result = await lockResult(trx, resultId)
   if (!result || result.user_id !== userId) throw conflict('The result does not belong to the paying user')
 
@@ -149,14 +149,14 @@ export async function grantDeepInsights(
     if (earlier) {
       if (earlier.result_id !== resultId) throw conflict('This payment already unlocked another result')
       if (earlier.status !== 'active') throw conflict('This payment was revoked')
-      await setUnlocked(trx, resultId, true, paymentId)
+      await setUnlocked(trx, resultId, true, paymentId, now)
       return
     }
   }
   const active = await activePurchaseOf(trx, resultId)
   if (active) {
     if (paymentId === null && active.payment_id === null) {
-      await setUnlocked(trx, resultId, true, null)
+      await setUnlocked(trx, resultId, true, null, now)
       return
     }
     throw conflict('Deep insights of this result are already unlocked by another payment')
@@ -165,7 +165,7 @@ export async function grantDeepInsights(
     .insertInto('deep_insights_purchase')
     .values({ id: newId(), user_id: userId, result_id: resultId, payment_id: paymentId, status: 'active' })
     .execute()
-  await setUnlocked(trx, resultId, true, paymentId)
+  await setUnlocked(trx, resultId, true, paymentId, now)
 }
 
 /**
@@ -173,17 +173,17 @@ export async function grantDeepInsights(
  * stored deep insights stay but are hidden. A premium_plus user may unlock it again through the
  * unlock route. Revoking an unknown or already revoked payment changes nothing.
  */
-export async function revokeDeepInsights(trx: Transaction<Database>, input: { paymentId: string }): Promise<void> {
+export async function revokeDeepInsights(trx: Transaction<Database>, input: { paymentId: string; now: Date }): Promise<void> {
   const purchase = await purchaseByPayment(trx, input.paymentId)
   if (!purchase || purchase.status !== 'active') return
   // Same lock order as grant and unlock (result first), so concurrent calls cannot deadlock.
   await lockResult(trx, purchase.result_id)
   const revoked = await trx
     .updateTable('deep_insights_purchase')
-    .set({ status: 'revoked', revoked_at: sql<Date>`now()` })
+    .set({ status: 'revoked', revoked_at: input.now })
     .where('id', '=', purchase.id)
     .where('status', '=', 'active')
     .returning('result_id')
     .executeTakeFirst()
-  if (revoked) await setUnlocked(trx, revoked.result_id, false, null)
+  if (revoked) await setUnlocked(trx, revoked.result_id, false, null, input.now)
 }

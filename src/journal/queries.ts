@@ -1,6 +1,6 @@
 import type { Kysely, Transaction } from 'kysely'
 import type { Database } from '../../db/schema.js'
-import type { Cursor } from './cursor.js'
+import { cursorTime, type Cursor } from '../pagination.js'
 import type { JournalEntryRow, JournalEntryTable } from './tables.js'
 import type { Insertable, Updateable } from 'kysely'
 
@@ -58,7 +58,7 @@ export async function listEntriesOf(
   const cursor = options.cursor
   if (cursor) {
     query = query.where(({ eb, refTuple, tuple }) =>
-      eb(refTuple('created_at', 'id'), '<', tuple(cursor.createdAt, cursor.id)),
+      eb(refTuple('created_at', 'id'), '<', tuple(cursorTime(cursor), cursor.id)),
     )
   }
   return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(options.limit).execute()

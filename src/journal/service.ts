@@ -7,7 +7,7 @@ import type { SessionUser } from '../auth/sessions.js'
 import { notFound } from '../errors.js'
 import { newId } from '../ids.js'
 import { consumeUsage } from '../usage/service.js'
-import { toPage, type Page } from './cursor.js'
+import { byCreatedAt, toPage, type Page } from '../pagination.js'
 import { authorizeRead } from './moderation.js'
 import { promptLocale, promptOfDay } from './prompts.js'
 import { deleteOwnEntry, findEntry, insertEntry, listEntriesOf, updateOwnEntry } from './queries.js'
@@ -87,7 +87,7 @@ export async function deleteEntry(app: FastifyInstance, user: SessionUser, id: s
 
 export async function listEntries(app: FastifyInstance, user: SessionUser, query: ListEntriesInput): Promise<Page<EntryJson>> {
   const rows = await listEntriesOf(app.db, user.id, { ...query, limit: query.limit + 1 })
-  return toPage(rows, query.limit, toEntryJson)
+  return toPage(rows, query.limit, toEntryJson, byCreatedAt)
 }
 
 export async function todayPrompt(

@@ -64,7 +64,7 @@ export async function grantFor(trx: Trx, payment: PaymentRow, now: Date): Promis
     if (plan) {
       outcome = await grantPlan(trx, payment.user_id, plan, now)
     } else {
-      await grantDeepInsights(trx, { userId: payment.user_id, resultId: payment.result_id!, paymentId: payment.id })
+      await grantDeepInsights(trx, { userId: payment.user_id, resultId: payment.result_id!, paymentId: payment.id, now })
       outcome = { granted: true, details: { resultId: payment.result_id } }
     }
     await sql`release savepoint payment_grant`.execute(trx)
@@ -85,6 +85,6 @@ export async function revokeFor(trx: Trx, payment: PaymentRow, now: Date): Promi
     if (!payment.user_id) return { revoked: false }
     return { revoked: true, ...(await revokePlan(trx, payment.user_id, plan, now)) }
   }
-  await revokeDeepInsights(trx, { paymentId: payment.id })
+  await revokeDeepInsights(trx, { paymentId: payment.id, now })
   return { revoked: true, resultId: payment.result_id }
 }

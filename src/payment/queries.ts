@@ -1,8 +1,8 @@
 // SQL of the payment domain. Every status change is one compare-and-set UPDATE.
-import { sql, type Kysely, type Transaction } from 'kysely'
+import type { Kysely, Transaction } from 'kysely'
 import type { Database } from '../../db/schema.js'
 import type { Plan } from '../auth/tables.js'
-import type { Cursor } from '../journal/cursor.js'
+import { cursorTime, type Cursor } from '../pagination.js'
 import type { PaymentRow, PaymentStatus, Provider } from './tables.js'
 
 type Db = Kysely<Database> | Transaction<Database>
@@ -91,7 +91,7 @@ export async function recordWebhookEvent(
 export async function listUserPayments(db: Db, userId: string, limit: number, cursor?: Cursor): Promise<PaymentRow[]> {
   let query = db.selectFrom('payment').selectAll().where('user_id', '=', userId)
   if (cursor) {
-    query = query.where(sql<boolean>`(created_at, id) < (${cursor.createdAt}, ${cursor.id})`)
+    query = query.where(({ eb, refTuple, tuple }) => eb(refTuple('created_at', 'id'), '<', tuple(cursorTime(cursor), cursor.id)))
   }
   return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit + 1).execute()
 }

@@ -11,8 +11,7 @@ import { assertResultOwned } from '../compatibility/service.js'
 import type { Config } from '../config.js'
 import { AppError, conflict, notFound } from '../errors.js'
 import { newId } from '../ids.js'
-import type { Cursor, Page } from '../journal/cursor.js'
-import { toPage } from '../journal/cursor.js'
+import { byCreatedAt, toPage, type Cursor, type Page } from '../pagination.js'
 import { effectivePlan } from '../usage/plans.js'
 import type { GatewayState, PaymentGateway, WebhookNotice } from './gateway.js'
 import { grantFor, revokeFor } from './grants.js'
@@ -308,7 +307,7 @@ export async function processWebhook(
 
 export async function listPayments(deps: PaymentDeps, userId: string, limit: number, cursor?: Cursor): Promise<Page<PaymentView>> {
   const rows = await listUserPayments(deps.db, userId, limit, cursor)
-  return toPage(rows, limit, toPaymentView)
+  return toPage(rows, limit, toPaymentView, byCreatedAt)
 }
 
 /** The data the sandbox's confirm page needs, for a payment still open. */

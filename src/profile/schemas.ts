@@ -61,6 +61,17 @@ export const BirthPlaceSchema = z
  * No transforms: zod drops the examples of a transforming schema from the OpenAPI document, so
  * the service stores locale and time zone in their canonical spelling.
  */
+/** One example profile for the OpenAPI document (the update body and the profile share it). */
+const EXAMPLE_PROFILE = {
+  name: 'Sari Wulandari',
+  birthDate: '1994-08-17',
+  birthTime: '06:30',
+  birthPlace: { name: 'Yogyakarta, Indonesia', latitude: -7.7956, longitude: 110.3695 },
+  gender: 'female',
+  locale: 'id',
+  timezone: 'Asia/Jakarta',
+}
+
 export function updateProfileBody(clock: Clock) {
   return z
     .strictObject({
@@ -103,15 +114,7 @@ export function updateProfileBody(clock: Clock) {
     .partial()
     .meta({
       examples: [
-        {
-          name: 'Sari Wulandari',
-          birthDate: '1994-08-17',
-          birthTime: '06:30',
-          birthPlace: { name: 'Yogyakarta, Indonesia', latitude: -7.7956, longitude: 110.3695 },
-          gender: 'female',
-          locale: 'id',
-          timezone: 'Asia/Jakarta',
-        },
+        EXAMPLE_PROFILE,
         { birthTime: null, birthPlace: null },
       ],
     })
@@ -142,14 +145,8 @@ export const ProfileSchema = z
       {
         id: 'q3Zt1mYV0bS4xRk9PaLw',
         email: 'sari@example.id',
-        name: 'Sari Wulandari',
+        ...EXAMPLE_PROFILE,
         image: 'https://cdn.example.id/avatars/sari.png',
-        birthDate: '1994-08-17',
-        birthTime: '06:30',
-        birthPlace: { name: 'Yogyakarta, Indonesia', latitude: -7.7956, longitude: 110.3695 },
-        gender: 'female',
-        locale: 'id',
-        timezone: 'Asia/Jakarta',
         createdAt: '2026-03-01T08:00:00.000Z',
         updatedAt: '2026-03-04T10:15:00.000Z',
       },

@@ -30,8 +30,8 @@ async function create(user: TestUser, body: Record<string, unknown> = result()) 
 }
 
 const grant = (input: { userId: string; resultId: string; paymentId: string | null }) =>
-  app.db.transaction().execute((trx) => grantDeepInsights(trx, input))
-const revoke = (paymentId: string) => app.db.transaction().execute((trx) => revokeDeepInsights(trx, { paymentId }))
+  app.db.transaction().execute((trx) => grantDeepInsights(trx, { ...input, now: app.clock.now() }))
+const revoke = (paymentId: string) => app.db.transaction().execute((trx) => revokeDeepInsights(trx, { paymentId, now: app.clock.now() }))
 
 const rowsOf = async (userId: string) =>
   (await app.db.selectFrom('compatibility_result').select(({ fn }) => fn.countAll<number>().as('n')).where('user_id', '=', userId).executeTakeFirstOrThrow()).n
@@ -332,7 +332,7 @@ t.test('a grant inside a transaction that fails leaves nothing behind', async (t
   const member = await signUp(app)
   const { id } = await create(member)
   await t.rejects(app.db.transaction().execute(async (trx) => {
-    await grantDeepInsights(trx, { userId: member.id, resultId: id, paymentId: 'pay_rollback' })
+    await grantDeepInsights(trx, { userId: member.id, resultId: id, paymentId: 'pay_rollback', now: app.clock.now() })
     throw new Error('the payment transition failed')
   }))
   t.same(await app.db.selectFrom('deep_insights_purchase').selectAll().where('payment_id', '=', 'pay_rollback').execute(), [])

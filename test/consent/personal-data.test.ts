@@ -194,3 +194,21 @@ t.test('an owner cannot delete their account through the API', async (t) => {
   t.equal(res.json().code, 'FORBIDDEN')
   t.equal(await rowsOf('user', 'id', owner.id), 1)
 })
+
+t.test('the export carries the profile fields: birth data, gender, locale and timezone', async (t) => {
+  const carol = await signUp(app, { name: 'Carol Profile' })
+  const profile = {
+    birthDate: '1994-08-17',
+    birthTime: '06:30',
+    birthPlace: { name: 'Yogyakarta, Indonesia', latitude: -7.7956, longitude: 110.3695 },
+    gender: 'female',
+    locale: 'id',
+    timezone: 'Asia/Jakarta',
+  }
+  const updated = await call(app, 'POST', '/api/v1/updateProfile', { cookie: carol.cookie, body: profile })
+  t.equal(updated.statusCode, 200, updated.body)
+  const res = await call(app, 'GET', '/api/v1/me/export', { cookie: carol.cookie })
+  t.equal(res.statusCode, 200)
+  t.match(res.json().profile, { id: carol.id, name: 'Carol Profile', ...profile })
+  t.same(res.json().profile.birthPlace, profile.birthPlace)
+})

@@ -112,6 +112,8 @@ t.test('the same subject is the same user even after its email changed at the pr
 
 t.test('a verified provider email links to the existing password account', async (t) => {
   const existing = await signUp(app)
+  // The owner proved the address earlier, so the password is theirs and stays.
+  await app.db.updateTable('user').set({ email_verified: true }).where('id', '=', existing.id).execute()
   const sub = newSubject({ email: existing.email.toUpperCase(), email_verified: true })
   const browser = new Browser()
   const result = await dance(browser, sub)
@@ -126,6 +128,41 @@ t.test('a verified provider email links to the existing password account', async
   // The password still works: linking added a way in, it took none away.
   const pw = await call(app, 'POST', '/api/auth/sign-in/email', { body: { email: existing.email, password: existing.password } })
   t.equal(pw.statusCode, 200)
+})
+
+t.test('an attacker who registered the victim\'s address first loses the password when the victim signs in via the provider', async (t) => {
+  // The attacker signs up with the victim's address and never verifies it.
+  const attacker = await signUp(app)
+  t.equal(await sessionCount(attacker.id), 1)
+  const reset = await call(app, 'POST', '/api/auth/request-password-reset', { body: { email: attacker.email } })
+  t.ok(reset.statusCode < 500)
+  const asked = await app.db.selectFrom('verification').select('id').where('user_id', '=', attacker.id).execute()
+  t.ok(asked.length >= 1, 'the attacker holds a pending emailed link')
+
+  const sub = newSubject({ email: attacker.email, email_verified: true })
+  const victim = new Browser()
+  await dance(victim, sub)
+  const session = (await sessionOf(victim))!
+  t.equal(session.user.id, attacker.id, 'the address is the victim\'s account now')
+  t.equal(session.user.emailVerified, true)
+
+  const accounts = await app.db.selectFrom('account').select(['provider_id', 'account_id']).where('user_id', '=', attacker.id).execute()
+  t.same(accounts, [{ provider_id: 'idp', account_id: sub }], 'only the provider link remains')
+  const pending = await app.db.selectFrom('verification').select('id').where('user_id', '=', attacker.id).execute()
+  t.equal(pending.length, 0, 'no emailed link asked for by the attacker survives')
+  t.equal(await sessionCount(attacker.id), 1, 'only the victim\'s new session')
+
+  const pw = await call(app, 'POST', '/api/auth/sign-in/email', { body: { email: attacker.email, password: attacker.password } })
+  t.equal(pw.statusCode, 401, 'the attacker\'s password no longer signs in')
+  t.equal(pw.json().code, 'INVALID_EMAIL_OR_PASSWORD')
+  const old = await call(app, 'GET', '/api/auth/get-session', { cookie: attacker.cookie })
+  t.equal(old.json(), null, 'the attacker\'s session ended')
+
+  const audit = await app.db.selectFrom('audit_event').select(['action', 'details']).where('target_id', '=', attacker.id)
+    .where('action', '=', 'auth.idp.unverified_account_claimed').execute()
+  t.equal(audit.length, 1)
+  t.match(audit[0]!.details, { removedAccounts: ['credential'], sessionsRevoked: 1 })
+  t.notMatch(JSON.stringify(audit[0]!.details), /hash|password_hash|\$argon/, 'no secret in the audit details')
 })
 
 t.test('an unverified provider email does not link to an existing user', async (t) => {

@@ -75,6 +75,8 @@ const rejected: Array<[string, (nonce: string, claims: ReturnType<typeof claimsF
     return `${enc({ alg: 'none' })}.${enc({ ...c, iss: issuer.issuer, aud: CLIENT_ID, iat: now, exp: now + 300 })}.`
   }],
   ['a token response without an ID token', async () => undefined],
+  ['a token whose sub is a number', (_n, c) => issuer.sign({ ...c, sub: 12345 })],
+  ['a token whose sub is longer than 255 characters', (_n, c) => issuer.sign({ ...c, sub: 's'.repeat(256) })],
 ]
 
 for (const [name, forge] of rejected) {
