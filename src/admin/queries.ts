@@ -1,32 +1,13 @@
 import type { Kysely, Transaction } from 'kysely'
 import type { Database } from '../../db/schema.js'
+import { sessionUserColumns, toSessionUser } from '../auth/queries.js'
 import type { SessionUser } from '../auth/sessions.js'
 import type { Plan, Role } from '../auth/tables.js'
 import { cursorTime, exactTime, type Cursor } from '../pagination.js'
 
 type Db = Kysely<Database> | Transaction<Database>
 
-const userColumns = [
-  'id', 'name', 'email', 'email_verified', 'image', 'role', 'plan', 'plan_expires_at', 'created_at', 'updated_at',
-] as const
-
-type UserRow = {
-  id: string; name: string; email: string; email_verified: boolean; image: string | null; role: Role
-  plan: Plan; plan_expires_at: Date | null; created_at: Date; updated_at: Date
-}
-
-export const toSessionUser = (r: UserRow): SessionUser => ({
-  id: r.id,
-  name: r.name,
-  email: r.email,
-  emailVerified: r.email_verified,
-  image: r.image,
-  role: r.role,
-  plan: r.plan,
-  planExpiresAt: r.plan_expires_at,
-  createdAt: r.created_at,
-  updatedAt: r.updated_at,
-})
+const userColumns = sessionUserColumns
 
 export interface UserFilters {
   email?: string

@@ -7,18 +7,22 @@ type Db = Kysely<Database> | Transaction<Database>
 
 export const CREDENTIAL = 'credential'
 
-const userColumns = [
-  'user.id', 'user.name', 'user.email', 'user.email_verified', 'user.image', 'user.role', 'user.plan',
-  'user.plan_expires_at', 'user.created_at', 'user.updated_at', 'user.password_reset_required',
+/** The columns of a user as returned to its owner (API.md §4). */
+export const sessionUserColumns = [
+  'id', 'name', 'email', 'email_verified', 'image', 'role', 'plan', 'plan_expires_at', 'created_at', 'updated_at',
 ] as const
+const userColumns = [...sessionUserColumns.map((c) => `user.${c}` as const), 'user.password_reset_required'] as const
 
 export type UserWithFlags = SessionUser & { passwordResetRequired: boolean }
 
-function toUser(r: {
+export interface SessionUserRow {
   id: string; name: string; email: string; email_verified: boolean; image: string | null
   role: SessionUser['role']; plan: SessionUser['plan']; plan_expires_at: Date | null
-  created_at: Date; updated_at: Date; password_reset_required: boolean
-}): UserWithFlags {
+  created_at: Date; updated_at: Date
+}
+
+/** The one mapping from a user row to the user object of the API. */
+export function toSessionUser(r: SessionUserRow): SessionUser {
   return {
     id: r.id,
     name: r.name,
@@ -30,9 +34,13 @@ function toUser(r: {
     planExpiresAt: r.plan_expires_at,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
-    passwordResetRequired: r.password_reset_required,
   }
 }
+
+const toUser = (r: SessionUserRow & { password_reset_required: boolean }): UserWithFlags => ({
+  ...toSessionUser(r),
+  passwordResetRequired: r.password_reset_required,
+})
 
 export async function findUserById(db: Db, id: string): Promise<UserWithFlags | undefined> {
   const row = await db.selectFrom('user').select(userColumns).where('id', '=', id).executeTakeFirst()
