@@ -5,59 +5,20 @@
 //  3. Redis goes away with REDIS_URL set: the service keeps serving and /api/health says so.
 //  4. Argon2 saturating the CPU: the event loop stays responsive (liveness latency under a sign-in storm).
 // Usage: npm run faults
-import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdirSync, writeFileSync } from 'node:fs'
-import pg from 'pg'
+import { request as httpRequest } from 'node:http'
 import { retarget, TcpProxy } from '../test/helpers/tcp-proxy.js'
+import { createDatabase, ORIGIN, POSTGRES, REDIS, sleep, startServer as startBuiltServer } from './lib.js'
 
-const POSTGRES = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432'
-const REDIS = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379'
-const ORIGIN = 'http://localhost:3000'
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const failures: string[] = []
 const expect = (ok: boolean, message: string) => {
   if (!ok) failures.push(message)
 }
 
-const dbName = `faults_${Date.now()}`
-const admin = new pg.Client({ connectionString: `${POSTGRES}/postgres` })
-await admin.connect()
-await admin.query(`create database ${dbName}`)
-
-let port = 19787
-async function startServer(env: Record<string, string>): Promise<{ child: ChildProcess; base: string; exit: Promise<number | null> }> {
-  const p = port++
-  const child = spawn(process.execPath, ['dist/src/server.js'], {
-    env: {
-      ...process.env,
-      NODE_ENV: 'production',
-      AUTH_SECRET: 'faults-secret-0123456789-0123456789-012345',
-      AUTH_URL: `http://127.0.0.1:${p}`,
-      WEB_ORIGIN: ORIGIN,
-      PORT: String(p),
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'warn',
-      RATE_LIMIT_GLOBAL_PER_MINUTE: '1000000',
-      RATE_LIMIT_SIGN_IN_IP_PER_MINUTE: '1000000',
-      RATE_LIMIT_SIGN_IN_EMAIL_PER_MINUTE: '1000000',
-      RATE_LIMIT_SIGN_UP_IP_PER_MINUTE: '1000000',
-      ...env,
-    },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  })
-  const exit = new Promise<number | null>((r) => child.once('exit', r))
-  const base = `http://127.0.0.1:${p}`
-  for (let i = 0; ; i++) {
-    try {
-      if ((await fetch(`${base}/api/health/live`)).ok) break
-    } catch {
-      // starting
-    }
-    if (i > 300) throw new Error('server did not start')
-    await sleep(100)
-  }
-  return { child, base, exit }
-}
+const db = await createDatabase('faults')
+const dbName = db.name
+// Ready as soon as it listens: drill 1 starts it behind a proxy, before any load.
+const startServer = (env: Record<string, string>) => startBuiltServer(env, { readyPath: '/api/health/live' })
 
 async function timed(url: string, init: RequestInit = {}) {
   const t0 = performance.now()
@@ -66,7 +27,8 @@ async function timed(url: string, init: RequestInit = {}) {
     const body = await res.text()
     return { status: res.status, ms: performance.now() - t0, retryAfter: res.headers.get('retry-after'), body }
   } catch (err) {
-    return { status: 0, ms: performance.now() - t0, retryAfter: null, body: String((err as Error).name) }
+    const e = err as Error & { cause?: { code?: string } }
+    return { status: 0, ms: performance.now() - t0, retryAfter: null, body: e.cause?.code ?? e.name }
   }
 }
 
@@ -146,24 +108,52 @@ const report: Record<string, unknown> = { at: new Date().toISOString() }
     method: 'POST', headers: { 'content-type': 'application/json', origin: ORIGIN },
     body: JSON.stringify({ name: 'Term', email, password: 'term password 1' }),
   })
-  const signIn = () => timed(`${base}/api/auth/sign-in/email`, {
-    method: 'POST', headers: { 'content-type': 'application/json', origin: ORIGIN },
-    body: JSON.stringify({ email, password: 'term password 1' }),
-  })
-  const inFlight = Array.from({ length: 12 }, signIn) // Argon2 makes each take a while
-  await sleep(15)
+  // In flight means read by the server, not merely sent: on a loaded machine a fresh server had not
+  // yet read requests written 15 ms (even 190 ms) earlier, and those connections are reset by
+  // server.close() like any not-yet-accepted connection. So: every request fully written, then the
+  // first answer (the server is reading and hashing), then SIGTERM with the rest still queued.
+  const payload = JSON.stringify({ email, password: 'term password 1' })
+  const signIn = () => {
+    let written!: () => void
+    const sent = new Promise<void>((r) => { written = r })
+    const done = new Promise<{ status: number; error: string | null }>((resolve) => {
+      const req = httpRequest(`${base}/api/auth/sign-in/email`, {
+        method: 'POST',
+        agent: false, // one connection per request, all opened now
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), origin: ORIGIN },
+      }, (res) => {
+        res.resume()
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, error: null }))
+      })
+      req.on('finish', written)
+      req.on('error', (err: NodeJS.ErrnoException) => { written(); resolve({ status: 0, error: err.code ?? err.message }) })
+      req.end(payload)
+    })
+    return { sent, done }
+  }
+  const requests = Array.from({ length: 12 }, signIn) // Argon2 (2 at a time) makes each take a while
+  await Promise.all(requests.map((r) => r.sent))
+  await Promise.race(requests.map((r) => r.done))
+  await sleep(50)
+  let answered = 0
+  for (const r of requests) void r.done.then(() => { answered++ })
+  await sleep(0)
+  const answeredBeforeSigterm = answered
   child.kill('SIGTERM')
-  const finished = await Promise.all(inFlight)
+  const finished = await Promise.all(requests.map((r) => r.done))
   await sleep(50)
   const after = await timed(`${base}/api/health/live`)
   const code = await exit
   report.sigtermUnderLoad = {
-    inFlight: finished.length,
-    inFlightStatuses: finished.map((r) => r.status),
-    laterRequest: after.status === 0 ? 'connection refused' : after.status,
+    requests: finished.length,
+    answeredBeforeSigterm,
+    inFlight: finished.length - answeredBeforeSigterm,
+    statuses: finished.map((r) => r.status || r.error),
+    laterRequest: after.status === 0 ? `no connection (${after.body})` : after.status,
     exitCode: code,
   }
   expect(finished.every((r) => r.status === 200 || r.status === 503), `in-flight answers: ${finished.map((r) => r.status)}`)
+  expect(finished.length - answeredBeforeSigterm > 0, 'every sign-in had finished before SIGTERM: nothing was in flight')
   expect(finished.some((r) => r.status === 200), 'no in-flight sign-in finished')
   expect(after.status === 0 || after.status === 503, `a request after SIGTERM got ${after.status}`)
   expect(code === 0, `exit code ${code}`)
@@ -240,8 +230,7 @@ const report: Record<string, unknown> = { at: new Date().toISOString() }
   await exit
 }
 
-await admin.query(`drop database if exists ${dbName} with (force)`)
-await admin.end()
+await db.drop()
 console.log(JSON.stringify(report, null, 2))
 mkdirSync('bench/results', { recursive: true })
 writeFileSync(`bench/results/faults-${Date.now()}.json`, JSON.stringify(report, null, 2))

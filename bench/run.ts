@@ -1,99 +1,81 @@
-// Throughput and latency of the built server against a bare Fastify hello-world, measured in the
-// same run on the same machine. The server runs from dist/ on a fresh PostgreSQL database
-// (dropped afterwards). Targets alternate with the baseline so both see the same machine load.
-// Usage: npm run bench [-- --only <group>] [--duration <s>] [--connections <n>]
-// Later issues add their routes to TARGETS (a `setup` may sign up a user and return headers).
-import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
+// Throughput and latency of the built server against two baselines measured in the same run on the
+// same machine: a bare Fastify hello-world (bench/hello.ts) and a bare Fastify route doing the
+// least a session check can do (bench/session-baseline.ts: SHA-256 of the cookie's token, one
+// indexed join). The server runs from dist/ on a fresh PostgreSQL database (dropped afterwards).
+// Each target runs right after both baselines, so all three see the same machine load: the ratios
+// are what we track, absolute numbers vary with the machine and whatever else runs on it.
+// Usage: npm run bench [-- --only <group>] [--duration <s>] [--connections <n>] [--storm-connections <n>]
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { availableParallelism } from 'node:os'
 import { parseArgs } from 'node:util'
+import { hash as argon2Hash } from '@node-rs/argon2'
 import autocannon from 'autocannon'
-import pg from 'pg'
+import {
+  createDatabase, freePort, ORIGIN, peakRssMiB, postJson, sessionCookie, startServer, startTsProcess, stop,
+  withClient,
+} from './lib.js'
 
 const { values: args } = parseArgs({
   options: {
     only: { type: 'string' },
     duration: { type: 'string', default: '10' },
     connections: { type: 'string', default: '50' },
+    'storm-connections': { type: 'string', default: '10' },
   },
 })
 const DURATION = Number(args.duration)
 const CONNECTIONS = Number(args.connections)
-const POSTGRES = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432'
-const ORIGIN = 'http://localhost:3000'
+const STORM_CONNECTIONS = Number(args['storm-connections'])
+const ENTRIES = 10_000
+const PAGE = 20
+const DEEP_PAGE = 100
+// src/auth/password.ts's parameters (OWASP Argon2id): the single-hash time is measured with them.
+const ARGON2 = { memoryCost: 19456, timeCost: 2, parallelism: 1 } as const
 
 interface Target {
   group: string
   name: string
-  method?: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
+  method: 'GET' | 'POST'
   path: string
   body?: unknown
-  /** Runs once against the server before measuring; returns extra request headers (e.g. a cookie). */
-  setup?: (base: string) => Promise<Record<string, string>>
+  headers: Record<string, string>
+  /** When given, each request carries one of these cookies at random (spreads row locks over users). */
+  cookies?: string[]
 }
 
-const TARGETS: Target[] = [
-  { group: 'foundation', name: 'liveness', path: '/api/health/live' },
-  { group: 'foundation', name: 'health (database ping)', path: '/api/health' },
-]
-
-interface Row {
-  target: string
-  method: string
-  path: string
+interface Measurement {
   requestsPerSecond: number
   latencyP50Ms: number
   latencyP99Ms: number
   non2xx: number
   errors: number
   timeouts: number
-  ratioToBaseline: number | null
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer()
-    srv.once('error', reject)
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number }
-      srv.close(() => resolve(port))
-    })
-  })
+interface Row extends Measurement {
+  target: string
+  method: string
+  path: string
+  connections: number
+  helloRequestsPerSecond: number
+  sessionBaselineRequestsPerSecond: number
+  ratioToHello: number | null
+  ratioToSessionBaseline: number | null
 }
 
-async function waitUntilUp(url: string, child: ChildProcess): Promise<void> {
-  for (let i = 0; i < 600; i++) {
-    if (child.exitCode !== null) throw new Error(`${url}: process exited with ${child.exitCode}`)
-    try {
-      if ((await fetch(url)).ok) return
-    } catch {
-      // not listening yet
-    }
-    await sleep(100)
-  }
-  throw new Error(`${url} did not come up`)
-}
-
-/** Peak resident set size (VmHWM) of a process, in MiB; Linux only. */
-function peakRssMiB(pid: number): number | null {
-  try {
-    const kb = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]
-    return kb ? Math.round((Number(kb) / 1024) * 10) / 10 : null
-  } catch {
-    return null
-  }
-}
-
-async function measure(url: string, method: string, headers: Record<string, string>, body?: unknown) {
+async function measure(
+  url: string, method: string, headers: Record<string, string>, body?: unknown, connections = CONNECTIONS, cookies?: string[],
+): Promise<Measurement> {
   const result = await autocannon({
     url,
     method: method as autocannon.Request['method'],
-    connections: CONNECTIONS,
+    connections,
     duration: DURATION,
     headers: body === undefined ? headers : { ...headers, 'content-type': 'application/json' },
     body: body === undefined ? undefined : JSON.stringify(body),
+    requests: cookies
+      ? [{ setupRequest: (req) => ({ ...req, headers: { ...req.headers, cookie: cookies[Math.floor(Math.random() * cookies.length)]! } }) }]
+      : undefined,
   })
   return {
     requestsPerSecond: Math.round(result.requests.average),
@@ -105,81 +87,170 @@ async function measure(url: string, method: string, headers: Record<string, stri
   }
 }
 
-const targets = TARGETS.filter((t) => !args.only || t.group === args.only)
-if (targets.length === 0) throw new Error(`no bench target in group "${args.only}"`)
+const ratio = (a: number, b: number): number | null => (b ? Math.round((a / b) * 100) / 100 : null)
 
-const dbName = `bench_${Date.now()}`
-const admin = new pg.Client({ connectionString: `${POSTGRES}/postgres` })
-await admin.connect()
-await admin.query(`create database ${dbName}`)
+/** Mean wall time of one Argon2id hash in this process, in ms (after one warm-up hash). */
+async function argon2HashMs(n = 20): Promise<number> {
+  await argon2Hash('warm up the allocator', ARGON2)
+  const t0 = performance.now()
+  for (let i = 0; i < n; i++) await argon2Hash(`bench password ${i}`, ARGON2)
+  return Math.round(((performance.now() - t0) / n) * 10) / 10
+}
 
-const children: ChildProcess[] = []
+const db = await createDatabase('bench')
+const children: Array<import('node:child_process').ChildProcess> = []
 async function cleanUp() {
-  for (const child of children) if (child.exitCode === null) child.kill('SIGTERM')
-  await sleep(500)
-  await admin.query(`drop database if exists ${dbName} with (force)`).catch(() => {})
-  await admin.end().catch(() => {})
+  await Promise.all(children.map((c) => stop(c).catch(() => null)))
+  await db.drop()
 }
 process.on('SIGINT', () => void cleanUp().then(() => process.exit(130)))
 
 try {
-  const serverPort = await freePort()
+  const server = await startServer({ DATABASE_URL: db.url })
+  children.push(server.child)
+  const base = server.base
   const helloPort = await freePort()
-  const base = `http://127.0.0.1:${serverPort}`
   const hello = `http://127.0.0.1:${helloPort}/`
+  children.push(await startTsProcess('bench/hello.ts', [String(helloPort)], hello))
 
-  const server = spawn(process.execPath, ['dist/src/server.js'], {
-    env: {
-      PATH: process.env.PATH,
-      NODE_ENV: 'production',
-      AUTH_SECRET: 'bench-secret-0123456789-0123456789-0123456789',
-      AUTH_URL: base,
-      WEB_ORIGIN: ORIGIN,
-      HOST: '127.0.0.1',
-      PORT: String(serverPort),
-      LOG_LEVEL: 'warn',
-      DATABASE_URL: `${POSTGRES}/${dbName}`,
-      // Measure the routes, not the per-IP limiter (autocannon is one IP).
-      RATE_LIMIT_GLOBAL_PER_MINUTE: '1000000',
-      RATE_LIMIT_SIGN_IN_IP_PER_MINUTE: '1000000',
-      RATE_LIMIT_SIGN_IN_EMAIL_PER_MINUTE: '1000000',
-      RATE_LIMIT_SIGN_UP_IP_PER_MINUTE: '1000000',
-      RATE_LIMIT_MAIL_PER_HOUR: '1000000',
+  // Users through the real API: the reader (session, profile, journal, usage), the signer (sign-in).
+  const signUp = async (email: string, password: string) => {
+    const res = await postJson(base, '/api/auth/sign-up/email', { name: 'Bench', email, password })
+    const cookie = sessionCookie(res)
+    if (res.status !== 200 || !cookie) throw new Error(`sign-up ${email}: ${res.status} ${await res.text()}`)
+    const body = (await res.json()) as { user: { id: string } }
+    return { id: body.user.id, email, password, cookie }
+  }
+  const reader = await signUp(`bench-reader-${Date.now()}@example.com`, 'bench reader password')
+  const signer = await signUp(`bench-signer-${Date.now()}@example.com`, 'bench signer password')
+  const cookieName = reader.cookie.slice(0, reader.cookie.indexOf('='))
+  // One user per connection for the usage increment spread over users: every increment of one
+  // user's metric updates the same counter row, so a single user measures that row's lock.
+  const counters = [reader]
+  for (let i = 1; i < CONNECTIONS; i++) counters.push(await signUp(`bench-counter-${i}-${Date.now()}@example.com`, 'bench counter password'))
+
+  const sessionPort = await freePort()
+  const sessionBaseline = `http://127.0.0.1:${sessionPort}/`
+  children.push(await startTsProcess('bench/session-baseline.ts', [String(sessionPort), db.url, cookieName], `${sessionBaseline}up`))
+  const probe = await fetch(sessionBaseline, { headers: { cookie: reader.cookie } })
+  if (probe.status !== 200) throw new Error(`the session baseline does not find the real session: ${probe.status}`)
+
+  // The reader never hits a limit, and owns 10,000 entries with distinct created_at (one a minute).
+  await withClient(db.url, async (c) => {
+    await c.query(`update "user" set plan = 'premium_plus', plan_expires_at = null where id = any($1)`, [counters.map((u) => u.id)])
+    await c.query(
+      `insert into journal_entry (id, user_id, content, mood, entry_date, created_at)
+       select 'bench-entry-' || g, $1, 'bench entry ' || g, 1 + g % 5,
+              ((now() - g * interval '1 minute') at time zone 'UTC')::date,
+              date_trunc('milliseconds', now() - g * interval '1 minute')
+       from generate_series(1, $2::int) as g`,
+      [reader.id, ENTRIES],
+    )
+    await c.query('analyze journal_entry')
+  })
+
+  // The 100th page's cursor, walked through the API (each page must be full and in order).
+  const readerHeaders = { origin: ORIGIN, cookie: reader.cookie }
+  let cursor: string | null = null
+  const seen = new Set<string>()
+  for (let page = 1; page < DEEP_PAGE; page++) {
+    const res = await fetch(`${base}/api/v1/journal/entries?limit=${PAGE}${cursor ? `&cursor=${cursor}` : ''}`, { headers: readerHeaders })
+    const body = (await res.json()) as { items: Array<{ id: string }>; nextCursor: string | null }
+    if (res.status !== 200 || body.items.length !== PAGE || !body.nextCursor) throw new Error(`page ${page}: ${res.status}`)
+    for (const item of body.items) seen.add(item.id)
+    cursor = body.nextCursor
+  }
+  if (seen.size !== PAGE * (DEEP_PAGE - 1)) throw new Error(`walking ${DEEP_PAGE - 1} pages saw ${seen.size} distinct entries`)
+
+  const signIn = { email: signer.email, password: signer.password }
+  const targets: Target[] = [
+    { group: 'foundation', name: 'liveness', method: 'GET', path: '/api/health/live', headers: { origin: ORIGIN } },
+    { group: 'foundation', name: 'health (database ping)', method: 'GET', path: '/api/health', headers: { origin: ORIGIN } },
+    { group: 'auth', name: 'get-session (valid cookie)', method: 'GET', path: '/api/auth/get-session', headers: readerHeaders },
+    { group: 'profile', name: 'getProfile', method: 'GET', path: '/api/v1/getProfile', headers: readerHeaders },
+    { group: 'journal', name: 'listEntries page 1', method: 'GET', path: `/api/v1/journal/entries?limit=${PAGE}`, headers: readerHeaders },
+    { group: 'journal', name: `listEntries page ${DEEP_PAGE}`, method: 'GET', path: `/api/v1/journal/entries?limit=${PAGE}&cursor=${cursor}`, headers: readerHeaders },
+    { group: 'usage', name: 'usage increment (one user)', method: 'POST', path: '/api/v1/usage/aiMessages/increment', body: {}, headers: readerHeaders },
+    {
+      group: 'usage', name: `usage increment (${counters.length} users)`, method: 'POST', path: '/api/v1/usage/aiMessages/increment',
+      body: {}, headers: readerHeaders, cookies: counters.map((u) => u.cookie),
     },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  })
-  children.push(server)
-  const baseline = spawn(process.execPath, ['--import', 'tsx', 'bench/hello.ts', String(helloPort)], {
-    env: { PATH: process.env.PATH },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  })
-  children.push(baseline)
-  await Promise.all([waitUntilUp(`${base}/api/health`, server), waitUntilUp(hello, baseline)])
+    { group: 'auth', name: 'sign-in', method: 'POST', path: '/api/auth/sign-in/email', body: signIn, headers: { origin: ORIGIN } },
+  ].filter((t) => !args.only || t.group === args.only) as Target[]
+  if (targets.length === 0) throw new Error(`no bench target in group "${args.only}"`)
 
-  // Warm both up (JIT, pool connections) before anything counts.
-  await measure(`${base}/api/health/live`, 'GET', {}, undefined).catch(() => {})
-  await measure(hello, 'GET', {}, undefined)
-
-  const rows: Row[] = []
-  const baselineRuns: number[] = []
-  for (const target of targets) {
-    const method = target.method ?? 'GET'
-    const headers = { origin: ORIGIN, ...(await target.setup?.(base)) }
-    const hw = await measure(hello, 'GET', {})
-    baselineRuns.push(hw.requestsPerSecond)
-    rows.push({ target: 'hello-world (baseline)', method: 'GET', path: '/', ...hw, ratioToBaseline: 1 })
-    const m = await measure(`${base}${target.path}`, method, headers, target.body)
-    rows.push({
-      target: target.name,
-      method,
-      path: target.path,
-      ...m,
-      ratioToBaseline: hw.requestsPerSecond ? Math.round((m.requestsPerSecond / hw.requestsPerSecond) * 100) / 100 : null,
+  // Every target answers 2xx with what it should before it is measured.
+  for (const t of targets) {
+    const res = await fetch(base + t.path, {
+      method: t.method,
+      headers: t.body === undefined ? t.headers : { ...t.headers, 'content-type': 'application/json' },
+      body: t.body === undefined ? undefined : JSON.stringify(t.body),
     })
+    const text = await res.text()
+    if (!res.ok || (t.path === '/api/auth/get-session' && !text.includes(reader.id))) {
+      throw new Error(`${t.name}: ${res.status} ${text.slice(0, 200)}`)
+    }
   }
 
-  const peakRss = peakRssMiB(server.pid!)
-  console.log(`\n${DURATION} s per target, ${CONNECTIONS} connections, Node ${process.version}, database ${dbName}`)
+  // Warm all three up (JIT, pool connections) before anything counts.
+  await measure(`${base}/api/auth/get-session`, 'GET', readerHeaders)
+  await measure(hello, 'GET', {})
+  await measure(sessionBaseline, 'GET', { cookie: reader.cookie })
+
+  const rows: Row[] = []
+  const runTarget = async (t: Target, connections = CONNECTIONS): Promise<Row> => {
+    const hw = await measure(hello, 'GET', {}, undefined, connections)
+    const sb = await measure(sessionBaseline, 'GET', { cookie: reader.cookie }, undefined, connections)
+    if (sb.non2xx > 0) throw new Error(`session baseline answered ${sb.non2xx} non-2xx`)
+    const m = await measure(base + t.path, t.method, t.headers, t.body, connections, t.cookies)
+    const row: Row = {
+      target: t.name,
+      method: t.method,
+      path: t.path.replace(/cursor=[^&]+/, 'cursor=<page 100>'),
+      connections,
+      ...m,
+      helloRequestsPerSecond: hw.requestsPerSecond,
+      sessionBaselineRequestsPerSecond: sb.requestsPerSecond,
+      ratioToHello: ratio(m.requestsPerSecond, hw.requestsPerSecond),
+      ratioToSessionBaseline: ratio(m.requestsPerSecond, sb.requestsPerSecond),
+    }
+    rows.push(row)
+    console.log(`${t.name}: ${m.requestsPerSecond} req/s (hello ${hw.requestsPerSecond}, session baseline ${sb.requestsPerSecond})`)
+    return row
+  }
+
+  let signInCheck: Record<string, number | null> | undefined
+  let storm: Record<string, unknown> | undefined
+  for (const t of targets) {
+    if (t.name !== 'sign-in') {
+      await runTarget(t)
+      continue
+    }
+    // Sign-in is bound by Argon2: compare with what the cores can hash, measured just before it.
+    const hashMs = await argon2HashMs()
+    const row = await runTarget(t)
+    const cores = availableParallelism()
+    const ceiling = Math.round((cores / hashMs) * 1000 * 10) / 10
+    signInCheck = { cores, argon2HashMs: hashMs, coresPerHashTimeRequestsPerSecond: ceiling, ratio: ratio(row.requestsPerSecond, ceiling) }
+
+    // get-session while sign-ins saturate the CPU, against get-session alone at the same connections.
+    const getSession = targets.find((x) => x.path === '/api/auth/get-session')!
+    const quiet = await measure(base + getSession.path, 'GET', getSession.headers, undefined, STORM_CONNECTIONS)
+    const [signIns, during] = await Promise.all([
+      measure(base + t.path, t.method, t.headers, t.body),
+      measure(base + getSession.path, 'GET', getSession.headers, undefined, STORM_CONNECTIONS),
+    ])
+    storm = {
+      signInConnections: CONNECTIONS,
+      getSessionConnections: STORM_CONNECTIONS,
+      getSessionAlone: quiet,
+      getSessionDuringSignInStorm: during,
+      signInDuringStorm: signIns,
+    }
+  }
+
+  const peakRss = peakRssMiB(server.child.pid!)
+  console.log(`\n${DURATION} s per run, ${CONNECTIONS} connections, Node ${process.version}, ${availableParallelism()} cores, database ${db.name}`)
   console.table(rows.map((r) => ({
     target: r.target,
     'req/s': r.requestsPerSecond,
@@ -187,8 +258,15 @@ try {
     'p99 ms': r.latencyP99Ms,
     non2xx: r.non2xx,
     errors: r.errors + r.timeouts,
-    'x baseline': r.ratioToBaseline,
+    'x hello': r.ratioToHello,
+    'x session': r.ratioToSessionBaseline,
+    'hello req/s': r.helloRequestsPerSecond,
+    'session req/s': r.sessionBaselineRequestsPerSecond,
   })))
+  const baselineRatios = rows.map((r) => ratio(r.sessionBaselineRequestsPerSecond, r.helloRequestsPerSecond))
+  console.log(`session baseline / hello-world per pair: ${baselineRatios.join(', ')}`)
+  if (signInCheck) console.log('sign-in vs cores / Argon2id hash time:', signInCheck)
+  if (storm) console.log('get-session during a sign-in storm:', JSON.stringify(storm, null, 2))
   console.log(`server peak RSS (VmHWM): ${peakRss ?? 'n/a'} MiB`)
 
   mkdirSync('bench/results', { recursive: true })
@@ -196,11 +274,15 @@ try {
   writeFileSync(file, `${JSON.stringify({
     at: new Date().toISOString(),
     node: process.version,
+    cores: availableParallelism(),
     durationSeconds: DURATION,
     connections: CONNECTIONS,
+    journalEntries: ENTRIES,
     serverPeakRssMiB: peakRss,
-    baselineRequestsPerSecond: baselineRuns,
+    sessionBaselineToHello: baselineRatios,
     rows,
+    signIn: signInCheck ?? null,
+    getSessionDuringSignInStorm: storm ?? null,
   }, null, 2)}\n`)
   console.log(`written to ${file}`)
 } finally {

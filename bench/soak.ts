@@ -2,65 +2,36 @@
 // a fixed rate against the built server on the real PostgreSQL. Asserts zero 5xx, zero lost writes
 // (every acknowledged journal entry is in the database afterwards) and RSS at the end within 15% of
 // RSS after the first 30 s. Usage: npm run soak [-- --seconds 120 --rate 150]
-import { spawn } from 'node:child_process'
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdirSync, writeFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
-import pg from 'pg'
+import { createDatabase, ORIGIN, POSTGRES, rssKb as rssKbOf, startServer, withClient } from './lib.js'
 
 const { values } = parseArgs({
   options: {
     seconds: { type: 'string', default: process.env.SOAK_SECONDS ?? '120' },
     rate: { type: 'string', default: process.env.SOAK_RATE ?? '150' },
-    postgres: { type: 'string', default: process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432' },
+    postgres: { type: 'string', default: POSTGRES },
   },
 })
 const SECONDS = Number(values.seconds)
 const RATE = Number(values.rate)
 const WARMUP_S = Math.min(30, Math.floor(SECONDS / 4))
-const ORIGIN = 'http://localhost:3000'
-const PORT = 18787
 
-const dbName = `soak_${Date.now()}`
-const admin = new pg.Client({ connectionString: `${values.postgres}/postgres` })
-await admin.connect()
-await admin.query(`create database ${dbName}`)
-const databaseUrl = `${values.postgres}/${dbName}`
-
-const server = spawn(process.execPath, ['dist/src/server.js'], {
-  env: {
-    ...process.env,
-    NODE_ENV: 'production',
-    AUTH_SECRET: 'soak-secret-0123456789-0123456789-0123456789',
-    AUTH_URL: `http://127.0.0.1:${PORT}`,
-    WEB_ORIGIN: ORIGIN,
-    DATABASE_URL: databaseUrl,
-    PORT: String(PORT),
-    HOST: '127.0.0.1',
-    LOG_LEVEL: 'warn',
-    PAYMENT_GATEWAY: '',
-    // The soak measures the service, not the abuse limits, from one IP.
-    RATE_LIMIT_GLOBAL_PER_MINUTE: '1000000',
-    RATE_LIMIT_SIGN_IN_IP_PER_MINUTE: '1000000',
-    RATE_LIMIT_SIGN_IN_EMAIL_PER_MINUTE: '1000000',
-    RATE_LIMIT_SIGN_UP_IP_PER_MINUTE: '1000000',
-  },
-  stdio: ['ignore', 'inherit', 'inherit'],
-})
-const base = `http://127.0.0.1:${PORT}`
-for (let i = 0; ; i++) {
+const db = await createDatabase('soak', values.postgres)
+const databaseUrl = db.url
+const { child: server, base, exit: serverExit } = await startServer({ DATABASE_URL: databaseUrl })
+const rssKb = (): number => rssKbOf(server.pid!)
+/** The server's V8 heap in use (KiB) from its /metrics (loopback is allowed), to tell a leak from RSS noise. */
+const heapUsedKb = async (): Promise<number | null> => {
   try {
-    if ((await fetch(`${base}/api/health`)).ok) break
+    const text = await (await fetch(`${base}/metrics`)).text()
+    const m = /^nodejs_heap_size_used_bytes (\d+(?:\.\d+)?)/m.exec(text)
+    return m ? Math.round(Number(m[1]) / 1024) : null
   } catch {
-    // starting
+    return null
   }
-  if (i > 300) throw new Error('server did not start')
-  await new Promise((r) => setTimeout(r, 100))
 }
-
-const rssKb = (): number => {
-  const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${server.pid}/status`, 'utf8'))
-  return m ? Number(m[1]) : 0
-}
+const heapSamples: Array<{ second: number; rssKb: number; heapUsedKb: number | null }> = []
 
 interface User { email: string; password: string; cookie: string }
 async function call(method: string, path: string, body?: unknown, cookie?: string) {
@@ -95,12 +66,8 @@ for (let i = 0; i < 20; i++) {
   if (u) users.push(u)
 }
 // Unlimited plan, so journal writes measure the write path and not the plan limit.
-const setUnlimited = async () => {
-  const c = new pg.Client({ connectionString: databaseUrl })
-  await c.connect()
-  await c.query(`update "user" set plan = 'premium_plus', plan_expires_at = null`)
-  await c.end()
-}
+const setUnlimited = () =>
+  withClient(databaseUrl, (c) => c.query(`update "user" set plan = 'premium_plus', plan_expires_at = null`))
 await setUnlimited()
 
 const pick = <T>(xs: T[]): T => xs[Math.floor(Math.random() * xs.length)]!
@@ -145,21 +112,23 @@ while (Date.now() - started < SECONDS * 1000) {
   if (Math.floor(elapsed) > rssSamples.length) {
     rssSamples.push(rssKb())
     if (rssSamples.length === WARMUP_S) rssAtWarmup = rssSamples.at(-1)!
+    if (rssSamples.length % 5 === 0) {
+      const second = rssSamples.length
+      void heapUsedKb().then((heap) => heapSamples.push({ second, rssKb: rssKb(), heapUsedKb: heap }))
+    }
     if (rssSamples.length % 10 === 0) await setUnlimited()
   }
   await new Promise((r) => setTimeout(r, 5))
 }
 await Promise.all(inFlight)
 const rssAtEnd = rssKb()
+const heapAtEnd = await heapUsedKb()
 
-const check = new pg.Client({ connectionString: databaseUrl })
-await check.connect()
-const found = await check.query<{ n: number }>('select count(*)::int as n from journal_entry where id = any($1)', [acknowledged])
-await check.end()
+const found = await withClient(databaseUrl, (c) =>
+  c.query<{ n: number }>('select count(*)::int as n from journal_entry where id = any($1)', [acknowledged]))
 server.kill('SIGTERM')
-await new Promise((r) => server.once('exit', r))
-await admin.query(`drop database if exists ${dbName} with (force)`)
-await admin.end()
+await serverExit
+await db.drop()
 
 const fivexx = [...statuses].filter(([s]) => s >= 500).reduce((n, [, c]) => n + c, 0)
 const lost = acknowledged.length - found.rows[0]!.n
@@ -179,6 +148,8 @@ const result = {
   warmupSeconds: WARMUP_S,
   rssKbAtEnd: rssAtEnd,
   rssGrowthPercent: Math.round(rssGrowth * 1000) / 10,
+  heapUsedKbAtEnd: heapAtEnd,
+  samplesEvery5s: heapSamples,
 }
 console.log(JSON.stringify(result, null, 2))
 mkdirSync('bench/results', { recursive: true })
