@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify'
 import t from 'tap'
 import { newId } from '../../src/ids.js'
 import { buildTestApp, call, sessionCookieOf, signUp, uniqueEmail, WEB_ORIGIN } from '../helpers/app.js'
-import { linkIn, startSmtpServer } from './smtp.js'
+import { linkIn, startSmtpServer } from '../helpers/smtp.js'
 
 const smtp = await startSmtpServer()
 const app = await buildTestApp({ env: { SMTP_URL: smtp.url } })

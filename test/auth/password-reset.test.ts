@@ -3,7 +3,7 @@
 import t from 'tap'
 import { newId } from '../../src/ids.js'
 import { buildTestApp, call, signUp, uniqueEmail, WEB_ORIGIN } from '../helpers/app.js'
-import { linkIn, startSmtpServer } from './smtp.js'
+import { linkIn, startSmtpServer } from '../helpers/smtp.js'
 
 const smtp = await startSmtpServer()
 const app = await buildTestApp({ env: { SMTP_URL: smtp.url } })

@@ -8,7 +8,7 @@ import { sql } from 'kysely'
 import t from 'tap'
 import { EXIT, main } from '../../src/cli/import.js'
 import type { ImportReport } from '../../src/import/report.js'
-import { linkIn, startSmtpServer } from '../auth/smtp.js'
+import { linkIn, startSmtpServer } from '../helpers/smtp.js'
 import { buildTestApp, call, signUp, TEST_ENV } from '../helpers/app.js'
 
 const smtp = await startSmtpServer()
