@@ -108,7 +108,7 @@ export default async function accountRoutes(fastify: FastifyInstance) {
 
   await app.register(async function signedIn(scope) {
     const app = scope.withTypeProvider<ZodTypeProvider>()
-    app.addHook('preHandler', requireSession)
+    app.addHook('onRequest', requireSession)
 
     app.post(
       '/api/auth/change-password',

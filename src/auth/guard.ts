@@ -36,6 +36,10 @@ export default fp(
   { name: 'session-validation', dependencies: ['@fastify/cookie'] },
 )
 
+/**
+ * Use as an onRequest hook: an anonymous caller is refused with 401 before its body is parsed or
+ * validated, so it learns nothing about the route's schema.
+ */
 export async function requireSession(request: FastifyRequest): Promise<void> {
   if (!request.user) throw unauthorized()
 }

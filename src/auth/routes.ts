@@ -142,7 +142,7 @@ export default async function authRoutes(fastify: FastifyInstance) {
   app.get(
     '/api/v1/whoami',
     {
-      preHandler: requireSession,
+      onRequest: requireSession,
       schema: {
         operationId: 'whoami',
         tags: ['identity'],

@@ -24,7 +24,7 @@ const PersonalDataSchema = z
 
 export default async function consentRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>()
-  app.addHook('preHandler', requireSession)
+  app.addHook('onRequest', requireSession)
 
   app.post(
     '/api/v1/consent',

@@ -33,7 +33,7 @@ export default async function paymentRoutes(fastify: FastifyInstance) {
 
   await fastify.register(async function memberRoutes(scope) {
     const app = scope.withTypeProvider<ZodTypeProvider>()
-    app.addHook('preHandler', requireSession)
+    app.addHook('onRequest', requireSession)
 
     app.post('/api/v1/payments/checkout', {
       schema: {

@@ -10,7 +10,7 @@ const tags = ['profile']
 
 export default async function profileRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>()
-  app.addHook('preHandler', requireSession)
+  app.addHook('onRequest', requireSession)
 
   app.get(
     '/api/v1/getProfile',

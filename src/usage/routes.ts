@@ -18,7 +18,7 @@ const tags = ['usage']
 
 export default async function usageRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>()
-  app.addHook('preHandler', requireSession)
+  app.addHook('onRequest', requireSession)
 
   app.get(
     '/api/v1/getPlanAndUsage',
