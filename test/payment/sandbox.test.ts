@@ -174,7 +174,8 @@ t.test('checkout validation', async (t) => {
 t.test('routes need a session (401) and the trusted origin', async (t) => {
   for (const [method, url] of [['POST', '/api/v1/payments/checkout'], ['POST', '/api/v1/payments/x/verify'], ['GET', '/api/v1/payments']] as const) {
     const res = await call(app, method, url, method === 'POST' ? { body: { product: 'premium_month', returnUrl: '/x' } } : {})
-    t.equal(res.statusCode, method === 'POST' && url.endsWith('verify') ? 400 : 401, `${method} ${url}`)
+    // Refused before the body is read, so even verify's unknown keys cannot turn the 401 into a 400.
+    t.equal(res.statusCode, 401, `${method} ${url}`)
   }
   t.equal((await call(app, 'POST', '/api/v1/payments/x/verify', { body: {} })).statusCode, 401)
   const user = await signUp(app)
