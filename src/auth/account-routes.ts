@@ -5,7 +5,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import { recordAudit } from '../admin/audit.js'
 import { AppError, notFound } from '../errors.js'
-import { isSafeRedirect } from '../plugins/origins.js'
+import { assertSafeRedirect } from '../plugins/origins.js'
 import { changePassword, requestPasswordReset, requestVerification, resetPassword, verifyEmail } from './account-service.js'
 import { currentUser, requireSession } from './guard.js'
 import { CallbackUrl, Email, ErrorSchema, Password, SessionSchema, toSessionJson, toUserJson, UserSchema } from './schemas.js'
@@ -17,11 +17,7 @@ const Token = z.string().min(1).max(256)
 export default async function accountRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>()
 
-  const checkCallback = (url: string | undefined) => {
-    if (url !== undefined && !isSafeRedirect(url, app.trustedOrigins)) {
-      throw new AppError(403, 'INVALID_CALLBACK_URL', 'The callback URL is not on a trusted origin')
-    }
-  }
+  const checkCallback = (url: string | undefined) => assertSafeRedirect(url, app.trustedOrigins, 'The callback URL')
 
   app.post(
     '/api/auth/request-password-reset',

@@ -5,7 +5,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import { recordAudit } from '../admin/audit.js'
 import { AppError, serviceUnavailable } from '../errors.js'
-import { isSafeRedirect } from '../plugins/origins.js'
+import { assertSafeRedirect } from '../plugins/origins.js'
 import {
   identityProvider,
   setFlowCookie,
@@ -46,11 +46,7 @@ export default async function idpRoutes(fastify: FastifyInstance) {
 
   /** Checks the client's URLs (no open redirect) and fills in the defaults. */
   const flowUrls = (q: { callbackURL?: string; errorCallbackURL?: string; newUserCallbackURL?: string }) => {
-    for (const [name, url] of Object.entries(q)) {
-      if (url !== undefined && !isSafeRedirect(url, app.trustedOrigins)) {
-        throw new AppError(403, 'INVALID_CALLBACK_URL', `${name} is not on a trusted origin`)
-      }
-    }
+    for (const [name, url] of Object.entries(q)) assertSafeRedirect(url, app.trustedOrigins, name)
     const callbackURL = absolute(q.callbackURL ?? '/')
     return {
       callbackURL,

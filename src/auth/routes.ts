@@ -4,7 +4,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import { SignUpConsents } from '../consent/schemas.js'
 import { AppError } from '../errors.js'
-import { isSafeRedirect } from '../plugins/origins.js'
+import { assertSafeRedirect } from '../plugins/origins.js'
 import accountRoutes from './account-routes.js'
 import { sendPasswordResetMail, sendVerificationMail } from './account-service.js'
 import { bootstrapOwnerAtStartup } from './bootstrap.js'
@@ -17,11 +17,7 @@ const tags = ['auth']
 export default async function authRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>()
 
-  const checkCallback = (url: string | undefined) => {
-    if (url !== undefined && !isSafeRedirect(url, app.trustedOrigins)) {
-      throw new AppError(403, 'INVALID_CALLBACK_URL', 'callbackURL is not on a trusted origin')
-    }
-  }
+  const checkCallback = (url: string | undefined) => assertSafeRedirect(url, app.trustedOrigins, 'callbackURL')
 
   app.post(
     '/api/auth/sign-up/email',

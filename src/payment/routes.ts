@@ -6,7 +6,7 @@ import { z } from 'zod'
 import { currentUser, requireSession } from '../auth/guard.js'
 import { ErrorSchema, iso } from '../auth/schemas.js'
 import { AppError } from '../errors.js'
-import { isSafeRedirect } from '../plugins/origins.js'
+import { assertSafeRedirect } from '../plugins/origins.js'
 import { renderSandboxPage } from './sandbox.js'
 import { CheckoutBody, CheckoutResponse, ListQuery, PaymentIdParams, PaymentSchema, ProviderParams, VerifyResponse } from './schemas.js'
 import { buildGateways, createCheckout, listPayments, processWebhook, sandboxCheckout, verifyPayment, type PaymentDeps, type PaymentView } from './service.js'
@@ -45,9 +45,7 @@ export default async function paymentRoutes(fastify: FastifyInstance) {
       },
     }, async (request, reply) => {
       const body = request.body
-      if (!isSafeRedirect(body.returnUrl, app.trustedOrigins)) {
-        throw new AppError(403, 'INVALID_CALLBACK_URL', 'returnUrl is not on a trusted origin')
-      }
+      assertSafeRedirect(body.returnUrl, app.trustedOrigins, 'returnUrl')
       const user = currentUser(request)
       const checkout = await createCheckout(deps, user, body, { ip: request.ip, log: request.log })
       return reply.code(201).send({ ...checkout, expiresAt: checkout.expiresAt.toISOString() })

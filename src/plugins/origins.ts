@@ -26,6 +26,13 @@ export function isSafeRedirect(target: string, trusted: ReadonlySet<string>): bo
   return origin !== null && trusted.has(origin)
 }
 
+/** Throws 403 INVALID_CALLBACK_URL unless `url` (when given) is a safe redirect: no open redirects. */
+export function assertSafeRedirect(url: string | undefined, trusted: ReadonlySet<string>, field: string): void {
+  if (url !== undefined && !isSafeRedirect(url, trusted)) {
+    throw new AppError(403, 'INVALID_CALLBACK_URL', `${field} is not on a trusted origin`)
+  }
+}
+
 declare module 'fastify' {
   interface FastifyInstance {
     trustedOrigins: ReadonlySet<string>
