@@ -2,6 +2,7 @@
 import { PGlite } from '@electric-sql/pglite'
 import { Kysely, PGliteDialect, PostgresDialect, sql } from 'kysely'
 import pg from 'pg'
+import { PreparingClient } from './prepared.js'
 import type { Database } from './schema.js'
 
 export type { Database } from './schema.js'
@@ -39,6 +40,7 @@ const pgTypes = {
 export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHandle> {
   if (options.url) {
     const pool = new pg.Pool({
+      Client: PreparingClient,
       connectionString: options.url,
       max: options.poolSize,
       connectionTimeoutMillis: 1500,

@@ -4,12 +4,12 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { forbidden, unauthorized } from '../errors.js'
 import type { SessionCookie } from './cookies.js'
-import type { SessionManager, SessionUser, ValidSession } from './sessions.js'
+import type { SessionManager, SignedInUser, ValidSession } from './sessions.js'
 import type { Role } from './tables.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
-    user: SessionUser | null
+    user: SignedInUser | null
     session: ValidSession['session'] | null
   }
 }
@@ -52,7 +52,7 @@ export function requireRole(...roles: Role[]) {
 }
 
 /** The signed-in user of a route behind `requireSession`. */
-export function currentUser(request: FastifyRequest): SessionUser {
+export function currentUser(request: FastifyRequest): SignedInUser {
   if (!request.user) throw unauthorized()
   return request.user
 }

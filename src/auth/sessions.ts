@@ -8,7 +8,11 @@ import { createHash, randomBytes } from 'node:crypto'
 import { sql } from 'kysely'
 import { Lucia, TimeSpan, type Adapter, type DatabaseSession, type DatabaseUser } from 'lucia'
 import type { DB } from '../../db/index.js'
+import { preparedStatement } from '../../db/prepared.js'
 import { newId } from '../ids.js'
+import { toProfile, type ProfileRow } from '../profile/queries.js'
+import type { Profile } from '../profile/service.js'
+import { toSessionUser, type SessionUserRow } from './queries.js'
 import type { Plan, Role } from './tables.js'
 
 const BROWSER_SESSION_MS = 24 * 60 * 60 * 1000 // rememberMe: false
@@ -27,6 +31,14 @@ export interface SessionUser {
   updatedAt: Date
 }
 
+/**
+ * The user of a valid session, with their profile: the session lookup reads the whole user row in
+ * its one query, so routes such as getProfile need no query of their own.
+ */
+export interface SignedInUser extends SessionUser {
+  profile: Profile
+}
+
 /** The session as shown to clients: `id` is the public id, never the token or its hash. */
 export interface SessionView {
   id: string
@@ -39,7 +51,7 @@ export interface SessionView {
 }
 
 export interface ValidSession {
-  user: SessionUser
+  user: SignedInUser
   session: SessionView & { rememberMe: boolean }
   /** The expiry moved forward: the cookie should be sent again. */
   fresh: boolean
@@ -56,11 +68,32 @@ interface DbSessionAttributes {
 
 declare module 'lucia' {
   interface Register {
-    Lucia: Lucia<DbSessionAttributes, SessionUser>
+    Lucia: Lucia<DbSessionAttributes, SignedInUser>
     DatabaseSessionAttributes: DbSessionAttributes
-    DatabaseUserAttributes: SessionUser
+    DatabaseUserAttributes: SignedInUser
   }
 }
+
+// Runs on every request that carries a session cookie: a prepared statement (db/prepared.ts), one
+// indexed lookup by token hash joined to the whole user row, profile included.
+const SESSION_LOOKUP = preparedStatement<SessionUserRow & ProfileRow & {
+  session_id: string
+  expires_at: Date
+  remember_me: boolean
+  ip_address: string | null
+  user_agent: string | null
+  session_created_at: Date
+  session_updated_at: Date
+}>(
+  'session_lookup',
+  `select s.id as session_id, s.expires_at, s.remember_me, s.ip_address, s.user_agent,
+     s.created_at as session_created_at, s.updated_at as session_updated_at,
+     u.id, u.name, u.email, u.email_verified, u.image, u.role, u.plan, u.plan_expires_at,
+     u.created_at, u.updated_at,
+     u.birth_date, u.birth_time, u.birth_place, u.gender, u.locale, u.timezone
+   from "session" s join "user" u on u.id = s.user_id
+   where s.token_hash = $1`,
+)
 
 export const hashToken = (token: string): string => createHash('sha256').update(token).digest('hex')
 
@@ -68,48 +101,22 @@ class KyselySessionAdapter implements Adapter {
   constructor(private readonly db: DB) {}
 
   async getSessionAndUser(tokenHash: string): Promise<[DatabaseSession | null, DatabaseUser | null]> {
-    const row = await this.db
-      .selectFrom('session as s')
-      .innerJoin('user as u', 'u.id', 's.user_id')
-      .select([
-        's.id as sessionId', 's.expires_at', 's.remember_me', 's.ip_address', 's.user_agent',
-        's.created_at as session_created_at', 's.updated_at as session_updated_at',
-        'u.id', 'u.name', 'u.email', 'u.email_verified', 'u.image', 'u.role', 'u.plan',
-        'u.plan_expires_at', 'u.created_at', 'u.updated_at',
-      ])
-      .where('s.token_hash', '=', tokenHash)
-      .executeTakeFirst()
+    const row = (await this.db.executeQuery(SESSION_LOOKUP([tokenHash]))).rows[0]
     if (!row) return [null, null]
-    return [
-      {
-        id: tokenHash,
-        userId: row.id,
-        expiresAt: row.expires_at,
-        attributes: {
-          publicId: row.sessionId,
-          rememberMe: row.remember_me,
-          ipAddress: row.ip_address,
-          userAgent: row.user_agent,
-          createdAt: row.session_created_at,
-          updatedAt: row.session_updated_at,
-        },
+    const session: DatabaseSession = {
+      id: tokenHash,
+      userId: row.id,
+      expiresAt: row.expires_at,
+      attributes: {
+        publicId: row.session_id,
+        rememberMe: row.remember_me,
+        ipAddress: row.ip_address,
+        userAgent: row.user_agent,
+        createdAt: row.session_created_at,
+        updatedAt: row.session_updated_at,
       },
-      {
-        id: row.id,
-        attributes: {
-          id: row.id,
-          name: row.name,
-          email: row.email,
-          emailVerified: row.email_verified,
-          image: row.image,
-          role: row.role,
-          plan: row.plan,
-          planExpiresAt: row.plan_expires_at,
-          createdAt: row.created_at,
-          updatedAt: row.updated_at,
-        },
-      },
-    ]
+    }
+    return [session, { id: row.id, attributes: { ...toSessionUser(row), profile: toProfile(row) } }]
   }
 
   async getUserSessions(userId: string): Promise<DatabaseSession[]> {
@@ -165,7 +172,7 @@ class KyselySessionAdapter implements Adapter {
 }
 
 export class SessionManager {
-  private readonly lucia: Lucia<DbSessionAttributes, SessionUser>
+  private readonly lucia: Lucia<DbSessionAttributes, SignedInUser>
   readonly ttlMs: number
 
   constructor(

@@ -1,6 +1,7 @@
 import type { Kysely, Transaction, Updateable } from 'kysely'
 import type { Database } from '../../db/schema.js'
 import type { UserTable } from '../auth/tables.js'
+import type { Profile } from './service.js'
 
 type Db = Kysely<Database> | Transaction<Database>
 
@@ -14,13 +15,27 @@ export type ProfileChanges = Pick<
   'name' | 'image' | 'birth_date' | 'birth_time' | 'birth_place' | 'gender' | 'locale' | 'timezone' | 'updated_at'
 >
 
-export function findProfileRow(db: Db, userId: string) {
-  return db.selectFrom('user').select(profileColumns).where('id', '=', userId).executeTakeFirst()
-}
-
 /** Writes the changes to the one user's row and returns the row as it now is. */
 export function updateProfileRow(db: Db, userId: string, changes: ProfileChanges) {
   return db.updateTable('user').set(changes).where('id', '=', userId).returning(profileColumns).executeTakeFirst()
 }
 
-export type ProfileRow = NonNullable<Awaited<ReturnType<typeof findProfileRow>>>
+export type ProfileRow = NonNullable<Awaited<ReturnType<typeof updateProfileRow>>>
+
+/** The one mapping from a user row's profile columns to the profile. */
+export function toProfile(r: ProfileRow): Profile {
+  return {
+    id: r.id,
+    email: r.email,
+    name: r.name,
+    image: r.image,
+    birthDate: r.birth_date,
+    birthTime: r.birth_time,
+    birthPlace: r.birth_place,
+    gender: r.gender,
+    locale: r.locale,
+    timezone: r.timezone,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  }
+}

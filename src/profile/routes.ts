@@ -4,7 +4,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { currentUser, requireSession } from '../auth/guard.js'
 import { ErrorSchema } from '../auth/schemas.js'
 import { ProfileSchema, toProfileJson, updateProfileBody } from './schemas.js'
-import { getProfile, updateProfile } from './service.js'
+import { updateProfile } from './service.js'
 
 const tags = ['profile']
 
@@ -22,7 +22,8 @@ export default async function profileRoutes(fastify: FastifyInstance) {
         response: { 200: ProfileSchema, 401: ErrorSchema },
       },
     },
-    async (request) => toProfileJson(await getProfile(app.db, currentUser(request).id)),
+    // Read with the session, in its one query (src/auth/sessions.ts).
+    async (request) => toProfileJson(currentUser(request).profile),
   )
 
   app.post(
@@ -43,7 +44,7 @@ export default async function profileRoutes(fastify: FastifyInstance) {
     },
     async (request) => {
       const user = currentUser(request)
-      const profile = await updateProfile(app.db, user.id, request.body, { now: app.clock.now(), ip: request.ip })
+      const profile = await updateProfile(app.db, user, request.body, { now: app.clock.now(), ip: request.ip })
       return toProfileJson(profile)
     },
   )

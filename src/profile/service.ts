@@ -1,9 +1,10 @@
 // The profile of the signed-in user. There are no id parameters: every function takes the session's
-// user id, so nobody can read or change another user's profile through these routes.
+// user, so nobody can read or change another user's profile through these routes.
 import { json, type DB } from '../../db/index.js'
 import { recordAudit } from '../admin/audit.js'
+import type { SignedInUser } from '../auth/sessions.js'
 import { unauthorized } from '../errors.js'
-import { findProfileRow, updateProfileRow, type ProfileChanges, type ProfileRow } from './queries.js'
+import { toProfile, updateProfileRow, type ProfileChanges } from './queries.js'
 import { canonicalLocale, ianaZone, type UpdateProfileInput } from './schemas.js'
 import type { BirthPlace, Gender } from './tables.js'
 
@@ -22,34 +23,10 @@ export interface Profile {
   updatedAt: Date
 }
 
-function toProfile(r: ProfileRow): Profile {
-  return {
-    id: r.id,
-    email: r.email,
-    name: r.name,
-    image: r.image,
-    birthDate: r.birth_date,
-    birthTime: r.birth_time,
-    birthPlace: r.birth_place,
-    gender: r.gender,
-    locale: r.locale,
-    timezone: r.timezone,
-    createdAt: r.created_at,
-    updatedAt: r.updated_at,
-  }
-}
-
-export async function getProfile(db: DB, userId: string): Promise<Profile> {
-  const row = await findProfileRow(db, userId)
-  // The session was valid a moment ago; a user deleted since then has no profile to show.
-  if (!row) throw unauthorized()
-  return toProfile(row)
-}
-
 /** Applies a partial update (undefined = keep, null = clear) and returns the profile as stored. */
 export async function updateProfile(
   db: DB,
-  userId: string,
+  user: SignedInUser,
   input: UpdateProfileInput,
   meta: { now: Date; ip: string | null },
 ): Promise<Profile> {
@@ -64,7 +41,8 @@ export async function updateProfile(
     timezone: input.timezone && ianaZone(input.timezone),
   }
   const fields = Object.keys(input).filter((k) => input[k as keyof UpdateProfileInput] !== undefined)
-  if (fields.length === 0) return getProfile(db, userId)
+  if (fields.length === 0) return user.profile
+  const userId = user.id
 
   const row = await db.transaction().execute(async (trx) => {
     const updated = await updateProfileRow(trx, userId, { ...changes, updated_at: meta.now })

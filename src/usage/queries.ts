@@ -1,4 +1,5 @@
-import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely'
+import type { Kysely, Transaction } from 'kysely'
+import { preparedStatement } from '../../db/prepared.js'
 import type { Database } from '../../db/schema.js'
 
 type Db = Kysely<Database> | Transaction<Database>
@@ -16,54 +17,50 @@ export interface CounterAttempt {
   seen: number
 }
 
+// The guard that holds the limit is the upsert's `WHERE used + amount <= limit`: Postgres locks the
+// row for the conflicting update and re-checks it on the latest version, so concurrent callers (in
+// this process or on another instance) can never overshoot. Before that, the statement's snapshot
+// (`seen`) is checked too: a counter already too full to take `amount` is refused without locking or
+// writing the row, so a burst of calls at the limit costs one read each instead of queueing for the
+// row lock. That shortcut is safe because counts only grow within a period. A null limit ($5) means
+// no guard. Prepared (db/prepared.ts): it runs on every counted request.
+const addToCounterSql = (commit: string) => `with seen as (
+     select used from usage_counter
+     where user_id = $1::text and metric = $2::text and period_start = $3::timestamptz
+   ), attempt as (
+     insert into usage_counter as c (user_id, metric, period_start, used)
+     select $1::text, $2::text, $3::timestamptz, $4::integer
+     where $5::integer is null or coalesce((select used from seen), 0) + $4::integer <= $5::integer
+     on conflict (user_id, metric, period_start) do update
+       set used = c.used + excluded.used, updated_at = now()
+       where $5::integer is null or c.used + excluded.used <= $5::integer
+     returning used
+   )
+   select (select used from attempt) as used, coalesce((select used from seen), 0) as seen${commit}`
+
+type AttemptRow = { used: number | null; seen: number }
+
+/** Inside a caller's transaction: the count commits (or rolls back) with the work it pays for. */
+const ADD_IN_TRANSACTION = preparedStatement<AttemptRow>('usage_add', addToCounterSql(''))
+
 /**
- * Adds `amount` to the counter in one statement, guarded by `limit` (null = no guard).
- *
- * The guard that holds the limit is the upsert's `WHERE used + amount <= limit`: Postgres locks the
- * row for the conflicting update and re-checks it on the latest version, so concurrent callers (in
- * this process or on another instance) can never overshoot. Before that, the statement's snapshot
- * is checked too: a counter already too full to take `amount` is refused without locking or writing
- * the row, so a burst of calls at the limit costs one read each instead of queueing for the row
- * lock. That shortcut is safe because counts only grow within a period.
+ * A count of its own commits asynchronously: `synchronous_commit` off, for this statement's implicit
+ * transaction only (set_config with is_local). The commit no longer waits for the WAL flush, which
+ * held the counter's row lock and a pooled connection (bench: +35% increments/s). The cost: a
+ * database crash can forget the last fraction of a second of counts, so a user might get a call or
+ * two beyond the limit once. A count is never corrupted, concurrent calls still cannot pass the
+ * limit, and counts taken inside another write stay as durable as that write.
  */
+const ADD_ON_ITS_OWN = preparedStatement<AttemptRow>(
+  'usage_add_async_commit',
+  addToCounterSql(`, set_config('synchronous_commit', 'off', true) as commit_mode`),
+)
+
+/** Adds `amount` to the counter in one statement, guarded by `limit` (null = no guard). */
 export async function addToCounter(db: Db, key: CounterKey, amount: number, limit: number | null): Promise<CounterAttempt> {
-  const fits = (used: RawBuilder<number>) => (limit === null ? sql<boolean>`true` : sql<boolean>`${used} + ${amount} <= ${limit}`)
-  const row = await db
-    .with('seen', (qb) =>
-      qb
-        .selectFrom('usage_counter')
-        .select('used')
-        .where('user_id', '=', key.userId)
-        .where('metric', '=', key.metric)
-        .where('period_start', '=', key.periodStart),
-    )
-    .with('attempt', (qb) =>
-      qb
-        .insertInto('usage_counter')
-        .columns(['user_id', 'metric', 'period_start', 'used'])
-        .expression(
-          qb
-            .selectNoFrom([
-              sql<string>`${key.userId}::text`.as('user_id'),
-              sql<string>`${key.metric}::text`.as('metric'),
-              sql<Date>`${key.periodStart}::timestamptz`.as('period_start'),
-              sql<number>`${amount}::integer`.as('used'),
-            ])
-            .where(fits(sql<number>`coalesce((select used from seen), 0)`)),
-        )
-        .onConflict((oc) => {
-          const update = oc
-            .columns(['user_id', 'metric', 'period_start'])
-            .doUpdateSet({ used: sql`usage_counter.used + excluded.used`, updated_at: sql`now()` })
-          return limit === null ? update : update.where(fits(sql<number>`usage_counter.used`))
-        })
-        .returning('used'),
-    )
-    .selectNoFrom([
-      sql<number | null>`(select used from attempt)`.as('used'),
-      sql<number>`coalesce((select used from seen), 0)`.as('seen'),
-    ])
-    .executeTakeFirstOrThrow()
+  const statement = db.isTransaction ? ADD_IN_TRANSACTION : ADD_ON_ITS_OWN
+  const { rows } = await db.executeQuery(statement([key.userId, key.metric, key.periodStart, amount, limit]))
+  const row = rows[0]!
   return { used: row.used ?? undefined, seen: row.seen }
 }
 
