@@ -14,7 +14,8 @@ import { SessionCookie } from './auth/cookies.js'
 import compatibilityRoutes from './compatibility/routes.js'
 import paymentRoutes from './payment/routes.js'
 import sessionValidation from './auth/guard.js'
-import { HashLimiter, PasswordHasher } from './auth/password.js'
+import { HashPool } from './auth/hash-pool.js'
+import { PasswordHasher } from './auth/password.js'
 import { SessionManager } from './auth/sessions.js'
 import type { Config } from './config.js'
 import consentRoutes from './consent/routes.js'
@@ -22,6 +23,7 @@ import { serviceUnavailable } from './errors.js'
 import healthRoutes from './health/routes.js'
 import journalRoutes from './journal/routes.js'
 import { loggerOptions } from './logging.js'
+import { RunningHandlers } from './running-handlers.js'
 import errorHandling, { frameworkError } from './plugins/errors.js'
 import metrics from './plugins/metrics.js'
 import openapi from './plugins/openapi.js'
@@ -84,10 +86,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   app.removeContentTypeParser(['text/plain'])
 
   const database = deps.database ?? (await openDatabase({ ...config.database, onPoolError: (err) => app.log.warn({ err: { message: err.message } }, 'database pool error') }))
-  if (!deps.database) {
-    if (deps.migrate !== false) await migrateToLatest(database.db)
-    app.addHook('onClose', () => database.close())
-  }
+  if (!deps.database && deps.migrate !== false) await migrateToLatest(database.db)
 
   const sessions = new SessionManager(database.db, config.auth.sessionTtlDays)
   const sessionCookie = new SessionCookie(config.auth)
@@ -95,10 +94,20 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   app.decorate('database', database)
   app.decorate('db', database.db)
   app.decorate('clock', deps.clock ?? { now: () => new Date() })
-  app.decorate('hasher', new PasswordHasher(new HashLimiter(config.hashing.maxConcurrency, config.hashing.maxQueue)))
+  const hashPool = new HashPool(config.hashing.maxConcurrency, config.hashing.maxQueue)
+  app.decorate('hasher', new PasswordHasher(hashPool))
   app.decorate('sessions', sessions)
   app.decorate('sessionCookie', sessionCookie)
   app.decorate('closing', false)
+
+  // Closing: handlers still running (their client may have gone) finish first, then what they use.
+  const handlers = new RunningHandlers()
+  app.addHook('onRoute', (route) => handlers.track(route))
+  app.addHook('onClose', async () => {
+    await handlers.drained()
+    await hashPool.close()
+    if (!deps.database) await database.close()
+  })
 
   // Hooks run in registration order: shutdown, request id, origins and CORS, then the session.
   app.addHook('onRequest', async (request, reply) => {

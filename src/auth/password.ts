@@ -1,11 +1,8 @@
-// Password hashing. New hashes: Argon2id (OWASP parameters) off the event loop, with bounded
-// concurrency. Kept from the previous system: scrypt (better-auth's format), bcrypt, Argon2 PHC.
-// Weak unsalted digests are stored only wrapped in Argon2id and force a reset.
-import { createHash, randomBytes, scrypt as scryptCb, timingSafeEqual, type ScryptOptions } from 'node:crypto'
-import { availableParallelism } from 'node:os'
-import { hash as argon2Hash, verify as argon2Verify } from '@node-rs/argon2'
-import bcrypt from 'bcryptjs'
-import { serviceUnavailable } from '../errors.js'
+// Password hashing. New hashes: Argon2id (OWASP parameters) on the low-priority worker threads of
+// hash-pool.ts, with a bounded queue. Kept from the previous system: scrypt (better-auth's format),
+// bcrypt, Argon2 PHC. Weak unsalted digests are stored only wrapped in Argon2id and force a reset.
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
+import type { HashPool } from './hash-pool.js'
 
 const ARGON2 = { memoryCost: 19456, timeCost: 2, parallelism: 1 } as const
 const SCRYPT = { N: 16384, r: 16, p: 1, dkLen: 64 } as const
@@ -15,57 +12,30 @@ export const PASSWORD_MAX = 128
 export type WeakAlgorithm = 'md5' | 'sha1' | 'sha256'
 const WEAK_PREFIX = '$weak-'
 
-/** Runs at most `concurrency` hashes at once and queues at most `maxQueue`; past that, 503. */
-export class HashLimiter {
-  private active = 0
-  private readonly waiting: Array<() => void> = []
-
-  constructor(
-    readonly concurrency = Math.max(1, availableParallelism()),
-    readonly maxQueue = 64,
-  ) {}
-
-  get inFlight(): number {
-    return this.active
-  }
-
-  async run<T>(work: () => Promise<T>): Promise<T> {
-    if (this.active >= this.concurrency) {
-      if (this.waiting.length >= this.maxQueue) {
-        throw serviceUnavailable('Too many password operations in progress, try again shortly', 2)
-      }
-      await new Promise<void>((resolve) => this.waiting.push(resolve))
-    } else {
-      this.active++
-    }
-    try {
-      return await work()
-    } finally {
-      const next = this.waiting.shift()
-      if (next) next()
-      else this.active--
-    }
-  }
-}
-
 export class PasswordHasher {
   private dummy: Promise<string> | undefined
 
-  constructor(readonly limiter: HashLimiter) {}
+  constructor(readonly pool: HashPool) {}
 
   hash(password: string): Promise<string> {
-    return this.limiter.run(() => argon2Hash(password.normalize('NFKC'), ARGON2))
+    return this.pool.argon2Hash(password.normalize('NFKC'), ARGON2)
   }
 
   /** Argon2id over the unsalted legacy digest: the weak digest is never stored as it is. */
   async wrapWeakDigest(algorithm: WeakAlgorithm, hexDigest: string): Promise<string> {
-    const inner = await this.limiter.run(() => argon2Hash(hexDigest.toLowerCase(), ARGON2))
-    return `${WEAK_PREFIX}${algorithm}${inner}`
+    return `${WEAK_PREFIX}${algorithm}${await this.pool.argon2Hash(hexDigest.toLowerCase(), ARGON2)}`
+  }
+
+  /** Whether a wrapped weak digest holds `hexDigest` (the import compares without the password). */
+  weakDigestMatches(stored: string, algorithm: WeakAlgorithm, hexDigest: string): Promise<boolean> {
+    const prefix = `${WEAK_PREFIX}${algorithm}`
+    if (!stored.startsWith(`${prefix}$argon2id$`)) return Promise.resolve(false)
+    return this.pool.argon2Verify(stored.slice(prefix.length), hexDigest.toLowerCase())
   }
 
   /** Constant-time verification against any stored format. */
   verify(stored: string, password: string): Promise<boolean> {
-    return this.limiter.run(() => verifyStored(stored, password))
+    return verifyStored(this.pool, stored, password)
   }
 
   /**
@@ -73,9 +43,8 @@ export class PasswordHasher {
    * password, so response time does not reveal which emails have accounts.
    */
   async verifyDummy(password: string): Promise<false> {
-    this.dummy ??= argon2Hash(randomBytes(16).toString('hex'), ARGON2)
-    const dummy = await this.dummy
-    await this.limiter.run(() => argon2Verify(dummy, password.normalize('NFKC')))
+    this.dummy ??= this.pool.argon2Hash(randomBytes(16).toString('hex'), ARGON2)
+    await this.pool.argon2Verify(await this.dummy, password.normalize('NFKC'))
     return false
   }
 }
@@ -108,25 +77,19 @@ export function weakDigest(algorithm: WeakAlgorithm, password: string): string {
   return createHash(algorithm).update(password, 'utf8').digest('hex')
 }
 
-async function verifyStored(stored: string, password: string): Promise<boolean> {
-  if (isArgon2Hash(stored)) return argon2Verify(stored, password.normalize('NFKC'))
-  if (stored.startsWith('$scrypt$')) return verifyScrypt(stored, password)
-  if (isBcryptHash(stored)) return bcrypt.compare(password, stored)
+async function verifyStored(pool: HashPool, stored: string, password: string): Promise<boolean> {
+  if (isArgon2Hash(stored)) return pool.argon2Verify(stored, password.normalize('NFKC'))
+  if (stored.startsWith('$scrypt$')) return verifyScrypt(pool, stored, password)
+  if (isBcryptHash(stored)) return pool.bcryptCompare(password, stored)
   if (stored.startsWith(WEAK_PREFIX)) {
     const match = /^\$weak-(md5|sha1|sha256)(\$argon2id\$.*)$/.exec(stored)
     if (!match) return false
-    return argon2Verify(match[2]!, weakDigest(match[1] as WeakAlgorithm, password))
+    return pool.argon2Verify(match[2]!, weakDigest(match[1] as WeakAlgorithm, password))
   }
   return false
 }
 
-function scrypt(password: string, salt: string, keylen: number, options: ScryptOptions): Promise<Buffer> {
-  return new Promise((resolve, reject) =>
-    scryptCb(password, salt, keylen, options, (err, key) => (err ? reject(err) : resolve(key))),
-  )
-}
-
-async function verifyScrypt(stored: string, password: string): Promise<boolean> {
+async function verifyScrypt(pool: HashPool, stored: string, password: string): Promise<boolean> {
   const match = /^\$scrypt\$n=(\d+),r=(\d+),p=(\d+)\$([0-9a-f]+)\$([0-9a-f]+)$/.exec(stored)
   if (!match) return false
   const [, n, r, p, salt, keyHex] = match
@@ -134,7 +97,7 @@ async function verifyScrypt(stored: string, password: string): Promise<boolean> 
   const N = Number(n)
   const R = Number(r)
   // better-auth passes the hex salt as a string: its UTF-8 bytes are the salt.
-  const key = await scrypt(password.normalize('NFKC'), salt!, expected.length, {
+  const key = await pool.scrypt(password.normalize('NFKC'), salt!, expected.length, {
     N,
     r: R,
     p: Number(p),

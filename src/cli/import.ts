@@ -6,7 +6,8 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { openDatabase, type DatabaseHandle } from '../../db/index.js'
 import { migrateToLatest } from '../../db/migrate.js'
-import { HashLimiter, PasswordHasher } from '../auth/password.js'
+import { HashPool } from '../auth/hash-pool.js'
+import { PasswordHasher } from '../auth/password.js'
 import { ConfigError, loadConfig } from '../config.js'
 import { dataDirHolder, dataDirInUseMessage, holdDataDirLock } from '../data-dir-lock.js'
 import { ImportFileError } from '../import/parse.js'
@@ -112,9 +113,10 @@ export async function main(argv: string[], io: ImportIo = {}): Promise<number> {
     }
   }
 
+  // No queue limit: the import feeds the pool at most its capacity of passwords at a time itself.
+  const hashPool = new HashPool(config.hashing.maxConcurrency, Number.POSITIVE_INFINITY)
   try {
-    // No queue limit: the import feeds the hasher at most `concurrency` passwords at a time itself.
-    const hasher = new PasswordHasher(new HashLimiter(config.hashing.maxConcurrency, Number.POSITIVE_INFINITY))
+    const hasher = new PasswordHasher(hashPool)
     const report = await runImport(database.db, hasher, document, {
       file,
       dryRun: args.values['dry-run'],
@@ -138,6 +140,7 @@ export async function main(argv: string[], io: ImportIo = {}): Promise<number> {
     }
     throw err
   } finally {
+    await hashPool.close()
     if (!io.database) await database.close()
   }
 }

@@ -119,7 +119,7 @@ async function planUsers(ctx: Context, users: ParsedUser[]): Promise<void> {
       findUserIdsByEmails(db, batch.map((u) => u.row.email)),
       findCredentialHashes(db, ids),
     ])
-    const decided = await mapLimit(batch, hasher.limiter.concurrency, async (user): Promise<UserPlan | null> => {
+    const decided = await mapLimit(batch, hasher.pool.capacity, async (user): Promise<UserPlan | null> => {
       const issue = { section: 'users' as const, index: user.index, id: user.key }
       const record = records.get(user.key)
       const exists = emailsById.has(user.key)

@@ -54,7 +54,7 @@ export async function runImport(
   // Argon2 work happens before any transaction: it never holds a database connection.
   const toHash = plan.users.filter((u) => u.credential === 'write')
   progress.start('hashing passwords', toHash.length)
-  await mapLimit(toHash, hasher.limiter.concurrency, async (u) => {
+  await mapLimit(toHash, hasher.pool.capacity, async (u) => {
     u.stored = await storedCredential(hasher, u.parsed.credential)
     progress.advance(1)
   })

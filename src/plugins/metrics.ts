@@ -47,7 +47,7 @@ export default fp(
       help: 'Argon2/scrypt operations running now',
       registers: [register],
       collect() {
-        this.set(app.hasher.limiter.inFlight)
+        this.set(app.hasher.pool.inFlight)
       },
     })
 

@@ -1,9 +1,11 @@
 // Password sign-up and sign-in: hashing, the previous system's hashes, no enumeration, no
 // mass assignment, and the bounded hashing queue.
 import { createHash, randomBytes, scryptSync } from 'node:crypto'
+import { readdirSync, readFileSync } from 'node:fs'
 import bcrypt from 'bcryptjs'
 import t from 'tap'
-import { HashLimiter, PasswordHasher, scryptFromBetterAuth } from '../../src/auth/password.js'
+import { HASH_THREAD_NICE, HashPool } from '../../src/auth/hash-pool.js'
+import { scryptFromBetterAuth } from '../../src/auth/password.js'
 import { newId } from '../../src/ids.js'
 import { buildTestApp, call, signUp, uniqueEmail } from '../helpers/app.js'
 
@@ -120,8 +122,7 @@ t.test('a bcrypt hash signs in and is upgraded', async (t) => {
 })
 
 t.test('a wrapped weak digest answers PASSWORD_RESET_REQUIRED only to the right password', async (t) => {
-  const hasher = new PasswordHasher(new HashLimiter(1, 4))
-  const user = await importedUser(await hasher.wrapWeakDigest('md5', createHash('md5').update(PASSWORD).digest('hex')))
+  const user = await importedUser(await app.hasher.wrapWeakDigest('md5', createHash('md5').update(PASSWORD).digest('hex')))
   const wrong = await signIn(user.email, 'a wrong guess at it')
   t.equal(wrong.statusCode, 401)
   const right = await signIn(user.email, PASSWORD)
@@ -130,16 +131,58 @@ t.test('a wrapped weak digest answers PASSWORD_RESET_REQUIRED only to the right 
   t.notOk(right.headers['set-cookie'], 'no session')
 })
 
-t.test('the hash queue refuses work past its length with 503 and Retry-After', async (t) => {
-  const limiter = new HashLimiter(1, 1)
-  let release!: () => void
-  const blocker = limiter.run(() => new Promise<void>((resolve) => (release = resolve)))
-  const queued = limiter.run(async () => 'queued ran')
-  await t.rejects(limiter.run(async () => 'never'), { status: 503, code: 'SERVICE_UNAVAILABLE', retryAfter: 2 })
-  release()
-  await blocker
-  t.equal(await queued, 'queued ran')
-  t.equal(limiter.inFlight, 0)
+const ARGON2 = { memoryCost: 19456, timeCost: 2, parallelism: 1 }
+
+t.test('the hash pool refuses work past its queue with 503 and Retry-After, and finishes the rest', async (t) => {
+  const pool = new HashPool(1, 1)
+  t.teardown(() => pool.close())
+  t.equal(pool.capacity, 2, 'one worker holds the running hash and the next one')
+  const accepted = [pool.argon2Hash('one password', ARGON2), pool.argon2Hash('two password', ARGON2), pool.argon2Hash('three password', ARGON2)]
+  t.equal(pool.inFlight, 3)
+  await t.rejects(pool.argon2Hash('four password', ARGON2), { status: 503, code: 'SERVICE_UNAVAILABLE', retryAfter: 2 })
+  const hashes = await Promise.all(accepted)
+  t.ok(hashes.every((h) => h.startsWith('$argon2id$')))
+  t.equal(await pool.argon2Verify(hashes[2]!, 'three password'), true)
+  t.equal(await pool.argon2Verify(hashes[2]!, 'two password'), false)
+  t.equal(pool.inFlight, 0)
+})
+
+t.test('closing the hash pool fails waiting work with 503 and refuses new work', async (t) => {
+  const pool = new HashPool(1, 8)
+  const running = pool.argon2Hash('first password', ARGON2)
+  const queued = [pool.argon2Hash('second password', ARGON2), pool.argon2Hash('third password', ARGON2)]
+  const outcomes = Promise.allSettled([running, ...queued])
+  await pool.close()
+  for (const outcome of await outcomes) t.match(outcome, { status: 'rejected', reason: { status: 503, code: 'SERVICE_UNAVAILABLE' } })
+  await t.rejects(pool.argon2Hash('later password', ARGON2), { status: 503, code: 'SERVICE_UNAVAILABLE' })
+})
+
+t.test('a malformed stored hash fails the verification instead of crashing the worker', async (t) => {
+  const pool = new HashPool(1, 1)
+  t.teardown(() => pool.close())
+  await t.rejects(pool.argon2Verify('$argon2id$v=19$m=19456,t=2,p=1$not-base64', 'password'))
+  t.match(await pool.argon2Hash('still works', ARGON2), /^\$argon2id\$/, 'the worker still answers')
+})
+
+/** The nice value of every thread of this process, by thread id (Linux). */
+function threadNiceness(): Map<number, number> {
+  const nice = new Map<number, number>()
+  for (const tid of readdirSync('/proc/self/task')) {
+    // Fields after the parenthesised name: state is field 3, nice field 19.
+    const fields = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+    nice.set(Number(tid), Number(fields[16]))
+  }
+  return nice
+}
+
+t.test('hashing runs on worker threads below the event loop\'s priority', { skip: process.platform !== 'linux' && 'thread priorities are read from /proc (Linux only)' }, async (t) => {
+  const before = [...threadNiceness().values()].filter((n) => n === HASH_THREAD_NICE).length
+  const pool = new HashPool(2, 0)
+  t.teardown(() => pool.close())
+  await Promise.all([pool.argon2Hash('a password', ARGON2), pool.argon2Hash('b password', ARGON2), pool.argon2Hash('c password', ARGON2)])
+  const nice = threadNiceness()
+  t.equal([...nice.values()].filter((n) => n === HASH_THREAD_NICE).length - before, 2, 'one lowered thread per worker')
+  t.equal(nice.get(process.pid), 0, 'the event loop keeps its priority')
 })
 
 t.test('a flood of sign-ins past the hash queue gets 503 with Retry-After, never a 5xx otherwise', async (t) => {

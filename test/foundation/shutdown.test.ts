@@ -1,11 +1,14 @@
 // Graceful shutdown of the real server process: SIGTERM lets an in-flight request finish, refuses
-// new ones, closes the database and exits 0.
+// new ones, closes the database and exits 0. And in process: closing the app lets a running
+// handler finish before the hash pool and the database close.
 import { mkdtemp, rm } from 'node:fs/promises'
 import { connect, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { WEB_ORIGIN, uniqueEmail } from '../helpers/app.js'
+import { buildApp } from '../../src/app.js'
+import { loadConfig } from '../../src/config.js'
+import { call, signUp, TEST_ENV, WEB_ORIGIN, uniqueEmail } from '../helpers/app.js'
 import { freshPostgresUrl, usingPostgres } from '../helpers/db.js'
 import { startServer } from '../helpers/server-process.js'
 
@@ -92,4 +95,22 @@ t.test('SIGTERM during a slow request lets it finish, refuses new requests and e
 
   t.equal(await server.exited, 0, 'the process exits 0')
   t.notMatch(server.output(), /"level":(50|60)/, 'no error was logged during shutdown')
+})
+
+t.test('closing the app lets a sign-in in the middle of its hash finish, session written, before the pool and database close', async (t) => {
+  // The app owns its database here, so close() closes it (buildTestApp's apps share the file's).
+  const database = usingPostgres() ? { DATABASE_URL: await freshPostgresUrl() } : { PGLITE_DIR: 'memory://' }
+  const app = await buildApp(loadConfig({ ...TEST_ENV, ...database }))
+  await app.ready()
+  const user = await signUp(app)
+
+  // A client that has gone away looks the same to the handler: nobody waits on the connection.
+  const signIn = call(app, 'POST', '/api/auth/sign-in/email', { body: { email: user.email, password: user.password } })
+  for (let i = 0; i < 10_000 && app.hasher.pool.inFlight === 0; i++) await new Promise((r) => setImmediate(r))
+  t.ok(app.hasher.pool.inFlight > 0, 'the password is being verified')
+  await app.close()
+
+  const res = await signIn
+  t.equal(res.statusCode, 200, 'the sign-in finished normally')
+  t.match(res.headers['set-cookie'], /session_token=[^;]+/, 'its session was written and its cookie set')
 })
