@@ -1,5 +1,4 @@
 // Reads the configuration, builds the app, listens, and shuts down gracefully.
-import { buildApp } from './app.js'
 import { ConfigError, loadConfig } from './config.js'
 import { holdDataDirLock } from './data-dir-lock.js'
 
@@ -16,6 +15,9 @@ try {
 }
 
 holdDataDirLock(config.database) // the embedded database must not be opened by a second process
+// Loaded once the configuration is known good: a bad variable is reported at once, not after
+// the whole application has loaded.
+const { buildApp } = await import('./app.js')
 let app: Awaited<ReturnType<typeof buildApp>>
 try {
   app = await buildApp(config)

@@ -1,9 +1,9 @@
 import { z } from 'zod'
 import { UserSchema } from '../auth/schemas.js'
+import { ROLES } from '../auth/tables.js'
 import { CursorParam, Limit } from '../pagination.js'
 import { PLANS } from '../usage/plans.js'
 
-const ROLES = ['member', 'admin', 'owner'] as const
 const FutureInstant = z.iso.datetime({ offset: true }).describe('ISO-8601 instant in the future')
 
 export const UserIdParams = z.strictObject({ id: z.string().min(1).max(200) })

@@ -11,6 +11,7 @@ import { bootstrapOwnerAtStartup } from './bootstrap.js'
 import { currentUser, requireSession } from './guard.js'
 import { CallbackUrl, Email, ErrorSchema, Password, SessionSchema, toSessionJson, toUserJson, UserSchema } from './schemas.js'
 import { invalidCredentials, requestMeta, signUpWithEmail, startSession, verifyEmailPassword } from './service.js'
+import { ROLES } from './tables.js'
 
 const tags = ['auth']
 
@@ -148,7 +149,7 @@ export default async function authRoutes(fastify: FastifyInstance) {
             id: z.string(),
             email: z.string(),
             name: z.string(),
-            role: z.enum(['member', 'admin', 'owner']),
+            role: z.enum(ROLES),
             plan: z.enum(['free', 'premium', 'premium_plus']),
             emailVerified: z.boolean(),
             sessionExpiresAt: z.string(),

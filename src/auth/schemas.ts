@@ -1,6 +1,7 @@
 import { z } from 'zod'
 import { PASSWORD_MAX, PASSWORD_MIN } from './password.js'
 import type { SessionUser, SessionView } from './sessions.js'
+import { ROLES } from './tables.js'
 
 export const Email = z
   .string()
@@ -19,7 +20,7 @@ export const UserSchema = z
     email: z.string(),
     emailVerified: z.boolean(),
     image: z.string().nullable(),
-    role: z.enum(['member', 'admin', 'owner']),
+    role: z.enum(ROLES),
     plan: z.enum(['free', 'premium', 'premium_plus']),
     planExpiresAt: z.string().nullable(),
     createdAt: z.string(),

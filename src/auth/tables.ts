@@ -4,7 +4,8 @@ import type { ProfileColumns } from '../profile/tables.js'
 type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>
 type CreatedAt = ColumnType<Date, Date | string | undefined, never>
 
-export type Role = 'member' | 'admin' | 'owner'
+export const ROLES = ['member', 'admin', 'owner'] as const
+export type Role = (typeof ROLES)[number]
 export type Plan = 'free' | 'premium' | 'premium_plus'
 
 export interface UserTable extends ProfileColumns {

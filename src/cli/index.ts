@@ -1,10 +1,7 @@
 // The command line: `npm run cli -- <command> ...` (or `node dist/src/cli/index.js <command> ...`).
-import { openDatabase } from '../../db/index.js'
-import { migrateToLatest } from '../../db/migrate.js'
-import type { Role } from '../auth/tables.js'
+import { ROLES, type Role } from '../auth/tables.js'
 import { ConfigError, loadConfig } from '../config.js'
 import { dataDirHolder, dataDirInUseMessage, holdDataDirLock } from '../data-dir-lock.js'
-import { ROLES, setRole } from './set-role.js'
 
 const USAGE = `Usage:
   npm run cli -- set-role <email> <member|admin|owner>
@@ -40,6 +37,10 @@ async function main(argv: string[]): Promise<number> {
     holdDataDirLock(config.database) // keeps a server from starting on the directory meanwhile
   }
 
+  // Loaded only now: usage and configuration errors answer without loading the database drivers.
+  const [{ openDatabase }, { migrateToLatest }, { setRole }] = await Promise.all([
+    import('../../db/index.js'), import('../../db/migrate.js'), import('./set-role.js'),
+  ])
   const database = await openDatabase({ ...config.database, poolSize: 1 })
   try {
     await migrateToLatest(database.db) // a fresh data directory gets its tables, as at server start

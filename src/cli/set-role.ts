@@ -4,8 +4,6 @@ import type { DB } from '../../db/index.js'
 import { recordAudit } from '../admin/audit.js'
 import type { Role } from '../auth/tables.js'
 
-export const ROLES: readonly Role[] = ['member', 'admin', 'owner']
-
 export type SetRoleResult = { ok: true; from: Role; to: Role } | { ok: false; reason: 'no_such_user' }
 
 export async function setRole(db: DB, email: string, role: Role): Promise<SetRoleResult> {
