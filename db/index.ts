@@ -23,6 +23,8 @@ export interface DatabaseOptions {
   pgliteDir: string
   poolSize: number
   onPoolError?: (err: Error) => void
+  /** PGlite only: start from this dumped data directory (`dumpDataDir`) instead of an empty one. */
+  pgliteSnapshot?: Blob
 }
 
 const INT8 = 20
@@ -69,6 +71,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
   const dataDir = options.pgliteDir === 'memory://' ? undefined : options.pgliteDir
   const pglite = await PGlite.create(dataDir, {
     parsers: { [DATE]: (value: string) => value, [INT8]: (value: string) => Number(value) },
+    loadDataDir: options.pgliteSnapshot,
   })
   const db = new Kysely<Database>({ dialect: new PGliteDialect({ pglite }) })
   return {

@@ -5,6 +5,7 @@ import pg from 'pg'
 import t from 'tap'
 import { openDatabase, type DatabaseHandle } from '../../db/index.js'
 import { migrateToLatest } from '../../db/migrate.js'
+import { readPgliteSnapshot } from './pglite-snapshot.js'
 
 let shared: Promise<DatabaseHandle> | undefined
 
@@ -32,7 +33,7 @@ export async function freshPostgresUrl(): Promise<string> {
 export function testDatabase(): Promise<DatabaseHandle> {
   shared ??= (async () => {
     const url = usingPostgres() ? await freshPostgresUrl() : undefined
-    const handle = await openDatabase({ url, pgliteDir: 'memory://', poolSize: 10 })
+    const handle = await openDatabase({ url, pgliteDir: 'memory://', poolSize: 10, pgliteSnapshot: url ? undefined : readPgliteSnapshot() })
     await migrateToLatest(handle.db)
     t.teardown(() => handle.close())
     return handle

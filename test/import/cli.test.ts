@@ -36,10 +36,10 @@ function runImport(args: string[]): Promise<{ code: number; stdout: string; stde
 
 const readReport = (file: string): ImportReport => JSON.parse(readFileSync(file, 'utf8'))
 
-/** 2,500 users with entries, so that the run spans several batches. */
+/** 250 users with entries: with a batch size of 100 the run spans three batches. */
 function generatedExport(): string {
   const password = JSON.parse(readFileSync(FIXTURE, 'utf8')).users[1].password
-  const users = Array.from({ length: 2500 }, (_, i) => ({
+  const users = Array.from({ length: 250 }, (_, i) => ({
     id: `gen_${i}`, email: `Gen.${i}@Example.id`, name: `Gen ${i}`, role: 'user', createdAt: '2024-03-01T08:00:00Z', password,
   }))
   const journalEntries = users.map((u, i) => ({ id: `gen_j_${i}`, userId: u.id, content: 'text', mood: 3, entryDate: '2024-05-01' }))
@@ -71,21 +71,21 @@ t.test('a second run reports everything unchanged and writes nothing', async (t)
 
 t.test('a file spanning several batches imports completely, then is unchanged', async (t) => {
   const file = generatedExport()
-  const first = await runImport([file, '--batch-size', '1000'])
+  const first = await runImport([file, '--batch-size', '100'])
   t.equal(first.code, 0, first.stderr)
   const report: ImportReport = JSON.parse(first.stdout)
-  t.match(report.counts.users, { total: 2500, created: 2500, rejected: 0 })
-  t.match(report.counts.journalEntries, { total: 2500, created: 2500, rejected: 0 })
-  const second = await runImport([file, '--batch-size', '1000', '--dry-run'])
+  t.match(report.counts.users, { total: 250, created: 250, rejected: 0 })
+  t.match(report.counts.journalEntries, { total: 250, created: 250, rejected: 0 })
+  const second = await runImport([file, '--batch-size', '100', '--dry-run'])
   t.equal(second.code, 0)
-  t.match(JSON.parse(second.stdout).counts.users, { unchanged: 2500 })
+  t.match(JSON.parse(second.stdout).counts.users, { unchanged: 250 })
 })
 
 t.test('the rows are in the database the server uses', async (t) => {
   const handle = await openDatabase({ url: env.DATABASE_URL, pgliteDir: dataDir, poolSize: 1 })
   t.teardown(() => handle.close())
   const users = await handle.db.selectFrom('user').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()
-  t.equal(users.n, 2510)
+  t.equal(users.n, 260)
   const events = await handle.db.selectFrom('audit_event').select('details').where('action', '=', 'import.completed').execute()
   t.equal(events.length, 3, 'one audit event per run that wrote (a dry run writes none)')
 })
