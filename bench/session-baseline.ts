@@ -1,13 +1,16 @@
 // The second baseline: the least a session check can do, in a bare Fastify (logger off). Reads the
 // session cookie, SHA-256 of its token, one indexed join of session and user on the same
 // PostgreSQL (node-postgres pool of 20). No signature check, no renewal, no schema work.
-// Usage: tsx bench/session-baseline.ts <port> <databaseUrl> <cookieName>
+// With `prepared`, the join is a named prepared statement, as the service's own lookup is
+// (db/prepared.ts): the stricter baseline, since it saves PostgreSQL the parse and plan per call.
+// Usage: tsx bench/session-baseline.ts <port> <databaseUrl> <cookieName> [prepared]
 import { createHash } from 'node:crypto'
 import Fastify from 'fastify'
 import pg from 'pg'
 
-const [port = '18081', databaseUrl, cookieName = 'better-auth.session_token'] = process.argv.slice(2)
-if (!databaseUrl) throw new Error('usage: session-baseline.ts <port> <databaseUrl> <cookieName>')
+const [port = '18081', databaseUrl, cookieName = 'better-auth.session_token', mode] = process.argv.slice(2)
+if (!databaseUrl) throw new Error('usage: session-baseline.ts <port> <databaseUrl> <cookieName> [prepared]')
+const name = mode === 'prepared' ? 'session_lookup' : undefined
 const pool = new pg.Pool({ connectionString: databaseUrl, max: 20 })
 
 const QUERY = `select s.id as session_id, s.expires_at, u.id, u.name, u.email, u.email_verified, u.image,
@@ -32,7 +35,7 @@ app.get('/', async (request, reply) => {
   const token = tokenOf(request.headers.cookie)
   if (!token) return reply.code(401).send({ session: null })
   const hash = createHash('sha256').update(token).digest('hex')
-  const { rows } = await pool.query(QUERY, [hash])
+  const { rows } = await pool.query({ name, text: QUERY, values: [hash] })
   if (rows.length === 0) return reply.code(401).send({ session: null })
   return { session: { id: rows[0].session_id, expiresAt: rows[0].expires_at }, user: rows[0] }
 })
