@@ -22,7 +22,7 @@ import consentRoutes from './consent/routes.js'
 import { serviceUnavailable } from './errors.js'
 import healthRoutes from './health/routes.js'
 import journalRoutes from './journal/routes.js'
-import { loggerOptions } from './logging.js'
+import { loggerOptions, RequestLog } from './logging.js'
 import { RunningHandlers } from './running-handlers.js'
 import errorHandling, { frameworkError } from './plugins/errors.js'
 import metrics from './plugins/metrics.js'
@@ -73,6 +73,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
     bodyLimit: config.bodyLimit,
     trustProxy: config.trustProxy,
     return503OnClosing: false,
+    logController: new RequestLog(),
     genReqId: (req) => {
       const given = req.headers['x-request-id']
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()

@@ -1,5 +1,5 @@
 // Pino options: JSON, one line per request with its id; secrets never reach the log.
-import type { FastifyReply, FastifyRequest } from 'fastify'
+import { LogController, type FastifyReply, type FastifyRequest } from 'fastify'
 import type { LoggerOptions } from 'pino'
 
 const SENSITIVE_QUERY = /^(token|code|state|password|secret|signature|id_token|access_token|refresh_token|session_token|api_key|key)$/i
@@ -64,5 +64,22 @@ export function loggerOptions(level: string): LoggerOptions {
         return { statusCode: reply.statusCode }
       },
     },
+  }
+}
+
+/**
+ * One line per request at info (DESIGN.md), written when it is answered: id, method, URL, status
+ * and time. Fastify's default wrote two, the first without the status and the second without the
+ * method or URL. The arrival is logged at debug only, for a request that never gets an answer.
+ */
+export class RequestLog extends LogController {
+  override incomingRequest(request: FastifyRequest): void {
+    request.log.debug({ req: request }, 'incoming request')
+  }
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    const line = { req: request, res: reply, responseTime: reply.elapsedTime }
+    if (error) reply.log.error({ ...line, err: error }, 'request errored')
+    else reply.log.info(line, 'request completed')
   }
 }

@@ -42,6 +42,22 @@ t.test('cookies, authorization headers, passwords and query tokens are not logge
   t.match(log, /lang=en/, 'harmless query parameters stay readable')
 })
 
+t.test('at info a request is one line: id, method, URL, status and time; its arrival is logged only at debug', async (t) => {
+  t.teardown(() => { app.log.level = 'trace' })
+  for (const [level, expected] of [['info', ['request completed']], ['debug', ['incoming request', 'request completed']]] as const) {
+    app.log.level = level
+    lines.length = 0
+    const id = `one-line-${level}`
+    const res = await app.inject({ method: 'GET', url: '/api/health/live?lang=en', headers: { 'x-request-id': id } })
+    t.equal(res.statusCode, 200)
+    const own = lines.map((l) => JSON.parse(l)).filter((l) => l.reqId === id)
+    t.same(own.map((l) => l.msg), expected, `${level}: ${expected.join(', ')}`)
+    const done = own.at(-1)
+    t.match(done, { level: 30, req: { method: 'GET', url: '/api/health/live?lang=en' }, res: { statusCode: 200 } })
+    t.type(done.responseTime, 'number')
+  }
+})
+
 t.test('objects logged by our own code have their secrets redacted, at the top level and nested', async (t) => {
   lines.length = 0
   app.log.info({

@@ -52,7 +52,7 @@ function readResponse(socket: Socket): Promise<{ status: number; headers: string
 }
 
 t.test('SIGTERM during a slow request lets it finish, refuses new requests and exits 0', async (t) => {
-  const server = await startServer({ ...(await databaseEnv()), LOG_LEVEL: 'info' }, 90_000)
+  const server = await startServer({ ...(await databaseEnv()), LOG_LEVEL: 'debug' }, 90_000)
   t.teardown(() => server.stop('SIGKILL'))
   const { hostname, port } = new URL(server.url)
 
