@@ -5,7 +5,7 @@ import { readdirSync, readFileSync } from 'node:fs'
 import bcrypt from 'bcryptjs'
 import t from 'tap'
 import { HASH_THREAD_NICE, HashPool } from '../../src/auth/hash-pool.js'
-import { scryptFromBetterAuth } from '../../src/auth/password.js'
+import { ARGON2, scryptFromBetterAuth } from '../../src/auth/password.js'
 import { newId } from '../../src/ids.js'
 import { buildTestApp, call, signUp, uniqueEmail } from '../helpers/app.js'
 
@@ -130,8 +130,6 @@ t.test('a wrapped weak digest answers PASSWORD_RESET_REQUIRED only to the right 
   t.match(right.json(), { code: 'PASSWORD_RESET_REQUIRED', status: 403 })
   t.notOk(right.headers['set-cookie'], 'no session')
 })
-
-const ARGON2 = { memoryCost: 19456, timeCost: 2, parallelism: 1 }
 
 t.test('the hash pool refuses work past its queue with 503 and Retry-After, and finishes the rest', async (t) => {
   const pool = new HashPool(1, 1)
