@@ -27,7 +27,10 @@ export async function writePgliteSnapshot(): Promise<void> {
   }
 }
 
-/** The snapshot when a test run made one (a file run outside tap starts from an empty PGlite). */
+/**
+ * The snapshot a test run made, if any: a file run outside tap uses the last run's (its migrations
+ * still run on top) or, with none, an empty PGlite.
+ */
 export function readPgliteSnapshot(): Blob | undefined {
   return existsSync(PGLITE_SNAPSHOT) ? new Blob([readFileSync(PGLITE_SNAPSHOT)]) : undefined
 }
