@@ -6,6 +6,7 @@ import * as m0003 from './0003_journal_compatibility.js'
 import * as m0004 from './0004_payments.js'
 import * as m0005 from './0005_admin_consent.js'
 import * as m0006 from './0006_import.js'
+import * as m0007 from './0007_purge.js'
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -14,4 +15,5 @@ export const migrations: Record<string, Migration> = {
   '0004_payments': m0004,
   '0005_admin_consent': m0005,
   '0006_import': m0006,
+  '0007_purge': m0007,
 }

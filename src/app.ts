@@ -1,7 +1,7 @@
 // The application as a function of its configuration. src/server.ts only starts it.
 import { randomUUID } from 'node:crypto'
 import cookie from '@fastify/cookie'
-import Fastify, { type FastifyInstance } from 'fastify'
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify'
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod'
 import type { DestinationStream } from 'pino'
 import { openDatabase, type DatabaseHandle, type DB } from '../db/index.js'
@@ -10,10 +10,10 @@ import adminRoutes from './admin/routes.js'
 import authRoutes from './auth/routes.js'
 import idpRoutes from './auth/idp-routes.js'
 import mailer from './auth/mail.js'
+import purge from './maintenance/purge.js'
 import { SessionCookie } from './auth/cookies.js'
 import compatibilityRoutes from './compatibility/routes.js'
 import paymentRoutes from './payment/routes.js'
-import sessionValidation from './auth/guard.js'
 import { HashPool } from './auth/hash-pool.js'
 import { PasswordHasher } from './auth/password.js'
 import { SessionManager } from './auth/sessions.js'
@@ -27,8 +27,8 @@ import { RunningHandlers } from './running-handlers.js'
 import errorHandling, { frameworkError } from './plugins/errors.js'
 import metrics from './plugins/metrics.js'
 import openapi from './plugins/openapi.js'
-import origins from './plugins/origins.js'
 import rateLimits from './plugins/rate-limit.js'
+import routePolicy, { policyOf } from './plugins/route-policy.js'
 import redisConnection from './plugins/redis.js'
 import profileRoutes from './profile/routes.js'
 import usageRoutes from './usage/routes.js'
@@ -58,6 +58,9 @@ declare module 'fastify' {
     sessionCookie: SessionCookie
     /** True once shutdown began: new requests get 503. */
     closing: boolean
+    /** Runs work after the reply is sent (running-handlers.ts); `settled()` waits for it and the mail it sends. */
+    afterReply(request: FastifyRequest, what: string, task: () => Promise<unknown>): void
+    settled(): Promise<void>
   }
 }
 
@@ -104,15 +107,24 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   // Closing: handlers still running (their client may have gone) finish first, then what they use.
   const handlers = new RunningHandlers()
   app.addHook('onRoute', (route) => handlers.track(route))
+  app.decorate('afterReply', (request: FastifyRequest, what: string, task: () => Promise<unknown>) => handlers.afterReply(request.log, what, task))
+  app.decorate('settled', async () => {
+    await handlers.drained()
+    await app.mailer.flush()
+  })
   app.addHook('onClose', async () => {
     await handlers.drained()
     await hashPool.close()
     if (!deps.database) await database.close()
   })
 
-  // Hooks run in registration order: shutdown, request id, origins and CORS, then the session.
+  // Hooks run in registration order: this one, then the route policy (origin and CORS, rate
+  // limits, session, access). The headers are set first, so every answer carries them, errors too.
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id)
+    reply.header('x-content-type-options', 'nosniff')
+    // Sessions, credentials and personal data must never sit in a shared or browser cache.
+    if (!policyOf(request).cacheable) reply.header('cache-control', 'no-store')
     if (app.closing) {
       reply.header('connection', 'close')
       throw serviceUnavailable('The service is shutting down', 5)
@@ -126,11 +138,13 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
 
   await app.register(errorHandling)
   await app.register(redisConnection, { url: config.redisUrl })
-  await app.register(origins, { trustedOrigins: config.auth.trustedOrigins })
   await app.register(rateLimits)
   await app.register(cookie, { secret: config.auth.secrets, hook: 'onRequest' })
-  await app.register(sessionValidation, { sessions, cookie: sessionCookie })
+  await app.register(routePolicy, {
+    trustedOrigins: config.auth.trustedOrigins, webOrigin: config.auth.webOrigin, sessions, cookie: sessionCookie,
+  })
   await app.register(mailer)
+  await app.register(purge)
   await app.register(openapi, { serverUrl: config.auth.baseUrl })
   await app.register(metrics)
 

@@ -45,6 +45,7 @@ const envSchema = z.object({
   AUTH_TRUSTED_ORIGIN: originList.default([]),
   WEB_ORIGIN: optionalString.pipe(httpUrl.optional()),
   SESSION_TTL_DAYS: int(1, 365).default(30),
+  PURGE_INTERVAL_SECONDS: int(0, 86400).default(3600),
   REQUIRE_EMAIL_VERIFICATION: bool.default(false),
   BOOTSTRAP_OWNER_EMAIL: optionalString.pipe(z.email().optional()),
 
@@ -62,6 +63,7 @@ const envSchema = z.object({
   RATE_LIMIT_SIGN_IN_EMAIL_PER_MINUTE: int(1, 1_000_000).default(5),
   RATE_LIMIT_SIGN_UP_IP_PER_MINUTE: int(1, 1_000_000).default(5),
   RATE_LIMIT_MAIL_PER_HOUR: int(1, 1_000_000).default(3),
+  RATE_LIMIT_PASSWORD_CHECKS_PER_MINUTE: int(1, 1_000_000).default(5),
 
   HASH_MAX_CONCURRENCY: int(1, 256).optional(),
   HASH_MAX_QUEUE: int(0, 10_000).default(64),
@@ -102,6 +104,8 @@ export interface Config {
     requireEmailVerification: boolean
     bootstrapOwnerEmail?: string
   }
+  /** Seconds between purges of expired sessions and verification tokens; 0 disables them. */
+  purge: { intervalSeconds: number }
   idp: { issuer: string; clientId?: string; clientSecret?: string }
   mail: { smtpUrl?: string; from: string }
   redisUrl?: string
@@ -113,6 +117,7 @@ export interface Config {
     signInEmailPerMinute: number
     signUpIpPerMinute: number
     mailPerHour: number
+    passwordChecksPerMinute: number
   }
   hashing: { maxConcurrency?: number; maxQueue: number }
   bodyLimit: number
@@ -183,6 +188,7 @@ export function loadConfig(
       requireEmailVerification: e.REQUIRE_EMAIL_VERIFICATION,
       bootstrapOwnerEmail: e.BOOTSTRAP_OWNER_EMAIL?.toLowerCase(),
     },
+    purge: { intervalSeconds: e.PURGE_INTERVAL_SECONDS },
     idp: { issuer: e.IDP_ISSUER, clientId: e.IDP_CLIENT_ID, clientSecret: e.IDP_CLIENT_SECRET },
     mail: { smtpUrl: e.SMTP_URL, from: e.MAIL_FROM },
     redisUrl: e.REDIS_URL,
@@ -193,6 +199,7 @@ export function loadConfig(
       signInEmailPerMinute: e.RATE_LIMIT_SIGN_IN_EMAIL_PER_MINUTE,
       signUpIpPerMinute: e.RATE_LIMIT_SIGN_UP_IP_PER_MINUTE,
       mailPerHour: e.RATE_LIMIT_MAIL_PER_HOUR,
+      passwordChecksPerMinute: e.RATE_LIMIT_PASSWORD_CHECKS_PER_MINUTE,
     },
     hashing: { maxConcurrency: e.HASH_MAX_CONCURRENCY, maxQueue: e.HASH_MAX_QUEUE },
     bodyLimit: e.BODY_LIMIT_BYTES,

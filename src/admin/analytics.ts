@@ -2,7 +2,8 @@
 import { sql, type Kysely } from 'kysely'
 import type { Database } from '../../db/schema.js'
 import type { Plan, Role } from '../auth/tables.js'
-import { currentPeriod, METRIC_PERIOD, METRICS, PLANS, type Metric } from '../usage/plans.js'
+import { PLANS } from '../auth/tables.js'
+import { currentPeriod, METRIC_PERIOD, METRICS, type Metric } from '../usage/plans.js'
 
 export interface DateRange {
   /** Inclusive UTC calendar dates, YYYY-MM-DD. */

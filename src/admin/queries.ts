@@ -44,10 +44,11 @@ export async function findUserForUpdate(trx: Transaction<Database>, id: string):
   return row && toSessionUser(row)
 }
 
+/** Changes the plan of a user. Never the role: that is changeRole's (roles.ts). */
 export async function updateUser(
   trx: Transaction<Database>,
   id: string,
-  changes: { role?: Role; plan?: Plan; plan_expires_at?: Date | null },
+  changes: { plan?: Plan; plan_expires_at?: Date | null },
   now: Date,
 ): Promise<SessionUser> {
   const row = await trx
@@ -57,12 +58,6 @@ export async function updateUser(
     .returning(userColumns)
     .executeTakeFirstOrThrow()
   return toSessionUser(row)
-}
-
-/** Ends every session of the user in the caller's transaction; the next request with one is 401. */
-export async function deleteSessionsOf(trx: Transaction<Database>, userId: string): Promise<number> {
-  const result = await trx.deleteFrom('session').where('user_id', '=', userId).executeTakeFirst()
-  return Number(result.numDeletedRows)
 }
 
 export interface UserCounts {

@@ -1,7 +1,9 @@
-// /api/v1/admin/*: every route needs the admin or owner role (403 FORBIDDEN for anyone else).
+// /api/v1/admin/*: every route's policy is ADMIN, the admin or owner role (403 FORBIDDEN for anyone
+// else), checked at onRequest so a member learns nothing about the admin schemas, not even from a 400.
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
-import { currentUser, requireRole } from '../auth/guard.js'
+import { currentUser } from '../auth/guard.js'
+import { ADMIN } from '../plugins/route-policy.js'
 import { ErrorSchema, UserSchema } from '../auth/schemas.js'
 import {
   AdminUserSchema, AnalyticsQuery, AuditListSchema, AuditQuery, EmptyBody, ListUsersQuery, RevokedSchema,
@@ -17,13 +19,11 @@ const actorOf = (request: FastifyRequest): Actor => ({ user: currentUser(request
 
 export default async function adminRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>()
-  // Encapsulated: no route registered here can forget the role check. It runs at onRequest (after
-  // session validation) so a member learns nothing about the admin schemas, not even from a 400.
-  app.addHook('onRequest', requireRole('admin', 'owner'))
 
   app.get(
     '/api/v1/admin/users',
     {
+      config: { policy: ADMIN },
       schema: {
         operationId: 'listUsers', tags, summary: 'Find users by exact email, text, role or plan; newest first',
         querystring: ListUsersQuery, response: { 200: UserListSchema, ...errors },
@@ -38,6 +38,7 @@ export default async function adminRoutes(fastify: FastifyInstance) {
   app.get(
     '/api/v1/admin/users/:id',
     {
+      config: { policy: ADMIN },
       schema: {
         operationId: 'getUser', tags, summary: 'One user with counts of their sessions, entries, results and payments',
         params: UserIdParams, response: { 200: AdminUserSchema, ...errors },
@@ -49,6 +50,7 @@ export default async function adminRoutes(fastify: FastifyInstance) {
   app.post(
     '/api/v1/admin/users/:id/make-admin',
     {
+      config: { policy: ADMIN },
       schema: {
         operationId: 'makeUserAdmin', tags, summary: 'Give a user the admin role (idempotent)',
         params: UserIdParams, body: EmptyBody, response: { 200: UserSchema, ...errors },
@@ -60,6 +62,7 @@ export default async function adminRoutes(fastify: FastifyInstance) {
   app.post(
     '/api/v1/admin/users/:id/role',
     {
+      config: { policy: ADMIN },
       schema: {
         operationId: 'setUserRole', tags,
         summary: 'Set a user\'s role to member or admin; demoting an admin ends their sessions',
@@ -72,6 +75,7 @@ export default async function adminRoutes(fastify: FastifyInstance) {
   app.post(
     '/api/v1/admin/users/:id/premium-plus',
     {
+      config: { policy: ADMIN },
       schema: {
         operationId: 'setUserPremiumPlus', tags, summary: 'Put a user on premium_plus, until expiresAt or without end',
         params: UserIdParams, body: SetPremiumPlusBody, response: { 200: UserSchema, ...errors },
@@ -84,6 +88,7 @@ export default async function adminRoutes(fastify: FastifyInstance) {
   app.post(
     '/api/v1/admin/users/:id/plan',
     {
+      config: { policy: ADMIN },
       schema: {
         operationId: 'setUserPlan', tags, summary: 'Set a user\'s plan, until expiresAt or without end',
         params: UserIdParams, body: SetPlanBody, response: { 200: UserSchema, ...errors },
@@ -95,6 +100,7 @@ export default async function adminRoutes(fastify: FastifyInstance) {
   app.post(
     '/api/v1/admin/users/:id/revoke-sessions',
     {
+      config: { policy: ADMIN },
       schema: {
         operationId: 'revokeUserSessions', tags, summary: 'End every session of a user',
         params: UserIdParams, body: EmptyBody, response: { 200: RevokedSchema, ...errors },
@@ -106,6 +112,7 @@ export default async function adminRoutes(fastify: FastifyInstance) {
   app.get(
     '/api/v1/admin/analytics/usage',
     {
+      config: { policy: ADMIN },
       schema: {
         operationId: 'getUsageAnalytics', tags,
         summary: 'Users by role and plan, sign-ups per day, active sessions, usage and paid payments over a UTC date range',
@@ -118,6 +125,7 @@ export default async function adminRoutes(fastify: FastifyInstance) {
   app.get(
     '/api/v1/admin/audit',
     {
+      config: { policy: ADMIN },
       schema: {
         operationId: 'listAuditEvents', tags, summary: 'The audit log, newest first',
         querystring: AuditQuery, response: { 200: AuditListSchema, ...errors },

@@ -3,14 +3,15 @@
 import type { FastifyInstance } from 'fastify'
 import type { SessionUser } from '../auth/sessions.js'
 import type { Plan, Role } from '../auth/tables.js'
-import { findUserById } from '../auth/queries.js'
+import { endSessionsOfUser, findUserById } from '../auth/queries.js'
 import { iso, toUserJson, type UserJson } from '../auth/schemas.js'
 import { AppError, forbidden, notFound } from '../errors.js'
 import { daysOf, usageAnalytics, type DateRange, type UsageAnalytics } from './analytics.js'
 import { recordAudit } from './audit.js'
+import { changeRole } from './roles.js'
 import { toPage, type Cursor, type Page } from '../pagination.js'
 import {
-  countsFor, deleteSessionsOf, findAuditEvents, findUserForUpdate, findUsers, updateUser,
+  countsFor, findAuditEvents, findUserForUpdate, findUsers, updateUser,
   type AuditFilters, type UserCounts, type UserFilters,
 } from './queries.js'
 import type { AuditEventJson } from './schemas.js'
@@ -61,14 +62,10 @@ export async function setUserRole(app: FastifyInstance, actor: Actor, id: string
     const before = await findUserForUpdate(trx, id)
     if (!before) throw notFound('User')
     if (before.role === 'owner') throw forbidden('An owner cannot be changed through the API')
-    const after = before.role === role ? before : await updateUser(trx, id, { role }, app.clock.now())
-    // A demoted admin keeps no session that was opened with admin rights.
-    const sessionsRevoked = before.role === 'admin' && role !== 'admin' ? await deleteSessionsOf(trx, id) : 0
-    await recordAudit(trx, {
-      actorId: actor.user.id, action: 'admin.user.role_changed', targetType: 'user', targetId: id, ip: actor.ip,
-      details: { via, before: { role: before.role }, after: { role: after.role }, sessionsRevoked },
-    })
-    return toUserJson(after)
+    // changeRole ends a demoted admin's sessions and audits the act, a no-op included.
+    const now = app.clock.now()
+    await changeRole(trx, { userId: id, from: before.role, to: role, actorId: actor.user.id, ip: actor.ip, via, now })
+    return toUserJson(before.role === role ? before : { ...before, role, updatedAt: now })
   })
 }
 
@@ -106,7 +103,7 @@ export async function revokeUserSessions(app: FastifyInstance, actor: Actor, id:
     const target = await findUserForUpdate(trx, id)
     if (!target) throw notFound('User')
     if (target.role === 'owner' && target.id !== actor.user.id) throw forbidden('An owner cannot be changed through the API')
-    const revoked = await deleteSessionsOf(trx, id)
+    const revoked = await endSessionsOfUser(trx, id)
     await recordAudit(trx, {
       actorId: actor.user.id, action: 'admin.user.sessions_revoked', targetType: 'user', targetId: id, ip: actor.ip,
       details: { before: { sessions: revoked }, after: { sessions: 0 }, revoked },

@@ -5,9 +5,10 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import { recordAudit } from '../admin/audit.js'
 import { AppError, notFound } from '../errors.js'
-import { assertSafeRedirect } from '../plugins/origins.js'
+import { PUBLIC } from '../plugins/route-policy.js'
+import { resolveOptionalRedirect } from '../redirect.js'
 import { changePassword, requestPasswordReset, requestVerification, resetPassword, verifyEmail } from './account-service.js'
-import { currentUser, requireSession } from './guard.js'
+import { currentUser } from './guard.js'
 import { CallbackUrl, Email, ErrorSchema, Password, SessionSchema, toSessionJson, toUserJson, UserSchema } from './schemas.js'
 
 const tags = ['auth']
@@ -17,11 +18,15 @@ const Token = z.string().min(1).max(256)
 export default async function accountRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>()
 
-  const checkCallback = (url: string | undefined) => assertSafeRedirect(url, app.trustedOrigins, 'The callback URL')
+  const callback = (url: string | undefined, field: string) => resolveOptionalRedirect(url, app.redirectRules, field)
+  // The mail routes answer before they look the address up: the same work, so the same time, for an
+  // email with an account and one without (no enumeration by timing).
+  const MAIL_ROUTE = { access: 'public', rateLimit: { perEmail: 'mail' } } as const
 
   app.post(
     '/api/auth/request-password-reset',
     {
+      config: { policy: MAIL_ROUTE },
       schema: {
         operationId: 'requestPasswordReset',
         tags,
@@ -31,8 +36,9 @@ export default async function accountRoutes(fastify: FastifyInstance) {
       },
     },
     async (request) => {
-      checkCallback(request.body.redirectTo)
-      await requestPasswordReset(app, request, request.body.email, request.body.redirectTo)
+      const { email } = request.body
+      const redirectTo = callback(request.body.redirectTo, 'redirectTo')
+      app.afterReply(request, 'password reset request', () => requestPasswordReset(app, request, email, redirectTo))
       return { status: true as const }
     },
   )
@@ -40,6 +46,7 @@ export default async function accountRoutes(fastify: FastifyInstance) {
   app.post(
     '/api/auth/reset-password',
     {
+      config: { policy: PUBLIC },
       schema: {
         operationId: 'resetPassword',
         tags,
@@ -59,6 +66,7 @@ export default async function accountRoutes(fastify: FastifyInstance) {
   app.post(
     '/api/auth/send-verification-email',
     {
+      config: { policy: MAIL_ROUTE },
       schema: {
         operationId: 'sendVerificationEmail',
         tags,
@@ -68,8 +76,9 @@ export default async function accountRoutes(fastify: FastifyInstance) {
       },
     },
     async (request) => {
-      checkCallback(request.body.callbackURL)
-      await requestVerification(app, request, request.body.email, request.body.callbackURL)
+      const { email } = request.body
+      const callbackURL = callback(request.body.callbackURL, 'callbackURL')
+      app.afterReply(request, 'verification mail request', () => requestVerification(app, request, email, callbackURL))
       return { status: true as const }
     },
   )
@@ -77,6 +86,7 @@ export default async function accountRoutes(fastify: FastifyInstance) {
   app.get(
     '/api/auth/verify-email',
     {
+      config: { policy: PUBLIC },
       schema: {
         operationId: 'verifyEmail',
         tags,
@@ -86,10 +96,9 @@ export default async function accountRoutes(fastify: FastifyInstance) {
       },
     },
     async (request, reply) => {
-      const { token, callbackURL } = request.query
-      checkCallback(callbackURL)
-      // A relative callback is a page of the web front end, not of this API.
-      const target = callbackURL && new URL(callbackURL, app.config.auth.webOrigin)
+      const { token } = request.query
+      const callbackURL = callback(request.query.callbackURL, 'callbackURL')
+      const target = callbackURL === undefined ? undefined : new URL(callbackURL)
       try {
         await verifyEmail(app, request, token)
       } catch (err) {
@@ -102,91 +111,86 @@ export default async function accountRoutes(fastify: FastifyInstance) {
     },
   )
 
-  await app.register(async function signedIn(scope) {
-    const app = scope.withTypeProvider<ZodTypeProvider>()
-    app.addHook('onRequest', requireSession)
+  app.post(
+    '/api/auth/change-password',
+    {
+      config: { policy: { reverifiesPassword: true } },
+      schema: {
+        operationId: 'changePassword',
+        tags,
+        summary: 'Change the password; every other session of the account ends',
+        body: z.strictObject({
+          currentPassword: z.string().min(1).max(1024),
+          newPassword: Password,
+          // Accepted for better-auth's client; other sessions end whatever its value (API.md §2).
+          revokeOtherSessions: z.boolean().optional(),
+        }),
+        response: { 200: z.object({ token: z.null(), user: UserSchema }), 400: ErrorSchema, 401: ErrorSchema },
+      },
+    },
+    async (request) => {
+      const user = await changePassword(app, request, {
+        userId: currentUser(request).id,
+        currentSessionId: request.session!.id,
+        currentPassword: request.body.currentPassword,
+        newPassword: request.body.newPassword,
+      })
+      return { token: null, user: toUserJson(user) }
+    },
+  )
 
-    app.post(
-      '/api/auth/change-password',
-      {
-        schema: {
-          operationId: 'changePassword',
-          tags,
-          summary: 'Change the password; every other session of the account ends',
-          body: z.strictObject({
-            currentPassword: z.string().min(1).max(1024),
-            newPassword: Password,
-            // Accepted for better-auth's client; other sessions end whatever its value (API.md §2).
-            revokeOtherSessions: z.boolean().optional(),
-          }),
-          response: { 200: z.object({ token: z.null(), user: UserSchema }), 400: ErrorSchema, 401: ErrorSchema },
-        },
+  app.get(
+    '/api/auth/list-sessions',
+    {
+      schema: {
+        operationId: 'listSessions',
+        tags,
+        summary: 'The active sessions of the current user, newest first',
+        response: { 200: z.array(SessionSchema.extend({ current: z.boolean() })), 401: ErrorSchema },
       },
-      async (request) => {
-        const user = await changePassword(app, request, {
-          userId: currentUser(request).id,
-          currentSessionId: request.session!.id,
-          currentPassword: request.body.currentPassword,
-          newPassword: request.body.newPassword,
-        })
-        return { token: null, user: toUserJson(user) }
-      },
-    )
+    },
+    async (request) => {
+      const sessions = await app.sessions.list(currentUser(request).id)
+      return sessions.map((s) => ({ ...toSessionJson(s), current: s.id === request.session!.id }))
+    },
+  )
 
-    app.get(
-      '/api/auth/list-sessions',
-      {
-        schema: {
-          operationId: 'listSessions',
-          tags,
-          summary: 'The active sessions of the current user, newest first',
-          response: { 200: z.array(SessionSchema.extend({ current: z.boolean() })), 401: ErrorSchema },
-        },
+  app.post(
+    '/api/auth/revoke-session',
+    {
+      schema: {
+        operationId: 'revokeSession',
+        tags,
+        summary: 'End one session of the current user by its public id (404 for an unknown id or another user\'s)',
+        body: z.strictObject({ id: z.string().min(1).max(64) }),
+        response: { 200: Status, 401: ErrorSchema, 404: ErrorSchema },
       },
-      async (request, reply) => {
-        reply.header('cache-control', 'no-store')
-        const sessions = await app.sessions.list(currentUser(request).id)
-        return sessions.map((s) => ({ ...toSessionJson(s), current: s.id === request.session!.id }))
-      },
-    )
+    },
+    async (request, reply) => {
+      const user = currentUser(request)
+      if (!(await app.sessions.revokeById(user.id, request.body.id))) throw notFound('Session')
+      await recordAudit(app.db, { actorId: user.id, action: 'auth.session_revoked', targetType: 'session', targetId: request.body.id, ip: request.ip })
+      if (request.body.id === request.session!.id) app.sessionCookie.clear(reply)
+      return { status: true as const }
+    },
+  )
 
-    app.post(
-      '/api/auth/revoke-session',
-      {
-        schema: {
-          operationId: 'revokeSession',
-          tags,
-          summary: 'End one session of the current user by its public id (404 for an unknown id or another user\'s)',
-          body: z.strictObject({ id: z.string().min(1).max(64) }),
-          response: { 200: Status, 401: ErrorSchema, 404: ErrorSchema },
-        },
+  app.post(
+    '/api/auth/revoke-other-sessions',
+    {
+      schema: {
+        operationId: 'revokeOtherSessions',
+        tags,
+        summary: 'End every session of the current user but this one',
+        body: z.strictObject({}).optional(),
+        response: { 200: Status, 401: ErrorSchema },
       },
-      async (request, reply) => {
-        const user = currentUser(request)
-        if (!(await app.sessions.revokeById(user.id, request.body.id))) throw notFound('Session')
-        await recordAudit(app.db, { actorId: user.id, action: 'auth.session_revoked', targetType: 'session', targetId: request.body.id, ip: request.ip })
-        if (request.body.id === request.session!.id) app.sessionCookie.clear(reply)
-        return { status: true as const }
-      },
-    )
-
-    app.post(
-      '/api/auth/revoke-other-sessions',
-      {
-        schema: {
-          operationId: 'revokeOtherSessions',
-          tags,
-          summary: 'End every session of the current user but this one',
-          body: z.strictObject({}).optional(),
-          response: { 200: Status, 401: ErrorSchema },
-        },
-      },
-      async (request) => {
-        const user = currentUser(request)
-        const ended = await app.sessions.revokeAll(user.id, request.session!.id)
-        await recordAudit(app.db, { actorId: user.id, action: 'auth.other_sessions_revoked', targetType: 'user', targetId: user.id, ip: request.ip, details: { ended } })
-        return { status: true as const }
-      },
-    )
-  })
+    },
+    async (request) => {
+      const user = currentUser(request)
+      const ended = await app.sessions.revokeAll(user.id, request.session!.id)
+      await recordAudit(app.db, { actorId: user.id, action: 'auth.other_sessions_revoked', targetType: 'user', targetId: user.id, ip: request.ip, details: { ended } })
+      return { status: true as const }
+    },
+  )
 }

@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { recordAudit } from '../admin/audit.js'
 import { AppError } from '../errors.js'
 import { maybeBootstrapOwner } from './bootstrap.js'
-import { deleteSessionsOfUser, findPasswordHash, findUserByEmail, findUserById, setPasswordHash, type UserWithFlags } from './queries.js'
+import { endSessionsOfUser, findPasswordHash, findUserByEmail, findUserById, setPasswordHash, type UserWithFlags } from './queries.js'
 import { consumeToken, issueToken, peekToken, RESET_TOKEN_TTL_MS, revokeTokens, VERIFY_TOKEN_TTL_MS } from './verification.js'
 
 type Recipient = Pick<UserWithFlags, 'id' | 'email' | 'name'>
@@ -100,7 +100,7 @@ export async function resetPassword(app: FastifyInstance, request: FastifyReques
     await setPasswordHash(trx, record.userId, passwordHash, now)
     await trx.updateTable('user').set({ password_reset_required: false, updated_at: now }).where('id', '=', record.userId).execute()
     // Whoever held a session (perhaps the reason for the reset) is signed out everywhere.
-    const ended = await deleteSessionsOfUser(trx, record.userId)
+    const ended = await endSessionsOfUser(trx, record.userId)
     await revokeTokens(trx, 'reset-password', record.userId)
     await recordAudit(trx, {
       actorId: record.userId, action: 'auth.password_reset', targetType: 'user', targetId: record.userId,
@@ -151,7 +151,7 @@ export async function changePassword(
     const now = app.clock.now()
     await setPasswordHash(trx, input.userId, passwordHash, now)
     await trx.updateTable('user').set({ password_reset_required: false, updated_at: now }).where('id', '=', input.userId).execute()
-    const ended = await deleteSessionsOfUser(trx, input.userId, input.currentSessionId)
+    const ended = await endSessionsOfUser(trx, input.userId, { except: input.currentSessionId })
     await recordAudit(trx, {
       actorId: input.userId, action: 'auth.password_changed', targetType: 'user', targetId: input.userId,
       ip: request.ip, details: { otherSessionsEnded: ended },

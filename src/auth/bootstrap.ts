@@ -2,11 +2,9 @@
 // with that email becomes owner only once the email is verified: an unverified sign-up proves
 // nothing, so anyone could otherwise claim the address before its owner does.
 import type { FastifyInstance } from 'fastify'
-import type { Kysely, Transaction } from 'kysely'
+import type { Transaction } from 'kysely'
 import type { Database } from '../../db/schema.js'
-import { recordAudit } from '../admin/audit.js'
-
-type Db = Kysely<Database> | Transaction<Database>
+import { changeRole } from '../admin/roles.js'
 
 /**
  * Makes `user` the owner when its verified email is the bootstrap email. Call it in the
@@ -14,27 +12,22 @@ type Db = Kysely<Database> | Transaction<Database>
  * provider vouches for the email). Returns true when the role changed.
  */
 export async function maybeBootstrapOwner(
-  trx: Db,
+  trx: Transaction<Database>,
   user: { id: string; email: string; emailVerified: boolean },
   bootstrapEmail: string | undefined,
+  now = new Date(),
 ): Promise<boolean> {
   if (!bootstrapEmail || !user.emailVerified || user.email.toLowerCase() !== bootstrapEmail.toLowerCase()) return false
-  const updated = await trx
-    .updateTable('user')
-    .set({ role: 'owner', updated_at: new Date() })
+  const current = await trx
+    .selectFrom('user')
+    .select('role')
     .where('id', '=', user.id)
     .where('email_verified', '=', true)
-    .where('role', '!=', 'owner')
-    .returning('id')
+    .forUpdate()
     .executeTakeFirst()
-  if (!updated) return false
-  await recordAudit(trx, {
-    actorId: null,
-    action: 'admin.user.role_changed',
-    targetType: 'user',
-    targetId: user.id,
-    details: { to: 'owner', via: 'bootstrap_owner_email' },
-  })
+  if (!current || current.role === 'owner') return false
+  // A promotion (never a demotion): changeRole ends no session, and audits it like every role change.
+  await changeRole(trx, { userId: user.id, from: current.role, to: 'owner', actorId: null, ip: null, via: 'bootstrap_owner_email', now })
   return true
 }
 

@@ -5,7 +5,8 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import { recordAudit } from '../admin/audit.js'
 import { AppError, serviceUnavailable } from '../errors.js'
-import { assertSafeRedirect } from '../plugins/origins.js'
+import { PUBLIC } from '../plugins/route-policy.js'
+import { resolveRedirect } from '../redirect.js'
 import {
   identityProvider,
   setFlowCookie,
@@ -42,16 +43,15 @@ export default async function idpRoutes(fastify: FastifyInstance) {
   }
 
   // Relative paths are pages of the web front end, where the user started.
-  const absolute = (url: string) => (url.startsWith('/') ? `${webOrigin}${url}` : url)
+  const resolve = (url: string, field: string) => resolveRedirect(url, app.redirectRules, field)
 
-  /** Checks the client's URLs (no open redirect) and fills in the defaults. */
+  /** Resolves the client's URLs (no open redirect) and fills in the defaults. */
   const flowUrls = (q: { callbackURL?: string; errorCallbackURL?: string; newUserCallbackURL?: string }) => {
-    for (const [name, url] of Object.entries(q)) assertSafeRedirect(url, app.trustedOrigins, name)
-    const callbackURL = absolute(q.callbackURL ?? '/')
+    const callbackURL = resolve(q.callbackURL ?? '/', 'callbackURL')
     return {
       callbackURL,
-      errorCallbackURL: absolute(q.errorCallbackURL ?? '/auth/error'),
-      newUserCallbackURL: q.newUserCallbackURL ? absolute(q.newUserCallbackURL) : callbackURL,
+      errorCallbackURL: resolve(q.errorCallbackURL ?? '/auth/error', 'errorCallbackURL'),
+      newUserCallbackURL: q.newUserCallbackURL === undefined ? callbackURL : resolve(q.newUserCallbackURL, 'newUserCallbackURL'),
     }
   }
 
@@ -75,6 +75,7 @@ export default async function idpRoutes(fastify: FastifyInstance) {
   app.get(
     '/api/auth/sign-in/idp',
     {
+      config: { policy: PUBLIC },
       schema: {
         operationId: 'signInIdp',
         tags,
@@ -89,6 +90,7 @@ export default async function idpRoutes(fastify: FastifyInstance) {
   app.post(
     '/api/auth/sign-in/social',
     {
+      config: { policy: PUBLIC },
       schema: {
         operationId: 'signInSocial',
         tags,
@@ -111,6 +113,7 @@ export default async function idpRoutes(fastify: FastifyInstance) {
   app.get(
     '/api/auth/callback/idp',
     {
+      config: { policy: PUBLIC },
       schema: {
         operationId: 'callbackIdp',
         tags,
@@ -137,7 +140,15 @@ export default async function idpRoutes(fastify: FastifyInstance) {
       }
       const { code, state, error, iss } = request.query
       if (!flow) return fail('state_mismatch', 'no valid flow cookie')
-      const onError = (c: IdpFailureCode | string, why: string) => fail(c, why, flow.errorCallbackURL)
+      // Judged again, not trusted because the cookie is signed: a cookie from before a change of
+      // trusted origins (or of these rules) must not redirect anywhere they no longer allow.
+      let urls: ReturnType<typeof flowUrls>
+      try {
+        urls = flowUrls(flow)
+      } catch {
+        return fail('state_mismatch', 'flow cookie holds an untrusted URL')
+      }
+      const onError = (c: IdpFailureCode | string, why: string) => fail(c, why, urls.errorCallbackURL)
       if (app.clock.now().getTime() > flow.expiresAt) return onError('state_mismatch', 'flow expired')
       // Constant time: the state is the CSRF token of the whole flow.
       if (!state || !safeEqual(state, flow.state)) return onError('state_mismatch', 'state does not match the flow')
@@ -156,7 +167,7 @@ export default async function idpRoutes(fastify: FastifyInstance) {
       const outcome = await signInWithIdentity(app, identity, request.ip)
       if (!outcome.ok) return onError(outcome.error, 'account rules')
       await startSession(app, request, reply, outcome.userId, true)
-      return reply.redirect(outcome.isNewUser ? flow.newUserCallbackURL : flow.callbackURL, 302)
+      return reply.redirect(outcome.isNewUser ? urls.newUserCallbackURL : urls.callbackURL, 302)
     },
   )
 }

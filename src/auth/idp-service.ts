@@ -6,6 +6,7 @@ import { recordAudit } from '../admin/audit.js'
 import { newId } from '../ids.js'
 import { maybeBootstrapOwner } from './bootstrap.js'
 import { IdentityProvider, type IdpIdentity } from './oauth.js'
+import { endSessionsOfUser } from './queries.js'
 
 export const IDP = 'idp'
 const FLOW_TTL_MS = 10 * 60 * 1000
@@ -191,14 +192,14 @@ async function claimUnverifiedAccount(
     .returning('provider_id')
     .execute()
   await trx.updateTable('user').set({ email_verified: true, updated_at: now }).where('id', '=', userId).execute()
-  const sessions = await trx.deleteFrom('session').where('user_id', '=', userId).executeTakeFirst()
+  const sessionsRevoked = await endSessionsOfUser(trx, userId)
   // Pending links (reset, change of address) were asked for by the same unproven holder.
   const tokens = await trx.deleteFrom('verification').where('user_id', '=', userId).executeTakeFirst()
   await recordAudit(trx, {
     actorId: null, action: 'auth.idp.unverified_account_claimed', targetType: 'user', targetId: userId, ip,
     details: {
       removedAccounts: removed.map((r) => r.provider_id).sort(),
-      sessionsRevoked: Number(sessions.numDeletedRows),
+      sessionsRevoked,
       tokensRevoked: Number(tokens.numDeletedRows),
     },
   })

@@ -89,10 +89,16 @@ export async function setPasswordHash(db: Db, userId: string, passwordHash: stri
     .execute()
 }
 
-/** Ends the user's sessions inside a transaction, all but `exceptId` (a public id) when given. */
-export async function deleteSessionsOfUser(db: Db, userId: string, exceptId?: string): Promise<number> {
+/**
+ * THE way a user's sessions end (sign-out everywhere, password reset or change, a demotion, an admin's
+ * revoke, an identity provider claiming the address): every session of the user, all but the one
+ * with public id `except` when given. Runs on `db` or inside the caller's transaction, so the act
+ * that ends them and the ending commit together. The next request with an ended session is 401.
+ * Returns how many sessions ended.
+ */
+export async function endSessionsOfUser(db: Db, userId: string, options: { except?: string } = {}): Promise<number> {
   let query = db.deleteFrom('session').where('user_id', '=', userId)
-  if (exceptId) query = query.where('id', '!=', exceptId)
+  if (options.except !== undefined) query = query.where('id', '!=', options.except)
   const result = await query.executeTakeFirst()
   return Number(result.numDeletedRows)
 }

@@ -4,25 +4,27 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import { SignUpConsents } from '../consent/schemas.js'
 import { AppError } from '../errors.js'
-import { assertSafeRedirect } from '../plugins/origins.js'
+import { PUBLIC } from '../plugins/route-policy.js'
+import { resolveOptionalRedirect } from '../redirect.js'
 import accountRoutes from './account-routes.js'
 import { sendPasswordResetMail, sendVerificationMail } from './account-service.js'
 import { bootstrapOwnerAtStartup } from './bootstrap.js'
-import { currentUser, requireSession } from './guard.js'
+import { currentUser } from './guard.js'
 import { CallbackUrl, Email, ErrorSchema, Password, SessionSchema, toSessionJson, toUserJson, UserSchema } from './schemas.js'
 import { invalidCredentials, requestMeta, signUpWithEmail, startSession, verifyEmailPassword } from './service.js'
-import { ROLES } from './tables.js'
+import { PLANS, ROLES } from './tables.js'
 
 const tags = ['auth']
 
 export default async function authRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>()
 
-  const checkCallback = (url: string | undefined) => assertSafeRedirect(url, app.trustedOrigins, 'callbackURL')
+  const callback = (url: string | undefined) => resolveOptionalRedirect(url, app.redirectRules, 'callbackURL')
 
   app.post(
     '/api/auth/sign-up/email',
     {
+      config: { policy: { access: 'public', rateLimit: { perIp: 'signUp' } } },
       schema: {
         operationId: 'signUpEmail',
         tags,
@@ -41,12 +43,12 @@ export default async function authRoutes(fastify: FastifyInstance) {
     },
     async (request, reply) => {
       const body = request.body
-      checkCallback(body.callbackURL)
+      const callbackURL = callback(body.callbackURL)
       const user = await signUpWithEmail(app, body, requestMeta(request))
       const { requireEmailVerification, bootstrapOwnerEmail } = app.config.auth
       // The bootstrap owner's address is verified at once too: verifying it is what makes the owner.
       if (requireEmailVerification || user.email === bootstrapOwnerEmail) {
-        await sendVerificationMail(app, request, user, { callbackURL: body.callbackURL, takeBudget: true })
+        await sendVerificationMail(app, request, user, { callbackURL, takeBudget: true })
       }
       if (!requireEmailVerification) {
         await startSession(app, request, reply, user.id, body.rememberMe ?? true)
@@ -58,6 +60,7 @@ export default async function authRoutes(fastify: FastifyInstance) {
   app.post(
     '/api/auth/sign-in/email',
     {
+      config: { policy: { access: 'public', rateLimit: { perIp: 'signIn', perEmail: 'signIn' } } },
       schema: {
         operationId: 'signInEmail',
         tags,
@@ -77,8 +80,8 @@ export default async function authRoutes(fastify: FastifyInstance) {
       },
     },
     async (request, reply) => {
-      const { email, password, rememberMe = true, callbackURL } = request.body
-      checkCallback(callbackURL)
+      const { email, password, rememberMe = true } = request.body
+      const callbackURL = callback(request.body.callbackURL)
       const outcome = await verifyEmailPassword(app, email, password, requestMeta(request))
       if (!outcome.ok) {
         if (outcome.reason === 'invalid') throw invalidCredentials()
@@ -100,6 +103,7 @@ export default async function authRoutes(fastify: FastifyInstance) {
   app.get(
     '/api/auth/get-session',
     {
+      config: { policy: PUBLIC },
       schema: {
         operationId: 'getSession',
         tags,
@@ -107,8 +111,7 @@ export default async function authRoutes(fastify: FastifyInstance) {
         response: { 200: z.object({ session: SessionSchema, user: UserSchema }).nullable() },
       },
     },
-    async (request, reply) => {
-      reply.header('cache-control', 'no-store')
+    async (request) => {
       if (!request.user || !request.session) return null
       return { session: toSessionJson(request.session), user: toUserJson(request.user) }
     },
@@ -117,6 +120,7 @@ export default async function authRoutes(fastify: FastifyInstance) {
   app.post(
     '/api/auth/sign-out',
     {
+      config: { policy: PUBLIC },
       schema: {
         operationId: 'signOut',
         tags,
@@ -139,7 +143,6 @@ export default async function authRoutes(fastify: FastifyInstance) {
   app.get(
     '/api/v1/whoami',
     {
-      onRequest: requireSession,
       schema: {
         operationId: 'whoami',
         tags: ['identity'],
@@ -150,7 +153,7 @@ export default async function authRoutes(fastify: FastifyInstance) {
             email: z.string(),
             name: z.string(),
             role: z.enum(ROLES),
-            plan: z.enum(['free', 'premium', 'premium_plus']),
+            plan: z.enum(PLANS),
             emailVerified: z.boolean(),
             sessionExpiresAt: z.string(),
           }),

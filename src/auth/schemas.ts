@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import { PASSWORD_MAX, PASSWORD_MIN } from './password.js'
 import type { SessionUser, SessionView } from './sessions.js'
-import { ROLES } from './tables.js'
+import { PLANS, ROLES } from './tables.js'
 
 export const Email = z
   .string()
@@ -21,7 +21,7 @@ export const UserSchema = z
     emailVerified: z.boolean(),
     image: z.string().nullable(),
     role: z.enum(ROLES),
-    plan: z.enum(['free', 'premium', 'premium_plus']),
+    plan: z.enum(PLANS),
     planExpiresAt: z.string().nullable(),
     createdAt: z.string(),
     updatedAt: z.string(),

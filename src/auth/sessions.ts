@@ -12,7 +12,7 @@ import { preparedStatement } from '../../db/prepared.js'
 import { newId } from '../ids.js'
 import { toProfile, type ProfileRow } from '../profile/queries.js'
 import type { Profile } from '../profile/service.js'
-import { toSessionUser, type SessionUserRow } from './queries.js'
+import { endSessionsOfUser, toSessionUser, type SessionUserRow } from './queries.js'
 import type { Plan, Role } from './tables.js'
 
 const BROWSER_SESSION_MS = 24 * 60 * 60 * 1000 // rememberMe: false
@@ -163,7 +163,7 @@ class KyselySessionAdapter implements Adapter {
   }
 
   async deleteUserSessions(userId: string): Promise<void> {
-    await this.db.deleteFrom('session').where('user_id', '=', userId).execute()
+    await endSessionsOfUser(this.db, userId)
   }
 
   async deleteExpiredSessions(): Promise<void> {
@@ -249,19 +249,9 @@ export class SessionManager {
     return result.numDeletedRows > 0n
   }
 
-  /** Ends every session of the user, except the one with public id `exceptId` when given. */
-  async revokeAll(userId: string, exceptId?: string): Promise<number> {
-    if (!exceptId) {
-      const before = await this.countFor(userId)
-      await this.lucia.invalidateUserSessions(userId)
-      return before
-    }
-    const result = await this.db
-      .deleteFrom('session')
-      .where('user_id', '=', userId)
-      .where('id', '!=', exceptId)
-      .executeTakeFirst()
-    return Number(result.numDeletedRows)
+  /** Ends every session of the user, except the one with public id `exceptId` when given (endSessionsOfUser). */
+  revokeAll(userId: string, exceptId?: string): Promise<number> {
+    return endSessionsOfUser(this.db, userId, { except: exceptId })
   }
 
   async list(userId: string): Promise<SessionView[]> {
@@ -281,18 +271,5 @@ export class SessionManager {
       ipAddress: r.ip_address,
       userAgent: r.user_agent,
     }))
-  }
-
-  deleteExpired(): Promise<void> {
-    return this.lucia.deleteExpiredSessions()
-  }
-
-  private async countFor(userId: string): Promise<number> {
-    const row = await this.db
-      .selectFrom('session')
-      .select((eb) => eb.fn.countAll<number>().as('n'))
-      .where('user_id', '=', userId)
-      .executeTakeFirstOrThrow()
-    return Number(row.n)
   }
 }

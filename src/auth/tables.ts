@@ -6,7 +6,9 @@ type CreatedAt = ColumnType<Date, Date | string | undefined, never>
 
 export const ROLES = ['member', 'admin', 'owner'] as const
 export type Role = (typeof ROLES)[number]
-export type Plan = 'free' | 'premium' | 'premium_plus'
+/** The one list of plans: schemas (z.enum(PLANS)), limits and analytics all read it from here. */
+export const PLANS = ['free', 'premium', 'premium_plus'] as const
+export type Plan = (typeof PLANS)[number]
 
 export interface UserTable extends ProfileColumns {
   id: string

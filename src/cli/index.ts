@@ -51,7 +51,7 @@ async function main(argv: string[]): Promise<number> {
     }
     console.log(result.from === result.to
       ? `${email} already has the role ${role}.`
-      : `${email} is now ${role} (was ${result.from}).`)
+      : `${email} is now ${role} (was ${result.from})${result.sessionsRevoked ? `; ${result.sessionsRevoked} session(s) ended` : ''}.`)
     return 0
   } finally {
     await database.close()

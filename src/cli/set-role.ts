@@ -1,10 +1,14 @@
-// `set-role <email> <member|admin|owner>`: the way to make the first owner from a shell. The
-// change and its audit event are one transaction; the role applies from the user's next request.
+// `set-role <email> <member|admin|owner>`: the way to make the first owner from a shell. Any role,
+// owner included. The change is changeRole's (admin/roles.ts), like the admin API's: one
+// transaction with its audit event; a promotion applies from the user's next request, a demotion
+// ends every session of the user.
 import type { DB } from '../../db/index.js'
-import { recordAudit } from '../admin/audit.js'
+import { changeRole } from '../admin/roles.js'
 import type { Role } from '../auth/tables.js'
 
-export type SetRoleResult = { ok: true; from: Role; to: Role } | { ok: false; reason: 'no_such_user' }
+export type SetRoleResult =
+  | { ok: true; from: Role; to: Role; sessionsRevoked: number }
+  | { ok: false; reason: 'no_such_user' }
 
 export async function setRole(db: DB, email: string, role: Role): Promise<SetRoleResult> {
   return db.transaction().execute(async (trx) => {
@@ -15,16 +19,10 @@ export async function setRole(db: DB, email: string, role: Role): Promise<SetRol
       .forUpdate()
       .executeTakeFirst()
     if (!user) return { ok: false, reason: 'no_such_user' } as const
-    if (user.role !== role) {
-      await trx.updateTable('user').set({ role, updated_at: new Date() }).where('id', '=', user.id).execute()
-      await recordAudit(trx, {
-        actorId: null,
-        action: 'admin.user.role_changed',
-        targetType: 'user',
-        targetId: user.id,
-        details: { from: user.role, to: role, via: 'cli' },
-      })
-    }
-    return { ok: true, from: user.role, to: role } as const
+    // Setting the role a user already has changes nothing and is not audited.
+    const { sessionsRevoked } = user.role === role
+      ? { sessionsRevoked: 0 }
+      : await changeRole(trx, { userId: user.id, from: user.role, to: role, actorId: null, ip: null, via: 'cli', now: new Date() })
+    return { ok: true, from: user.role, to: role, sessionsRevoked } as const
   })
 }

@@ -1,7 +1,7 @@
 // /api/v1/compatibility/*: the signed-in user's compatibility results and their deep insights.
 import type { FastifyInstance } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
-import { currentUser, requireSession } from '../auth/guard.js'
+import { currentUser } from '../auth/guard.js'
 import { ErrorSchema } from '../auth/schemas.js'
 import { IdParams } from '../journal/schemas.js'
 import { CreateResultBody, ListResultsQuery, ResultPageSchema, ResultSchema, SaveDeepInsightsBody, UnlockBody } from './schemas.js'
@@ -14,8 +14,6 @@ const DEEP_INSIGHTS_BODY_LIMIT = 200 * 1024
 
 export default async function compatibilityRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>()
-  // onRequest, not preHandler: an anonymous caller is refused before its body is even parsed.
-  app.addHook('onRequest', requireSession)
 
   app.post(
     '/api/v1/compatibility/results',

@@ -2,7 +2,7 @@
 import type { FastifyInstance } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
-import { currentUser, requireSession } from '../auth/guard.js'
+import { currentUser } from '../auth/guard.js'
 import { ErrorSchema } from '../auth/schemas.js'
 import { requestMeta } from '../auth/service.js'
 import { deleteMyAccount, EXPORT_SECTION_KEYS, exportMyData } from './personal-data.js'
@@ -24,7 +24,6 @@ const PersonalDataSchema = z
 
 export default async function consentRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>()
-  app.addHook('onRequest', requireSession)
 
   app.post(
     '/api/v1/consent',
@@ -64,7 +63,6 @@ export default async function consentRoutes(fastify: FastifyInstance) {
       },
     },
     async (request, reply) => {
-      reply.header('cache-control', 'no-store')
       reply.header('content-disposition', 'attachment; filename="personal-data.json"')
       return exportMyData(app, currentUser(request), requestMeta(request))
     },
@@ -73,6 +71,7 @@ export default async function consentRoutes(fastify: FastifyInstance) {
   app.delete(
     '/api/v1/me',
     {
+      config: { policy: { reverifiesPassword: true } },
       schema: {
         operationId: 'deleteMyAccount', tags: ['personal data'],
         summary: 'Delete the account: the password again, or a sign-in in the last 10 minutes for accounts without one',

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import { redisStatus } from '../plugins/redis.js'
+import type { RoutePolicy } from '../plugins/route-policy.js'
 import { VERSION } from '../version.js'
 
 const HealthBody = z.object({
@@ -12,12 +13,16 @@ const HealthBody = z.object({
   uptimeSeconds: z.number(),
 })
 
+// Probed by load balancers and monitors, which carry no session; throttling them would fail health checks.
+const PROBE: RoutePolicy = { access: 'public', rateLimit: { global: false } }
+
 export default async function healthRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>()
 
   app.get(
     '/api/health',
     {
+      config: { policy: PROBE },
       schema: {
         operationId: 'getHealth',
         tags: ['health'],
@@ -42,6 +47,7 @@ export default async function healthRoutes(fastify: FastifyInstance) {
   app.get(
     '/api/health/live',
     {
+      config: { policy: PROBE },
       schema: {
         operationId: 'getLiveness',
         tags: ['health'],

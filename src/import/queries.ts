@@ -3,7 +3,7 @@
 import { sql, type Kysely, type Transaction } from 'kysely'
 import { json, type Database } from '../../db/index.js'
 import { CREDENTIAL } from '../auth/queries.js'
-import type { Role } from '../auth/tables.js'
+import type { Plan, Role } from '../auth/tables.js'
 import type { ImportSection } from './tables.js'
 
 type Db = Kysely<Database> | Transaction<Database>
@@ -110,7 +110,7 @@ export interface UserValues {
   email_verified: boolean
   image: string | null
   role: Role
-  plan: 'free' | 'premium' | 'premium_plus'
+  plan: Plan
   plan_expires_at: Date | null
   password_reset_required: boolean
   created_at: Date

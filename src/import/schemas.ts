@@ -4,7 +4,7 @@
 import { z } from 'zod'
 import { SYSTEMS } from '../compatibility/tables.js'
 import { CONSENT_TYPES } from '../consent/tables.js'
-import { PLANS } from '../usage/plans.js'
+import { PLANS } from '../auth/tables.js'
 
 /** `schema`, with null and absent both becoming `fallback`. */
 const orDefault = <S extends z.ZodType, D>(schema: S, fallback: D) =>

@@ -1,6 +1,7 @@
 // What a paid payment gives and what a refund takes back, always inside the transition's transaction.
 import { sql, type Transaction } from 'kysely'
 import type { Database } from '../../db/schema.js'
+import type { Plan } from '../auth/tables.js'
 import { grantDeepInsights, revokeDeepInsights } from '../compatibility/service.js'
 import { AppError } from '../errors.js'
 import { effectivePlan } from '../usage/plans.js'
@@ -9,6 +10,7 @@ import { lockUserPlan, setUserPlan } from './queries.js'
 import type { PaymentRow } from './tables.js'
 
 type Trx = Transaction<Database>
+type PaidPlan = Exclude<Plan, 'free'>
 const DAY_MS = 24 * 60 * 60 * 1000
 
 export type GrantOutcome =
@@ -21,7 +23,7 @@ export type GrantOutcome =
  * premium days are not carried over). premium bought while premium_plus is active grants nothing
  * (checkout refuses it; only a race gets here) and is flagged for a refund.
  */
-async function grantPlan(trx: Trx, userId: string, plan: 'premium' | 'premium_plus', now: Date): Promise<GrantOutcome> {
+async function grantPlan(trx: Trx, userId: string, plan: PaidPlan, now: Date): Promise<GrantOutcome> {
   const user = await lockUserPlan(trx, userId)
   if (!user) return { granted: false, reason: 'user_deleted' }
   const active = effectivePlan({ plan: user.plan, planExpiresAt: user.plan_expires_at }, now)
@@ -36,7 +38,7 @@ async function grantPlan(trx: Trx, userId: string, plan: 'premium' | 'premium_pl
 }
 
 /** A refund shortens the plan by the days it bought; if nothing is left, the user is back on free. */
-async function revokePlan(trx: Trx, userId: string, plan: 'premium' | 'premium_plus', now: Date): Promise<Record<string, unknown>> {
+async function revokePlan(trx: Trx, userId: string, plan: PaidPlan, now: Date): Promise<Record<string, unknown>> {
   const user = await lockUserPlan(trx, userId)
   // The plan changed since (an upgrade, an admin): those days were already given up; leave it.
   if (!user || user.plan !== plan || user.plan_expires_at === null) return { plan: user?.plan ?? null, changed: false }

@@ -3,10 +3,11 @@
 import type { FastifyInstance } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
-import { currentUser, requireSession } from '../auth/guard.js'
+import { currentUser } from '../auth/guard.js'
 import { ErrorSchema, iso } from '../auth/schemas.js'
 import { AppError } from '../errors.js'
-import { assertSafeRedirect } from '../plugins/origins.js'
+import { PUBLIC } from '../plugins/route-policy.js'
+import { resolveRedirect } from '../redirect.js'
 import { renderSandboxPage } from './sandbox.js'
 import { CheckoutBody, CheckoutResponse, ListQuery, PaymentIdParams, PaymentSchema, ProviderParams, VerifyResponse } from './schemas.js'
 import { buildGateways, createCheckout, listPayments, processWebhook, sandboxCheckout, verifyPayment, type PaymentDeps, type PaymentView } from './service.js'
@@ -33,7 +34,6 @@ export default async function paymentRoutes(fastify: FastifyInstance) {
 
   await fastify.register(async function memberRoutes(scope) {
     const app = scope.withTypeProvider<ZodTypeProvider>()
-    app.addHook('onRequest', requireSession)
 
     app.post('/api/v1/payments/checkout', {
       schema: {
@@ -45,9 +45,10 @@ export default async function paymentRoutes(fastify: FastifyInstance) {
       },
     }, async (request, reply) => {
       const body = request.body
-      assertSafeRedirect(body.returnUrl, app.trustedOrigins, 'returnUrl')
+      // Only the resolved URL is stored and handed to the gateway.
+      const returnUrl = resolveRedirect(body.returnUrl, app.redirectRules, 'returnUrl')
       const user = currentUser(request)
-      const checkout = await createCheckout(deps, user, body, { ip: request.ip, log: request.log })
+      const checkout = await createCheckout(deps, user, { ...body, returnUrl }, { ip: request.ip, log: request.log })
       return reply.code(201).send({ ...checkout, expiresAt: checkout.expiresAt.toISOString() })
     })
 
@@ -87,6 +88,8 @@ export default async function paymentRoutes(fastify: FastifyInstance) {
 
     app.post('/api/v1/payments/webhook/:provider', {
       bodyLimit: WEBHOOK_BODY_LIMIT,
+      // The gateway authenticates by its signature over the body, and sends its own Origin or none.
+      config: { policy: { access: 'public', checkOrigin: false } },
       schema: {
         operationId: 'processWebhook',
         tags,
@@ -105,6 +108,7 @@ export default async function paymentRoutes(fastify: FastifyInstance) {
   if (deps.gateways.byProvider.has('sandbox')) {
     const app = fastify.withTypeProvider<ZodTypeProvider>()
     app.get('/api/v1/payments/sandbox/:paymentId', {
+      config: { policy: PUBLIC },
       schema: {
         operationId: 'sandboxCheckoutPage',
         tags,
@@ -116,7 +120,6 @@ export default async function paymentRoutes(fastify: FastifyInstance) {
       const page = renderSandboxPage(await sandboxCheckout(deps, request.params.paymentId))
       return reply
         .header('content-security-policy', page.csp)
-        .header('cache-control', 'no-store')
         .header('x-frame-options', 'DENY')
         .header('referrer-policy', 'no-referrer')
         .type('text/html; charset=utf-8')

@@ -33,7 +33,8 @@ export function isRejectedInput(err: unknown): boolean {
 
 /** Fastify's router errors (malformed URL, over-long path parameter) in the one shape. */
 export function frameworkError(err: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  reply.header('x-request-id', request.id)
+  // No route matched, so no hook ran: the headers every response carries are set here.
+  reply.header('x-request-id', request.id).header('x-content-type-options', 'nosniff').header('cache-control', 'no-store')
   const message = err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'A path parameter is too long' : 'The URL is malformed'
   return sendError(reply, new AppError(400, 'BAD_REQUEST', message))
 }

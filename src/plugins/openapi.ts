@@ -5,6 +5,9 @@ import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod'
 import { VERSION } from '../version.js'
+import type { RoutePolicy } from './route-policy.js'
+
+const PUBLIC_DOCUMENT: RoutePolicy = { access: 'public', cacheable: true }
 
 export default fp(
   async function openapi(app: FastifyInstance, opts: { serverUrl: string }) {
@@ -26,11 +29,35 @@ export default fp(
           },
         },
       },
-      transform: jsonSchemaTransform,
+      // Each operation states its route policy: who may call it, as OpenAPI `security`, and the
+      // whole declaration as `x-route-policy` (the default filled in), read from the route itself.
+      transform: (input) => {
+        const out = jsonSchemaTransform(input)
+        const policy: RoutePolicy = { access: 'session', ...input.route.config?.policy }
+        const access = policy.access
+        const who = access === 'public' ? 'Public.' : access === 'session' ? 'Needs a session.' : `Needs the role ${access!.roles.join(' or ')}.`
+        const schema = out.schema as Record<string, unknown>
+        return {
+          ...out,
+          schema: {
+            ...schema,
+            description: [who, schema.description].filter(Boolean).join(' '),
+            security: access === 'public' ? [] : [{ sessionCookie: [] }],
+            'x-route-policy': policy,
+          },
+        }
+      },
       transformObject: jsonSchemaTransformObject,
     })
-    await app.register(swaggerUi, { routePrefix: '/api/v1/docs', uiConfig: { deepLinking: true } })
-    app.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger())
+    // The reference page and its assets are registered by @fastify/swagger-ui, which knows nothing
+    // of route policies: this scope gives each of its routes the public, cacheable policy.
+    await app.register(async function docsPage(scope) {
+      scope.addHook('onRoute', (route) => {
+        route.config = { ...route.config, policy: PUBLIC_DOCUMENT }
+      })
+      await scope.register(swaggerUi, { routePrefix: '/api/v1/docs', uiConfig: { deepLinking: true } })
+    })
+    app.get('/api/v1/openapi.json', { schema: { hide: true }, config: { policy: PUBLIC_DOCUMENT } }, async () => app.swagger())
   },
   { name: 'openapi' },
 )

@@ -1,11 +1,14 @@
-// Rate limits through @fastify/rate-limit: a global per-IP budget checked before the session
-// lookup (a flood never reaches the database), and tighter budgets on the auth routes, per IP
-// (at onRequest) and per email (at preHandler, once the body is parsed). Memory store by default;
-// Redis (app.redis) when REDIS_URL is set, so every instance shares one budget. If Redis is down, requests
-// are served unthrottled rather than refused (skipOnError): the limiter must not take the API down.
+// The rate-limit budgets, through @fastify/rate-limit's stores: a global per-IP budget, named
+// budgets that routes declare in their policy (sign-in and sign-up per IP, sign-in and mail per
+// email), and a per-account count of wrong answers to a password re-verification. The route
+// policy hook (plugins/route-policy.ts) decides which apply to a request; this module only counts.
+// Memory store by default; Redis (app.redis) when REDIS_URL is set, so every instance shares one
+// budget. If Redis is down, requests are counted in memory rather than refused: the limiter must
+// not take the API down.
 import rateLimit from '@fastify/rate-limit'
-import type { FastifyInstance, FastifyRequest, onRequestHookHandler, preHandlerHookHandler } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
+import type { Redis } from 'ioredis'
 import { AppError } from '../errors.js'
 
 const MINUTE = 60_000
@@ -16,15 +19,23 @@ interface Budget {
   windowMs: number
 }
 
-type Check = (request: FastifyRequest) => Promise<{ exceeded: boolean; retryAfter: number }>
+/** Counts one request against a budget; `retryAfter` in seconds when it is spent. */
+export type Check = (request: FastifyRequest) => Promise<{ exceeded: boolean; retryAfter: number }>
 
-interface RouteLimits {
-  ip?: Check
-  email?: Check
+export type IpBudget = 'signIn' | 'signUp'
+export type EmailBudget = 'signIn' | 'mail'
+
+export interface RateLimits {
+  global: Check
+  perIp: Record<IpBudget, Check>
+  perEmail: Record<EmailBudget, Check>
+  /** Wrong answers to "your current password", per account. */
+  passwordChecks: FailureCounter
 }
 
 declare module 'fastify' {
   interface FastifyInstance {
+    rateLimits: RateLimits
     /**
      * Takes one mail from the recipient's hourly budget (shared with the mail routes' limit).
      * False when it is spent: the caller then skips sending instead of failing the request.
@@ -33,13 +44,63 @@ declare module 'fastify' {
   }
 }
 
-const rateLimited = (retryAfter: number) =>
+export const rateLimited = (retryAfter: number) =>
   new AppError(429, 'RATE_LIMITED', 'Too many requests, try again later', { retryAfter: Math.max(1, retryAfter) })
 
-const emailOf = (request: FastifyRequest) => String((request.body as { email?: unknown } | undefined)?.email ?? '')
+export const emailOf = (request: FastifyRequest) =>
+  String((request.body as { email?: unknown } | undefined)?.email ?? '').toLowerCase()
 
-// Paths that are probed by load balancers and monitors; throttling them would fail health checks.
-const UNLIMITED = /^\/api\/health(\/|$)|^\/metrics$/
+/**
+ * Failures per key in a fixed window: `retryAfter` says whether the key is blocked before the
+ * caller does the work, `record` counts a failure after it. @fastify/rate-limit counts every call,
+ * so it cannot tell a wrong answer from a right one; this can. Redis when available (shared by
+ * every instance), else memory; a Redis error falls back to memory for that call.
+ */
+export class FailureCounter {
+  private readonly memory = new Map<string, { count: number; resetAt: number }>()
+
+  constructor(
+    private readonly redis: Redis | null,
+    private readonly prefix: string,
+    private readonly budget: Budget,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Seconds until `key` may try again; 0 when it may now. */
+  async retryAfter(key: string): Promise<number> {
+    if (this.redis?.status === 'ready') {
+      try {
+        const [count, ttl] = await Promise.all([this.redis.get(this.prefix + key), this.redis.pttl(this.prefix + key)])
+        return Number(count ?? 0) >= this.budget.max ? Math.max(1, Math.ceil(ttl / 1000)) : 0
+      } catch {
+        // fall through to the memory count
+      }
+    }
+    const entry = this.memory.get(key)
+    if (!entry || entry.resetAt <= this.now() || entry.count < this.budget.max) return 0
+    return Math.max(1, Math.ceil((entry.resetAt - this.now()) / 1000))
+  }
+
+  async record(key: string): Promise<void> {
+    if (this.redis?.status === 'ready') {
+      try {
+        // INCR then PEXPIRE only on the first failure: the window starts at the first wrong answer.
+        await this.redis.eval(
+          "local n = redis.call('INCR', KEYS[1]) if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end return n",
+          1, this.prefix + key, this.budget.windowMs,
+        )
+        return
+      } catch {
+        // fall through to the memory count
+      }
+    }
+    const now = this.now()
+    if (this.memory.size > 10_000) for (const [k, e] of this.memory) if (e.resetAt <= now) this.memory.delete(k)
+    const entry = this.memory.get(key)
+    if (!entry || entry.resetAt <= now) this.memory.set(key, { count: 1, resetAt: now + this.budget.windowMs })
+    else entry.count++
+  }
+}
 
 export default fp(
   async function rateLimits(app: FastifyInstance) {
@@ -77,55 +138,29 @@ export default fp(
       }
     }
 
-    const global = checker('global', { max: limits.globalPerMinute, windowMs: MINUTE }, (r) => r.ip)
-    app.addHook('onRequest', async (request) => {
-      if (UNLIMITED.test(request.url.split('?', 1)[0]!)) return
-      const { exceeded, retryAfter } = await global(request)
-      if (exceeded) throw rateLimited(retryAfter)
-    })
-
     // One mail budget per recipient, whichever route or sign-in sends the mail. The memory store
     // is per checker, so the budget must be one checker; its key is the body's email unless a
     // caller names the recipient.
     const recipient = new WeakMap<FastifyRequest, string>()
     const mail = checker('mail', { max: limits.mailPerHour, windowMs: HOUR }, (r) => recipient.get(r) ?? emailOf(r))
-    const perRoute: Record<string, RouteLimits> = {
-      'POST /api/auth/sign-in/email': {
-        ip: checker('sign-in:ip', { max: limits.signInIpPerMinute, windowMs: MINUTE }, (r) => r.ip),
-        email: checker('sign-in:email', { max: limits.signInEmailPerMinute, windowMs: MINUTE }, emailOf),
-      },
-      'POST /api/auth/sign-up/email': {
-        ip: checker('sign-up:ip', { max: limits.signUpIpPerMinute, windowMs: MINUTE }, (r) => r.ip),
-      },
-      'POST /api/auth/request-password-reset': { email: mail },
-      'POST /api/auth/send-verification-email': { email: mail },
-    }
 
-    app.addHook('onRoute', (route) => {
-      const methods = Array.isArray(route.method) ? route.method : [route.method]
-      for (const method of methods) {
-        const spec = perRoute[`${method} ${route.url}`]
-        if (!spec) continue
-        if (spec.ip) {
-          const byIp = spec.ip
-          const hook: onRequestHookHandler = async (request) => {
-            const { exceeded, retryAfter } = await byIp(request)
-            if (exceeded) throw rateLimited(retryAfter)
-          }
-          route.onRequest = [...toArray(route.onRequest), hook]
-        }
-        if (spec.email) {
-          const byEmail = spec.email
-          const hook: preHandlerHookHandler = async (request) => {
-            if (!emailOf(request)) return
-            const { exceeded, retryAfter } = await byEmail(request)
-            if (exceeded) throw rateLimited(retryAfter)
-          }
-          // First among the pre-handlers: a throttled request does no other work.
-          route.preHandler = [hook, ...toArray(route.preHandler)]
-        }
-      }
-    })
+    app.decorate('rateLimits', {
+      global: checker('global', { max: limits.globalPerMinute, windowMs: MINUTE }, (r) => r.ip),
+      perIp: {
+        signIn: checker('sign-in:ip', { max: limits.signInIpPerMinute, windowMs: MINUTE }, (r) => r.ip),
+        signUp: checker('sign-up:ip', { max: limits.signUpIpPerMinute, windowMs: MINUTE }, (r) => r.ip),
+      },
+      perEmail: {
+        signIn: checker('sign-in:email', { max: limits.signInEmailPerMinute, windowMs: MINUTE }, emailOf),
+        mail,
+      },
+      passwordChecks: new FailureCounter(
+        app.redis,
+        `${app.config.redisKeyPrefix}rl:password-check:`,
+        { max: limits.passwordChecksPerMinute, windowMs: MINUTE },
+        () => app.clock.now().getTime(),
+      ),
+    } satisfies RateLimits)
 
     app.decorate('takeMailBudget', async (request: FastifyRequest, email: string) => {
       recipient.set(request, email.toLowerCase())
@@ -136,10 +171,5 @@ export default fp(
       }
     })
   },
-  { name: 'rate-limit', dependencies: ['origins', 'redis'] },
+  { name: 'rate-limit', dependencies: ['redis'] },
 )
-
-function toArray<T>(value: T | T[] | undefined): T[] {
-  if (value === undefined) return []
-  return Array.isArray(value) ? value : [value]
-}

@@ -1,7 +1,7 @@
 // /api/v1/getProfile and /api/v1/updateProfile: the signed-in user's own profile, nobody else's.
 import type { FastifyInstance } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
-import { currentUser, requireSession } from '../auth/guard.js'
+import { currentUser } from '../auth/guard.js'
 import { ErrorSchema } from '../auth/schemas.js'
 import { ProfileSchema, toProfileJson, updateProfileBody } from './schemas.js'
 import { updateProfile } from './service.js'
@@ -10,7 +10,6 @@ const tags = ['profile']
 
 export default async function profileRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>()
-  app.addHook('onRequest', requireSession)
 
   app.get(
     '/api/v1/getProfile',

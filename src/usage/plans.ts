@@ -1,7 +1,6 @@
 // Plans, metrics and their limits: the one table the rest of the service reads.
 import type { Plan } from '../auth/tables.js'
 
-export const PLANS = ['free', 'premium', 'premium_plus'] as const satisfies readonly Plan[]
 export const METRICS = ['aiMessages', 'compatibilityChecks', 'journalEntries'] as const
 export type Metric = (typeof METRICS)[number]
 export type Period = 'day' | 'month'

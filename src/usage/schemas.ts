@@ -1,5 +1,6 @@
 import { z } from 'zod'
-import { METRICS, PLANS } from './plans.js'
+import { PLANS } from '../auth/tables.js'
+import { METRICS } from './plans.js'
 import { MAX_AMOUNT, type PlanAndUsage, type UsageResult } from './service.js'
 
 export const MetricSchema = z.enum(METRICS).meta({ id: 'UsageMetric' })

@@ -6,7 +6,8 @@ import { openDatabase } from '../../db/index.js'
 import { migrateToLatest } from '../../db/migrate.js'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
-import { call, signUp, TEST_ENV } from '../helpers/app.js'
+import { setRole } from '../../src/cli/set-role.js'
+import { buildTestApp, call, signUp, signUpWithRole, TEST_ENV } from '../helpers/app.js'
 import { freshPostgresUrl, usingPostgres } from '../helpers/db.js'
 
 // Each run of the command line starts a fresh Node process with tsx: seconds each on a busy machine.
@@ -46,8 +47,50 @@ t.test('on PostgreSQL it works while the app runs, and the role applies at the n
   t.equal((await call(app, 'GET', '/api/v1/whoami', { cookie: user.cookie })).json().role, 'admin')
   const audit = await handle.db.selectFrom('audit_event').selectAll().where('target_id', '=', user.id).where('action', '=', 'admin.user.role_changed').execute()
   t.equal(audit.length, 1)
-  t.match(audit[0]!.details, { from: 'member', to: 'admin', via: 'cli' })
+  // The one shape of every role change (admin API, command line, bootstrap): changeRole's.
+  t.same(audit[0]!.details, { via: 'cli', before: { role: 'member' }, after: { role: 'admin' }, sessionsRevoked: 0 })
+
+  // A demotion from the command line ends the sessions opened with admin rights.
+  const demoted = await runCli(['set-role', user.email, 'member'], { DATABASE_URL: url })
+  t.equal(demoted.code, 0, demoted.stderr)
+  t.match(demoted.stdout, `${user.email} is now member (was admin)`)
+  t.equal((await call(app, 'GET', '/api/v1/whoami', { cookie: user.cookie })).statusCode, 401)
   const unknown = await runCli(['set-role', 'nobody@example.com', 'owner'], { DATABASE_URL: url })
   t.equal(unknown.code, 1)
   t.match(unknown.stderr, /No account with the email nobody@example.com/)
+})
+
+// setRole is what `set-role` runs; in process, so both databases test it.
+t.test('a demotion from the command line ends the sessions opened with the lost rights', async (t) => {
+  const app = await buildTestApp()
+  const whoami = (cookie: string) => call(app, 'GET', '/api/v1/whoami', { cookie })
+  const auditOf = (id: string) =>
+    app.db.selectFrom('audit_event').select('details').where('target_id', '=', id).where('action', '=', 'admin.user.role_changed').orderBy('at').execute()
+
+  const admin = await signUpWithRole(app, 'admin')
+  const second = await call(app, 'POST', '/api/auth/sign-in/email', { body: { email: admin.email, password: admin.password } })
+  t.equal(second.statusCode, 200)
+  t.equal((await whoami(admin.cookie)).json().role, 'admin')
+  t.same(await setRole(app.db, admin.email, 'member'), { ok: true, from: 'admin', to: 'member', sessionsRevoked: 2 })
+  t.equal((await whoami(admin.cookie)).statusCode, 401, 'the old cookie is refused')
+  t.same((await auditOf(admin.id)).map((e) => e.details), [
+    { via: 'cli', before: { role: 'admin' }, after: { role: 'member' }, sessionsRevoked: 2 },
+  ])
+  const again = await call(app, 'POST', '/api/auth/sign-in/email', { body: { email: admin.email, password: admin.password } })
+  t.equal(again.json().user.role, 'member', 'signing in again gives a member session')
+
+  // owner -> admin is a demotion too: the owner's sessions carried owner rights.
+  const owner = await signUpWithRole(app, 'owner')
+  t.same(await setRole(app.db, owner.email, 'admin'), { ok: true, from: 'owner', to: 'admin', sessionsRevoked: 1 })
+  t.equal((await whoami(owner.cookie)).statusCode, 401)
+
+  // A promotion keeps the sessions; setting the same role changes and audits nothing.
+  const member = await signUp(app)
+  t.same(await setRole(app.db, member.email, 'owner'), { ok: true, from: 'member', to: 'owner', sessionsRevoked: 0 })
+  t.equal((await whoami(member.cookie)).json().role, 'owner')
+  t.same(await setRole(app.db, member.email, 'owner'), { ok: true, from: 'owner', to: 'owner', sessionsRevoked: 0 })
+  t.same((await auditOf(member.id)).map((e) => e.details), [
+    { via: 'cli', before: { role: 'member' }, after: { role: 'owner' }, sessionsRevoked: 0 },
+  ])
+  t.same(await setRole(app.db, 'nobody@example.com', 'admin'), { ok: false, reason: 'no_such_user' })
 })

@@ -67,7 +67,7 @@ t.test('an unknown email gets the same answer and no mail', async (t) => {
   t.equal(unknown.statusCode, known.statusCode)
   t.equal(unknown.body, known.body)
   await smtp.inbox.next(user.email)
-  await app.mailer.flush()
+  await app.settled()
   t.same(smtp.inbox.for(nobody), [])
 })
 
@@ -82,7 +82,7 @@ t.test('redirectTo: a relative path opens on the web front end, an untrusted URL
     t.equal(res.statusCode, 403, redirectTo)
     t.match(res.json(), { code: 'INVALID_CALLBACK_URL' })
   }
-  await app.mailer.flush()
+  await app.settled()
   t.same(smtp.inbox.for(user.email), [], 'no mail for a refused request')
 })
 
@@ -149,7 +149,7 @@ t.test('an unreachable SMTP server never fails the request', async (t) => {
   const res = await call(down, 'POST', '/api/auth/request-password-reset', { body: { email: user.email } })
   t.equal(res.statusCode, 200)
   t.same(res.json(), { status: true })
-  await down.mailer.flush()
+  await down.settled()
 })
 
 t.test('without SMTP_URL the mail, link included, is written to the log', async (t) => {
@@ -157,7 +157,7 @@ t.test('without SMTP_URL the mail, link included, is written to the log', async 
   const logged = await buildTestApp({ env: { LOG_LEVEL: 'info' }, deps: { logStream: { write: (line: string) => void lines.push(line) } } })
   const user = await signUp(logged)
   await call(logged, 'POST', '/api/auth/request-password-reset', { body: { email: user.email } })
-  await logged.mailer.flush()
+  await logged.settled()
   const line = lines.map((l) => JSON.parse(l)).find((l) => l.mail?.to === user.email)
   t.ok(line, 'a log line carries the mail')
   t.equal(line.level, 30, 'at info level')

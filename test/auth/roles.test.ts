@@ -1,15 +1,15 @@
-// The role guard: plain string comparison, 403 FORBIDDEN for a member, admin and owner pass.
+// Roles in the route policy: plain string comparison, 403 FORBIDDEN for a member, admin and owner pass.
 import t from 'tap'
 import { buildApp } from '../../src/app.js'
-import { requireRole, requireSession } from '../../src/auth/guard.js'
+import { ADMIN } from '../../src/plugins/route-policy.js'
 import { loadConfig } from '../../src/config.js'
 import { call, signUp, signUpWithRole, TEST_ENV } from '../helpers/app.js'
 import { testDatabase } from '../helpers/db.js'
 
 const app = await buildApp(loadConfig(TEST_ENV), { database: await testDatabase() })
 t.teardown(() => app.close())
-app.get('/api/v1/test/admin-only', { preHandler: requireRole('admin', 'owner') }, async () => ({ ok: true }))
-app.get('/api/v1/test/signed-in', { preHandler: requireSession }, async () => ({ ok: true }))
+app.get('/api/v1/test/admin-only', { config: { policy: ADMIN } }, async () => ({ ok: true }))
+app.get('/api/v1/test/signed-in', async () => ({ ok: true })) // no policy: the default, a session
 await app.ready()
 
 t.test('a member on an admin-only route gets 403 FORBIDDEN', async (t) => {

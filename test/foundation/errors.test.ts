@@ -1,6 +1,7 @@
 import t from 'tap'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
+import { PUBLIC } from '../../src/plugins/route-policy.js'
 import { buildTestApp, call, TEST_ENV, WEB_ORIGIN } from '../helpers/app.js'
 import { testDatabase } from '../helpers/db.js'
 
@@ -109,10 +110,12 @@ t.test('an unexpected throw is a generic 500, without details, logged with the r
   const logStream = { write: (line: string) => void lines.push(line) }
   const own = await buildApp(loadConfig({ ...TEST_ENV, LOG_LEVEL: 'info' }), { database: await testDatabase(), logStream })
   t.teardown(() => own.close())
-  own.get('/api/v1/test-throw', async () => {
+  // Public probes: the throw, not a session, is under test.
+  const config = { policy: PUBLIC }
+  own.get('/api/v1/test-throw', { config }, async () => {
     throw new Error('relation "secret_table" does not exist at /srv/app/src/thing.ts:12')
   })
-  own.get('/api/v1/test-throw-value', async () => {
+  own.get('/api/v1/test-throw-value', { config }, async () => {
     throw 'a bare string'
   })
   await own.ready()

@@ -2,6 +2,7 @@
 import t, { type Test } from 'tap'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
+import { PUBLIC } from '../../src/plugins/route-policy.js'
 import { TEST_ENV, WEB_ORIGIN } from '../helpers/app.js'
 import { testDatabase } from '../helpers/db.js'
 
@@ -14,12 +15,15 @@ const COOKIE = 'better-auth.session_token=some.value'
 // domain routes do with the request afterwards.
 const app = await buildApp(loadConfig({ ...TEST_ENV, AUTH_TRUSTED_ORIGIN: EXTRA }), { database: await testDatabase() })
 t.teardown(() => app.close())
+// Public probes: a session is not what these tests are about.
+const config = { policy: PUBLIC }
 for (const method of ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const) {
-  app.route({ method, url: '/api/v1/test-probe', handler: async () => ({ reached: true }) })
+  app.route({ method, url: '/api/v1/test-probe', config, handler: async () => ({ reached: true }) })
 }
-app.get('/api/auth/test-probe', async () => ({ reached: true }))
-app.post('/api/v1/payments/webhook/test-probe', async () => ({ reached: true }))
-app.get('/api/test-probe', async () => ({ reached: true }))
+app.get('/api/auth/test-probe', { config }, async () => ({ reached: true }))
+app.post('/api/v1/payments/webhook/test-probe', { config: { policy: { access: 'public', checkOrigin: false } } }, async () => ({ reached: true }))
+app.get('/api/test-probe', { config }, async () => ({ reached: true }))
+app.post('/api/test-probe', { config }, async () => ({ reached: true }))
 await app.ready()
 
 type Headers = Record<string, string>
@@ -113,7 +117,7 @@ t.test('a GET navigation to /api/auth with a foreign Referer passes (the provide
   t.not(callback.statusCode, 403, 'the real callback route is not refused by the origin check')
 })
 
-t.test('the payment webhook is exempt from the origin check', async (t) => {
+t.test('a route that declares checkOrigin: false (the payment webhook) is exempt from the origin check', async (t) => {
   const res = await send('POST', '/api/v1/payments/webhook/test-probe', { origin: EVIL, cookie: COOKIE })
   t.equal(res.statusCode, 200)
   t.same(res.json(), { reached: true })
@@ -121,10 +125,27 @@ t.test('the payment webhook is exempt from the origin check', async (t) => {
   t.equal(bare.statusCode, 200)
 })
 
-t.test('paths outside /api/auth and /api/v1 are not checked', async (t) => {
+t.test('state-changing routes are checked whatever their prefix; GETs outside /api/auth are served', async (t) => {
   const res = await send('GET', '/api/test-probe', { origin: EVIL })
   t.equal(res.statusCode, 200)
   noCors(t, res)
+  const post = await send('POST', '/api/test-probe', { origin: EVIL })
+  t.equal(post.statusCode, 403)
+  t.equal(post.json().code, 'INVALID_ORIGIN')
+  const bare = await send('POST', '/api/test-probe', { cookie: COOKIE })
+  t.equal(bare.statusCode, 403)
+  t.equal(bare.json().code, 'MISSING_OR_NULL_ORIGIN')
+})
+
+t.test('the rule follows the route that matched, however its path is spelled', async (t) => {
+  for (const url of ['/%61pi/v1/test-probe', '/api/%76%31/test-probe', '/%61%70%69/auth/test-probe']) {
+    const method = url.includes('auth') ? 'GET' : 'POST'
+    const res = await send(method, url, { origin: EVIL })
+    t.equal(res.statusCode, 403, `${method} ${url}`)
+    t.equal(res.json().code, 'INVALID_ORIGIN')
+  }
+  const res = await send('POST', '/%61pi/v1/test-probe', { cookie: COOKIE })
+  t.equal(res.json().code, 'MISSING_OR_NULL_ORIGIN', 'a cookie without Origin on an encoded path')
 })
 
 t.test('every trusted origin gets CORS headers with credentials and Vary: Origin', async (t) => {

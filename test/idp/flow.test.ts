@@ -136,6 +136,7 @@ t.test('an attacker who registered the victim\'s address first loses the passwor
   t.equal(await sessionCount(attacker.id), 1)
   const reset = await call(app, 'POST', '/api/auth/request-password-reset', { body: { email: attacker.email } })
   t.ok(reset.statusCode < 500)
+  await app.settled() // the token is written after the reply
   const asked = await app.db.selectFrom('verification').select('id').where('user_id', '=', attacker.id).execute()
   t.ok(asked.length >= 1, 'the attacker holds a pending emailed link')
 

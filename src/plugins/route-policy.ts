@@ -1,0 +1,230 @@
+// Route policy: each route declares in its options (`config.policy`) who may call it, whether it is
+// exempt from the origin rule, its rate-limit budgets and whether it re-verifies a password. The
+// hooks below read the policy of the route that MATCHED (`request.routeOptions`), never the request
+// line: the router decodes "/%61pi/v1/..." to "/api/v1/...", so any decision taken on the raw URL
+// can be dodged by spelling the path differently. A route that declares nothing gets the strict
+// default: a session is required and state-changing methods are origin-checked.
+//
+// Also here: trusted origins, the CSRF rule and CORS by hand (no CORS plugin).
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
+import fp from 'fastify-plugin'
+import type { SessionCookie } from '../auth/cookies.js'
+import type { SessionManager, SignedInUser, ValidSession } from '../auth/sessions.js'
+import type { Role } from '../auth/tables.js'
+import { AppError, forbidden, unauthorized } from '../errors.js'
+import type { RedirectRules } from '../redirect.js'
+import { emailOf, rateLimited, type EmailBudget, type IpBudget } from './rate-limit.js'
+
+export interface RoutePolicy {
+  /** Who may call: anyone, any signed-in user (the default), or a signed-in user with one of the roles. */
+  access?: 'public' | 'session' | { roles: readonly Role[] }
+  /**
+   * `false` exempts the route from the origin rule. Only for public routes that authenticate the
+   * caller otherwise (the payment gateways' signed webhooks).
+   */
+  checkOrigin?: false
+  /** Budgets on top of the global per-IP one; `global: false` only for health probes and metrics. */
+  rateLimit?: { global?: false; perIp?: IpBudget; perEmail?: EmailBudget }
+  /** The route checks the current password: wrong answers are limited per account. */
+  reverifiesPassword?: true
+  /** Responses may be stored by caches (the public API document); every other response is no-store. */
+  cacheable?: true
+}
+
+const POLICY_KEYS = new Set(['access', 'checkOrigin', 'rateLimit', 'reverifiesPassword', 'cacheable'])
+
+export const PUBLIC: RoutePolicy = Object.freeze({ access: 'public' })
+export const ADMIN: RoutePolicy = Object.freeze({ access: Object.freeze({ roles: Object.freeze(['admin', 'owner'] as const) }) })
+const DEFAULT: RoutePolicy = Object.freeze({ access: 'session' })
+// An unmatched request is a 404 to everyone; the origin rule still applies.
+const NOT_FOUND: RoutePolicy = PUBLIC
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    policy?: RoutePolicy
+  }
+  interface FastifyInstance {
+    trustedOrigins: ReadonlySet<string>
+    /** Where client-supplied redirect targets may lead (redirect.ts). */
+    redirectRules: RedirectRules
+    /** Every route registered, as Fastify's onRoute hook saw it (policy check at start, route-walking tests). */
+    registeredRoutes: readonly RegisteredRoute[]
+  }
+  interface FastifyRequest {
+    user: SignedInUser | null
+    session: ValidSession['session'] | null
+  }
+}
+
+export interface RegisteredRoute {
+  method: RouteOptions['method']
+  url: string
+  /** As it stands once every onRoute hook ran (a scope may set the policy after this one saw it). */
+  readonly config: RouteOptions['config']
+}
+
+export function policyOf(request: FastifyRequest): RoutePolicy {
+  if (request.is404) return NOT_FOUND
+  return request.routeOptions.config.policy ?? DEFAULT
+}
+
+/** Throws at start-up for a policy that cannot be right: a typo must not fall back to a default. */
+function checkPolicy(route: RegisteredRoute): void {
+  const policy = route.config?.policy
+  if (policy === undefined) return
+  const where = `${String(route.method)} ${route.url}`
+  for (const key of Object.keys(policy)) {
+    if (!POLICY_KEYS.has(key)) throw new Error(`Route ${where}: unknown policy key "${key}"`)
+  }
+  const isPublic = policy.access === 'public'
+  if (policy.checkOrigin === false && !isPublic) throw new Error(`Route ${where}: only a public route may skip the origin check`)
+  if (policy.reverifiesPassword && isPublic) throw new Error(`Route ${where}: a public route has no password to re-verify`)
+  if (typeof policy.access === 'object' && policy.access.roles.length === 0) throw new Error(`Route ${where}: no role may call it`)
+}
+
+export function originOf(value: string | undefined): string | null {
+  if (!value) return null
+  try {
+    const url = new URL(value)
+    return url.protocol === 'http:' || url.protocol === 'https:' ? url.origin : null
+  } catch {
+    return null
+  }
+}
+
+const STATE_CHANGING = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
+const ALLOWED_METHODS = 'GET, POST, PUT, PATCH, DELETE, OPTIONS'
+const ALLOWED_HEADERS = 'Content-Type, Authorization, X-Request-Id'
+
+export interface RoutePolicyOptions {
+  trustedOrigins: readonly string[]
+  webOrigin: string
+  sessions: SessionManager
+  cookie: SessionCookie
+}
+
+export default fp(
+  async function routePolicy(app: FastifyInstance, opts: RoutePolicyOptions) {
+    const trusted: ReadonlySet<string> = new Set(opts.trustedOrigins)
+    const { sessions, cookie } = opts
+    app.decorate('trustedOrigins', trusted)
+    app.decorate('redirectRules', { base: opts.webOrigin, trustedOrigins: trusted })
+    app.decorateRequest('user', null)
+    app.decorateRequest('session', null)
+
+    const routes: RegisteredRoute[] = []
+    app.decorate('registeredRoutes', routes)
+    app.addHook('onRoute', (route) => {
+      // A snapshot of method and URL: Fastify reuses the options object for a prefix's "/" twin.
+      routes.push({ method: route.method, url: route.url, get config() { return route.config } })
+    })
+    // Checked once every plugin has added its routes (and third-party routes got their policy).
+    app.addHook('onReady', async () => routes.forEach(checkPolicy))
+
+    /**
+     * API.md §3. Any request to an /api/auth route, and any state-changing request to any route,
+     * whose Origin is present and untrusted is refused. Without an Origin, a state-changing request
+     * is judged by its Referer, and one that carries a cookie but neither header is refused.
+     */
+    const checkOrigin = (request: FastifyRequest, origin: string | undefined, originTrusted: boolean): void => {
+      const stateChanging = STATE_CHANGING.has(request.method)
+      // The matched route's own path (the route table), not the request line.
+      const authRoute = !request.is404 && request.routeOptions.url!.startsWith('/api/auth/')
+      if (!stateChanging && !authRoute) return
+      if (origin !== undefined) {
+        if (origin === 'null') throw new AppError(403, 'MISSING_OR_NULL_ORIGIN', 'Origin is null')
+        if (!originTrusted) throw new AppError(403, 'INVALID_ORIGIN', 'Origin is not trusted')
+        return
+      }
+      // GET navigations are judged by Origin only: the identity provider's redirect carries its own Referer.
+      if (!stateChanging) return
+      const referer = request.headers.referer
+      if (referer !== undefined) {
+        const refererOrigin = originOf(referer)
+        if (refererOrigin === null || !trusted.has(refererOrigin)) {
+          throw new AppError(403, 'INVALID_ORIGIN', 'Referer is not a trusted origin')
+        }
+        return
+      }
+      // A browser sending cookies always sends Origin or Referer on a POST; a bare cookie is suspect.
+      if (request.headers.cookie !== undefined) {
+        throw new AppError(403, 'MISSING_OR_NULL_ORIGIN', 'Origin header is required')
+      }
+    }
+
+    const loadSession = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+      if (!cookie.present(request)) return
+      const token = cookie.read(request)
+      const valid = token ? await sessions.validate(token) : null
+      if (!valid) {
+        cookie.clear(reply) // forged, expired or revoked: tell the browser to drop it
+        return
+      }
+      request.user = valid.user
+      request.session = valid.session
+      if (valid.fresh) cookie.set(reply, token!, { rememberMe: true, expiresAt: valid.session.expiresAt })
+    }
+
+    // One hook, in the order that keeps the cheap refusals first: CORS and origin, the per-IP
+    // budgets (a flood never reaches the database), the session, then who may call.
+    app.addHook('onRequest', async (request, reply) => {
+      const policy = policyOf(request)
+      const origin = request.headers.origin
+      const originTrusted = origin !== undefined && trusted.has(origin)
+      if (originTrusted) {
+        reply.header('access-control-allow-origin', origin)
+        reply.header('access-control-allow-credentials', 'true')
+      }
+      reply.header('vary', 'Origin')
+      if (request.method === 'OPTIONS' && request.headers['access-control-request-method']) {
+        if (!originTrusted) throw new AppError(403, 'INVALID_ORIGIN', 'Origin is not trusted')
+        reply.header('access-control-allow-methods', ALLOWED_METHODS)
+        reply.header('access-control-allow-headers', ALLOWED_HEADERS)
+        reply.header('access-control-max-age', '600')
+        return reply.code(204).send()
+      }
+      if (policy.checkOrigin !== false) checkOrigin(request, origin, originTrusted)
+
+      const limits = policy.rateLimit
+      if (limits?.global !== false) {
+        const { exceeded, retryAfter } = await app.rateLimits.global(request)
+        if (exceeded) throw rateLimited(retryAfter)
+      }
+      if (limits?.perIp) {
+        const { exceeded, retryAfter } = await app.rateLimits.perIp[limits.perIp](request)
+        if (exceeded) throw rateLimited(retryAfter)
+      }
+
+      await loadSession(request, reply)
+
+      const access = policy.access ?? 'session'
+      if (access === 'public') return
+      if (!request.user) throw unauthorized()
+      if (typeof access === 'object' && !access.roles.includes(request.user.role)) {
+        throw forbidden(`${access.roles.join(' or ')} role required`)
+      }
+    })
+
+    // Budgets that need the parsed body or the signed-in account, before the handler does any work.
+    app.addHook('preHandler', async (request) => {
+      const policy = policyOf(request)
+      const perEmail = policy.rateLimit?.perEmail
+      if (perEmail && emailOf(request)) {
+        const { exceeded, retryAfter } = await app.rateLimits.perEmail[perEmail](request)
+        if (exceeded) throw rateLimited(retryAfter)
+      }
+      if (policy.reverifiesPassword && request.user) {
+        // Blocked before the hash is even checked: a right guess after the limit is refused too.
+        const retryAfter = await app.rateLimits.passwordChecks.retryAfter(request.user.id)
+        if (retryAfter > 0) throw rateLimited(retryAfter)
+      }
+    })
+
+    // A wrong answer to "your current password" counts against the account, whichever route asked.
+    app.addHook('onError', async (request, _reply, error) => {
+      if (!request.user || !policyOf(request).reverifiesPassword) return
+      if (error instanceof AppError && error.code === 'INVALID_PASSWORD') await app.rateLimits.passwordChecks.record(request.user.id)
+    })
+  },
+  { name: 'route-policy', dependencies: ['@fastify/cookie', 'rate-limit'] },
+)

@@ -1,0 +1,81 @@
+// Re-verifying the current password (change-password, account deletion) is limited per account:
+// 5 wrong answers a minute, then 429 RATE_LIMITED with Retry-After, even for the right password,
+// counted across routes and, through Redis, across instances.
+import type { FastifyInstance } from 'fastify'
+import { Redis } from 'ioredis'
+import t from 'tap'
+import { buildTestApp, call, signUp, type TestUser } from '../helpers/app.js'
+
+const NEW_PASSWORD = 'a brand new passphrase'
+const redisUrl = process.env.REDIS_URL
+
+const changePassword = (app: FastifyInstance, user: TestUser, currentPassword: string) =>
+  call(app, 'POST', '/api/auth/change-password', { cookie: user.cookie, body: { currentPassword, newPassword: NEW_PASSWORD } })
+const deleteAccount = (app: FastifyInstance, user: TestUser, password: string) =>
+  call(app, 'DELETE', '/api/v1/me', { cookie: user.cookie, body: { password } })
+
+t.test('memory store', async (t) => {
+  let offsetMs = 0
+  const app = await buildTestApp({ deps: { clock: { now: () => new Date(Date.now() + offsetMs) } } })
+
+  t.test('five wrong answers, then 429 even for the right password; the account is untouched', async (t) => {
+    const user = await signUp(app)
+    for (let i = 0; i < 5; i++) {
+      const res = await changePassword(app, user, `wrong guess ${i}`)
+      t.same([res.statusCode, res.json().code], [401, 'INVALID_PASSWORD'], `guess ${i + 1}`)
+    }
+    const limited = await changePassword(app, user, user.password)
+    t.same([limited.statusCode, limited.json().code], [429, 'RATE_LIMITED'])
+    const retryAfter = Number(limited.headers['retry-after'])
+    t.ok(retryAfter > 0 && retryAfter <= 60, `Retry-After ${retryAfter}`)
+    t.equal((await call(app, 'POST', '/api/auth/sign-in/email', { body: { email: user.email, password: NEW_PASSWORD } })).statusCode, 401,
+      'the password did not change')
+    t.equal((await call(app, 'GET', '/api/v1/whoami', { cookie: user.cookie })).statusCode, 200, 'the session is not harmed')
+  })
+
+  t.test('the count is per account and shared by every route that re-verifies', async (t) => {
+    const user = await signUp(app)
+    const other = await signUp(app)
+    for (let i = 0; i < 3; i++) t.equal((await changePassword(app, user, `wrong ${i}`)).statusCode, 401)
+    for (let i = 0; i < 2; i++) t.equal((await deleteAccount(app, user, `wrong ${i}`)).json().code, 'INVALID_PASSWORD')
+    const limited = await deleteAccount(app, user, user.password)
+    t.same([limited.statusCode, limited.json().code], [429, 'RATE_LIMITED'], 'deletion is refused: the account still exists')
+    t.equal((await call(app, 'GET', '/api/v1/whoami', { cookie: user.cookie })).statusCode, 200)
+    t.equal((await changePassword(app, other, other.password)).statusCode, 200, 'another account is free')
+  })
+
+  t.test('right answers do not count; the budget returns after the minute', async (t) => {
+    const user = await signUp(app)
+    for (let i = 0; i < 4; i++) t.equal((await changePassword(app, user, `wrong ${i}`)).statusCode, 401)
+    const ok = await changePassword(app, user, user.password)
+    t.equal(ok.statusCode, 200, 'a right answer within the budget passes')
+    const moved = { ...user, password: NEW_PASSWORD }
+    t.equal((await changePassword(app, moved, 'wrong again')).statusCode, 401, 'the fifth wrong answer')
+    t.equal((await changePassword(app, moved, NEW_PASSWORD)).statusCode, 429)
+    offsetMs += 61_000
+    const after = await call(app, 'POST', '/api/auth/change-password', {
+      cookie: user.cookie, body: { currentPassword: NEW_PASSWORD, newPassword: 'and yet another passphrase' },
+    })
+    t.equal(after.statusCode, 200, 'a minute later the account may try again')
+  })
+})
+
+t.test('Redis store: two instances share one count', { skip: redisUrl ? false : 'REDIS_URL is not set: Redis is absent, the shared count is not tested' }, async (t) => {
+  if (!redisUrl) return
+  const prefix = `test-recheck-${process.pid}-${Date.now()}:`
+  const a = await buildTestApp({ env: { REDIS_URL: redisUrl, REDIS_KEY_PREFIX: prefix } })
+  const b = await buildTestApp({ env: { REDIS_URL: redisUrl, REDIS_KEY_PREFIX: prefix } })
+  const redis = new Redis(redisUrl)
+  t.teardown(async () => {
+    const keys = await redis.keys(`${prefix}*`)
+    if (keys.length) await redis.del(...keys)
+    redis.disconnect()
+  })
+  const user = await signUp(a)
+  const statuses: number[] = []
+  for (let i = 0; i < 5; i++) statuses.push((await changePassword(i % 2 ? a : b, user, `wrong ${i}`)).statusCode)
+  statuses.push((await changePassword(a, user, user.password)).statusCode)
+  statuses.push((await changePassword(b, user, user.password)).statusCode)
+  t.same(statuses, [401, 401, 401, 401, 401, 429, 429])
+  t.ok((await redis.keys(`${prefix}rl:password-check:*`)).length === 1, 'the count lives in Redis under the prefix')
+})

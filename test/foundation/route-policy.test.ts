@@ -1,0 +1,200 @@
+// The route policy, proven on EVERY route Fastify registered (read from its onRoute notifications,
+// not from a list kept here): anonymous callers get 401 unless the route is declared public, members
+// get 403 on role routes, state-changing requests with a foreign or missing Origin get 403 unless the
+// route is declared exempt, every response carries nosniff and (unless declared cacheable) no-store,
+// and percent-encoded spellings of each path get exactly the same answers.
+import type { FastifyInstance, InjectOptions } from 'fastify'
+import t, { type Test } from 'tap'
+import { call, signUp, signUpWithRole, WEB_ORIGIN, buildTestApp } from '../helpers/app.js'
+import { otherSpellings, routeTable, type TableRoute } from '../helpers/routes.js'
+
+const EVIL = 'https://evil.example'
+
+// Sandbox payments so its confirm page is registered too; an identity provider so its routes answer.
+const app = await buildTestApp({
+  env: { PAYMENT_GATEWAY: 'sandbox', IDP_CLIENT_ID: 'client', IDP_CLIENT_SECRET: 'secret', IDP_ISSUER: 'http://127.0.0.1:9/issuer' },
+})
+const member = await signUp(app)
+const admin = await signUpWithRole(app, 'admin')
+const routes = routeTable(app)
+
+// The only routes anyone may call without a session. A route that turns public by mistake, or a
+// public route that loses its declaration, fails here; everything else is read from the route table.
+const PUBLIC_ROUTES = [
+  'GET /api/health', 'GET /api/health/live', 'GET /metrics',
+  'GET /api/v1/openapi.json', 'GET /api/v1/docs', 'GET /api/v1/docs/', 'GET /api/v1/docs/static/*', 'GET /api/v1/docs/json',
+  'GET /api/v1/docs/yaml', 'GET /api/v1/docs/static/index.html', 'GET /api/v1/docs/static/swagger-initializer.js',
+  'POST /api/auth/sign-up/email', 'POST /api/auth/sign-in/email', 'GET /api/auth/get-session', 'POST /api/auth/sign-out',
+  'POST /api/auth/request-password-reset', 'POST /api/auth/reset-password', 'POST /api/auth/send-verification-email',
+  'GET /api/auth/verify-email', 'GET /api/auth/sign-in/idp', 'POST /api/auth/sign-in/social', 'GET /api/auth/callback/idp',
+  'POST /api/v1/payments/webhook/:provider', 'GET /api/v1/payments/sandbox/:paymentId',
+]
+const ORIGIN_EXEMPT = ['POST /api/v1/payments/webhook/:provider']
+
+const key = (r: TableRoute) => `${r.method} ${r.pattern}`
+/** A HEAD answer has no body: its status is all there is to compare. */
+function refused(t: Test, r: TableRoute, res: { status: number; code: unknown }, status: number, code: string, name: string) {
+  t.same([res.status, r.method === 'HEAD' ? code : res.code], [status, code], name)
+}
+const request = (r: TableRoute, url: string, headers: Record<string, string>): InjectOptions => ({
+  method: r.method as InjectOptions['method'],
+  url,
+  headers,
+  ...(r.stateChanging ? { payload: {} } : {}),
+})
+const answer = async (app: FastifyInstance, options: InjectOptions) => {
+  const res = await app.inject(options)
+  let code: unknown
+  try {
+    code = res.json().code
+  } catch {
+    code = undefined
+  }
+  return { status: res.statusCode, code, headers: res.headers }
+}
+
+t.test('the route table is complete and every route is walked', async (t) => {
+  t.ok(routes.length > 80, `${routes.length} method/route pairs`)
+  for (const r of routes) t.ok(app.hasRoute({ method: r.method as 'GET', url: r.pattern }), `${key(r)} is in the router`)
+  t.ok(routes.some((r) => key(r) === 'GET /api/v1/docs') && routes.some((r) => key(r) === 'GET /api/v1/docs/'),
+    'both spellings of a prefix route are walked, though onRoute hears of one')
+})
+
+t.test('only the declared public routes can be called without a session', async (t) => {
+  const declared = [...new Set(routes.filter((r) => r.isPublic && r.method !== 'HEAD').map(key))].sort()
+  t.same(declared, [...PUBLIC_ROUTES].sort(), 'the public routes are exactly the listed ones')
+  for (const r of routes) {
+    const res = await answer(app, request(r, r.url, { origin: WEB_ORIGIN }))
+    if (r.isPublic) t.not(res.code, 'UNAUTHORIZED', `${key(r)} is public`)
+    else refused(t, r, res, 401, 'UNAUTHORIZED', `${key(r)} needs a session`)
+  }
+})
+
+t.test('routes declared for roles refuse a member with 403 and let an admin through the policy', async (t) => {
+  const roleRoutes = routes.filter((r) => typeof r.policy.access === 'object')
+  t.ok(roleRoutes.length >= 9, `${roleRoutes.length} role routes`)
+  for (const r of routes.filter((r) => r.pattern.startsWith('/api/v1/admin'))) {
+    t.ok(roleRoutes.includes(r), `${key(r)} declares its roles`)
+  }
+  for (const r of roleRoutes) {
+    const res = await answer(app, request(r, r.url, { origin: WEB_ORIGIN, cookie: member.cookie }))
+    refused(t, r, res, 403, 'FORBIDDEN', `member: ${key(r)}`)
+    const asAdmin = await answer(app, request(r, r.url, { origin: WEB_ORIGIN, cookie: admin.cookie }))
+    t.not(asAdmin.status, 403, `admin: ${key(r)}`)
+  }
+})
+
+t.test('state-changing requests with a foreign Origin, or a cookie and no Origin, are refused', async (t) => {
+  const exempt = routes.filter((r) => r.policy.checkOrigin === false).map(key)
+  t.same(exempt, ORIGIN_EXEMPT, 'only the signed webhook is exempt')
+  for (const r of routes.filter((r) => r.stateChanging)) {
+    const foreign = await answer(app, request(r, r.url, { origin: EVIL, cookie: member.cookie }))
+    const bare = await answer(app, request(r, r.url, { cookie: member.cookie }))
+    const refererOnly = await answer(app, request(r, r.url, { cookie: member.cookie, referer: `${EVIL}/page` }))
+    if (exempt.includes(key(r))) {
+      t.not(foreign.status, 403, `${key(r)} is exempt`)
+      continue
+    }
+    t.same([foreign.status, foreign.code], [403, 'INVALID_ORIGIN'], `foreign Origin: ${key(r)}`)
+    t.same([bare.status, bare.code], [403, 'MISSING_OR_NULL_ORIGIN'], `cookie, no Origin: ${key(r)}`)
+    t.same([refererOnly.status, refererOnly.code], [403, 'INVALID_ORIGIN'], `foreign Referer: ${key(r)}`)
+  }
+})
+
+t.test('every /api/auth route refuses a foreign Origin, whatever the method', async (t) => {
+  for (const r of routes.filter((r) => r.pattern.startsWith('/api/auth/'))) {
+    const res = await answer(app, request(r, r.url, { origin: EVIL }))
+    refused(t, r, res, 403, 'INVALID_ORIGIN', key(r))
+  }
+})
+
+t.test('percent-encoded spellings of every path get the same answers', async (t) => {
+  for (const r of routes) {
+    const variants: Array<[string, Record<string, string>]> = [
+      ['anonymous', { origin: WEB_ORIGIN }],
+      ['foreign origin', { origin: EVIL, cookie: member.cookie }],
+      ['member', { origin: WEB_ORIGIN, cookie: member.cookie }],
+    ]
+    if (r.stateChanging) variants.push(['cookie without Origin', { cookie: member.cookie }])
+    for (const [name, headers] of variants) {
+      // Only answers decided by the policy are compared: a handler may answer differently on a
+      // second call (a used token, a rate limit), the policy may not.
+      const plain = await answer(app, request(r, r.url, headers))
+      if (![401, 403].includes(plain.status)) continue
+      for (const spelling of otherSpellings(r.url)) {
+        const res = await answer(app, request(r, spelling, headers))
+        t.same([res.status, res.code], [plain.status, plain.code], `${name}: ${r.method} ${spelling}`)
+      }
+    }
+  }
+})
+
+t.test('every response carries nosniff, and no-store unless the route is declared cacheable', async (t) => {
+  for (const r of routes) {
+    const variants: Array<Record<string, string>> = [{ origin: WEB_ORIGIN }, { origin: WEB_ORIGIN, cookie: member.cookie }, { origin: EVIL }]
+    for (const headers of variants) {
+      const res = await answer(app, request(r, r.url, headers))
+      t.equal(res.headers['x-content-type-options'], 'nosniff', `${key(r)} ${res.status}`)
+      if (r.policy.cacheable) t.not(res.headers['cache-control'], 'no-store', `${key(r)} may be cached`)
+      else t.equal(res.headers['cache-control'], 'no-store', `${key(r)} ${res.status}`)
+    }
+  }
+  const cacheable = routes.filter((r) => r.policy.cacheable).map((r) => r.pattern)
+  t.ok(cacheable.every((p) => p === '/api/v1/openapi.json' || p.startsWith('/api/v1/docs')), 'only the API document and its page')
+  for (const url of ['/api/v1/no-such-route', '/%zz', `/api/v1/journal/entries/${'x'.repeat(300)}`]) {
+    const res = await app.inject({ method: 'GET', url })
+    t.equal(res.headers['x-content-type-options'], 'nosniff', url)
+    t.equal(res.headers['cache-control'], 'no-store', url)
+  }
+})
+
+t.test('sign-out with a cookie and neither Origin nor Referer is refused, and the session survives', async (t) => {
+  const user = await signUp(app)
+  const res = await app.inject({ method: 'POST', url: '/api/auth/sign-out', headers: { cookie: user.cookie } })
+  t.same([res.statusCode, res.json().code], [403, 'MISSING_OR_NULL_ORIGIN'])
+  t.equal((await call(app, 'GET', '/api/v1/whoami', { cookie: user.cookie })).statusCode, 200)
+})
+
+t.test('the reported bypass: an encoded path to make-admin with a foreign Origin', async (t) => {
+  const target = await signUp(app)
+  for (const url of [`/%61pi/v1/admin/users/${target.id}/make-admin`, `/api/v1/%61dmin/users/${target.id}/make-admin`]) {
+    const res = await app.inject({ method: 'POST', url, headers: { origin: EVIL, cookie: admin.cookie }, payload: {} })
+    t.same([res.statusCode, res.json().code], [403, 'INVALID_ORIGIN'], url)
+  }
+  const row = await app.db.selectFrom('user').select('role').where('id', '=', target.id).executeTakeFirstOrThrow()
+  t.equal(row.role, 'member', 'nobody was promoted')
+})
+
+t.test('a policy that cannot be right stops the app at start-up', async (t) => {
+  const cases: Array<[string, object]> = [
+    ['unknown policy key "acess"', { acess: 'public' }],
+    ['only a public route may skip the origin check', { checkOrigin: false }],
+    ['a public route has no password to re-verify', { access: 'public', reverifiesPassword: true }],
+    ['no role may call it', { access: { roles: [] } }],
+  ]
+  for (const [message, policy] of cases) {
+    const { buildApp } = await import('../../src/app.js')
+    const { loadConfig } = await import('../../src/config.js')
+    const { TEST_ENV } = await import('../helpers/app.js')
+    const { testDatabase } = await import('../helpers/db.js')
+    const broken = await buildApp(loadConfig(TEST_ENV), { database: await testDatabase() })
+    broken.post('/api/v1/test-broken', { config: { policy: policy as never } }, async () => ({}))
+    await t.rejects(async () => { await broken.ready() }, new RegExp(message.replace(/[()]/g, '\\$&')), message)
+    await broken.close()
+  }
+})
+
+t.test('the OpenAPI document states each documented route\'s policy', async (t) => {
+  const doc = (await app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json() as {
+    paths: Record<string, Record<string, { security?: unknown[]; 'x-route-policy'?: { access: unknown } }>>
+  }
+  let checked = 0
+  for (const r of routes) {
+    const operation = doc.paths[r.pattern.replace(/:([A-Za-z0-9_]+)/g, '{$1}')]?.[r.method.toLowerCase()]
+    if (!operation) continue
+    checked++
+    t.same(operation['x-route-policy']?.access, r.policy.access ?? 'session', key(r))
+    t.same(operation.security, r.isPublic ? [] : [{ sessionCookie: [] }], `${key(r)} security`)
+  }
+  t.ok(checked > 40, `${checked} operations checked`)
+})
