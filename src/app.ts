@@ -24,7 +24,7 @@ import healthRoutes from './health/routes.js'
 import journalRoutes from './journal/routes.js'
 import { loggerOptions, RequestLog } from './logging.js'
 import { RunningHandlers } from './running-handlers.js'
-import errorHandling, { frameworkError } from './plugins/errors.js'
+import errorHandling, { clientError, frameworkError } from './plugins/errors.js'
 import metrics from './plugins/metrics.js'
 import openapi from './plugins/openapi.js'
 import rateLimits from './plugins/rate-limit.js'
@@ -66,6 +66,16 @@ declare module 'fastify' {
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
+function originForm(target: string): string {
+  if (target.startsWith('/')) return target
+  try {
+    const url = new URL(target)
+    return `${url.pathname}${url.search}`
+  } catch {
+    return target // the router answers 404 or 400
+  }
+}
+
 export async function buildApp(config: Config, deps: AppDeps = {}): Promise<FastifyInstance> {
   const logger = deps.logStream
     ? { ...loggerOptions(config.logLevel), stream: deps.logStream }
@@ -83,6 +93,10 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
     },
     routerOptions: { maxParamLength: 200 },
     frameworkErrors: frameworkError,
+    clientErrorHandler: clientError,
+    // An absolute-form request target ("GET http://host/path", RFC 9112 §3.2.2) is routed by its
+    // path; the authority part is dropped so nothing downstream (a plugin's redirect) echoes it.
+    rewriteUrl: (req) => originForm(req.url ?? '/'),
   })
   app.setValidatorCompiler(validatorCompiler)
   app.setSerializerCompiler(serializerCompiler)

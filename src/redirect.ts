@@ -35,6 +35,9 @@ export function resolveRedirect(value: string, rules: RedirectRules, field: stri
   if ((url.protocol !== 'https:' && url.protocol !== 'http:') || !rules.trustedOrigins.has(url.origin)) {
     throw invalidCallbackUrl(field)
   }
+  // "/.//attacker.example" resolves to a trusted origin with the path "//attacker.example", which a
+  // front end that routes by path alone would follow off-site.
+  if (url.pathname.startsWith('//')) throw invalidCallbackUrl(field)
   return url.href
 }
 

@@ -1,5 +1,7 @@
 // One error shape for every failure: { code, status, message, data? }. A 5xx never carries a
 // stack trace, SQL, a driver message or a file path; the details go to the log with the request id.
+import { STATUS_CODES } from 'node:http'
+import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { AppError, type ErrorCode } from '../errors.js'
@@ -34,9 +36,29 @@ export function isRejectedInput(err: unknown): boolean {
 /** Fastify's router errors (malformed URL, over-long path parameter) in the one shape. */
 export function frameworkError(err: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   // No route matched, so no hook ran: the headers every response carries are set here.
-  reply.header('x-request-id', request.id).header('x-content-type-options', 'nosniff').header('cache-control', 'no-store')
+  reply.header('x-request-id', request.id).headers(ALWAYS)
   const message = err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'A path parameter is too long' : 'The URL is malformed'
   return sendError(reply, new AppError(400, 'BAD_REQUEST', message))
+}
+
+/** Headers every answer carries; set here for the answers no route hook sees. */
+const ALWAYS = { 'x-content-type-options': 'nosniff', 'cache-control': 'no-store' }
+
+/**
+ * Node's own answers to a request it could not parse (a bad header line, an unknown method, headers
+ * over the size limit), written on the socket in the one error shape, with the headers every answer
+ * carries. Fastify's clientErrorHandler option.
+ */
+export function clientError(err: NodeJS.ErrnoException, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy()
+    return
+  }
+  const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400
+  const message = status === 431 ? 'Request headers are too large' : status === 408 ? 'The request took too long' : 'The request could not be read'
+  const body = JSON.stringify({ code: 'BAD_REQUEST', status, message })
+  const headers = { ...ALWAYS, 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' }
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n${body}`)
 }
 
 function fromFastifyError(err: FastifyError): AppError | undefined {
@@ -108,6 +130,13 @@ export default fp(
       }
       if (error.status >= 500 && error.status !== 503) request.log.error({ code: error.code }, error.message)
       return sendError(reply, error)
+    })
+
+    // An `Expect` other than 100-continue: Node would answer 417 by itself, without our headers.
+    app.server.on('checkExpectation', (_request, response) => {
+      const body = JSON.stringify({ code: 'BAD_REQUEST', status: 417, message: 'Expectation not supported' })
+      response.writeHead(417, { ...ALWAYS, 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) })
+      response.end(body)
     })
 
     app.setNotFoundHandler((request, reply) =>

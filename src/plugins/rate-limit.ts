@@ -29,8 +29,8 @@ export interface RateLimits {
   global: Check
   perIp: Record<IpBudget, Check>
   perEmail: Record<EmailBudget, Check>
-  /** Wrong answers to "your current password", per account. */
-  passwordChecks: FailureCounter
+  /** Attempts at "your current password", per account; right answers are refunded. */
+  passwordChecks: AttemptCounter
 }
 
 declare module 'fastify' {
@@ -44,6 +44,22 @@ declare module 'fastify' {
   }
 }
 
+/**
+ * The budget key of a client address. An IPv6 client usually holds a whole /64 (its provider hands
+ * out prefixes, and it may pick any address in one), so the /64 is the key; an IPv4 address, or an
+ * IPv4-mapped IPv6 one, is its own key.
+ */
+export function clientKey(ip: string): string {
+  if (!ip.includes(':')) return ip
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip)
+  if (mapped) return mapped[1]!
+  const [head = '', tail = ''] = ip.split('%', 1)[0]!.split('::')
+  const left = head ? head.split(':') : []
+  const right = tail ? tail.split(':') : []
+  const groups = ip.includes('::') ? [...left, ...Array(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right] : left
+  return `${groups.slice(0, 4).map((g) => g.toLowerCase().replace(/^0+(?=.)/, '')).join(':')}::/64`
+}
+
 export const rateLimited = (retryAfter: number) =>
   new AppError(429, 'RATE_LIMITED', 'Too many requests, try again later', { retryAfter: Math.max(1, retryAfter) })
 
@@ -51,12 +67,13 @@ export const emailOf = (request: FastifyRequest) =>
   String((request.body as { email?: unknown } | undefined)?.email ?? '').toLowerCase()
 
 /**
- * Failures per key in a fixed window: `retryAfter` says whether the key is blocked before the
- * caller does the work, `record` counts a failure after it. @fastify/rate-limit counts every call,
- * so it cannot tell a wrong answer from a right one; this can. Redis when available (shared by
- * every instance), else memory; a Redis error falls back to memory for that call.
+ * Attempts per key in a fixed window that only wrong answers use up: `take` claims an attempt
+ * before the caller does the work (atomically, so a burst of parallel requests cannot all pass a
+ * check made before any of them is counted), and `refund` gives it back when the answer was not
+ * wrong. @fastify/rate-limit counts every call and cannot give one back; this can. Redis when it
+ * is available (shared by every instance), else memory; a Redis error falls back to memory.
  */
-export class FailureCounter {
+export class AttemptCounter {
   private readonly memory = new Map<string, { count: number; resetAt: number }>()
 
   constructor(
@@ -66,39 +83,44 @@ export class FailureCounter {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** Seconds until `key` may try again; 0 when it may now. */
-  async retryAfter(key: string): Promise<number> {
+  /** Claims one attempt: 0 when allowed, else the seconds until the window ends (nothing claimed). */
+  async take(key: string): Promise<number> {
     if (this.redis?.status === 'ready') {
       try {
-        const [count, ttl] = await Promise.all([this.redis.get(this.prefix + key), this.redis.pttl(this.prefix + key)])
-        return Number(count ?? 0) >= this.budget.max ? Math.max(1, Math.ceil(ttl / 1000)) : 0
-      } catch {
-        // fall through to the memory count
-      }
-    }
-    const entry = this.memory.get(key)
-    if (!entry || entry.resetAt <= this.now() || entry.count < this.budget.max) return 0
-    return Math.max(1, Math.ceil((entry.resetAt - this.now()) / 1000))
-  }
-
-  async record(key: string): Promise<void> {
-    if (this.redis?.status === 'ready') {
-      try {
-        // INCR then PEXPIRE only on the first failure: the window starts at the first wrong answer.
-        await this.redis.eval(
-          "local n = redis.call('INCR', KEYS[1]) if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end return n",
-          1, this.prefix + key, this.budget.windowMs,
-        )
-        return
+        // The window starts at the first attempt; a refused attempt is not counted.
+        const [count, ttl] = (await this.redis.eval(
+          `local n = redis.call('INCR', KEYS[1])
+           if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+           if n > tonumber(ARGV[2]) then redis.call('DECR', KEYS[1]) end
+           return {n, redis.call('PTTL', KEYS[1])}`,
+          1, this.prefix + key, this.budget.windowMs, this.budget.max,
+        )) as [number, number]
+        return count > this.budget.max ? Math.max(1, Math.ceil(ttl / 1000)) : 0
       } catch {
         // fall through to the memory count
       }
     }
     const now = this.now()
     if (this.memory.size > 10_000) for (const [k, e] of this.memory) if (e.resetAt <= now) this.memory.delete(k)
+    let entry = this.memory.get(key)
+    if (!entry || entry.resetAt <= now) this.memory.set(key, (entry = { count: 0, resetAt: now + this.budget.windowMs }))
+    if (entry.count >= this.budget.max) return Math.max(1, Math.ceil((entry.resetAt - now) / 1000))
+    entry.count++
+    return 0
+  }
+
+  /** Gives back an attempt `take` claimed: the answer was right, or never checked. */
+  async refund(key: string): Promise<void> {
+    if (this.redis?.status === 'ready') {
+      try {
+        await this.redis.eval("if redis.call('GET', KEYS[1]) then redis.call('DECR', KEYS[1]) end return 0", 1, this.prefix + key)
+        return
+      } catch {
+        // fall through to the memory count
+      }
+    }
     const entry = this.memory.get(key)
-    if (!entry || entry.resetAt <= now) this.memory.set(key, { count: 1, resetAt: now + this.budget.windowMs })
-    else entry.count++
+    if (entry && entry.count > 0) entry.count--
   }
 }
 
@@ -145,16 +167,16 @@ export default fp(
     const mail = checker('mail', { max: limits.mailPerHour, windowMs: HOUR }, (r) => recipient.get(r) ?? emailOf(r))
 
     app.decorate('rateLimits', {
-      global: checker('global', { max: limits.globalPerMinute, windowMs: MINUTE }, (r) => r.ip),
+      global: checker('global', { max: limits.globalPerMinute, windowMs: MINUTE }, (r) => clientKey(r.ip)),
       perIp: {
-        signIn: checker('sign-in:ip', { max: limits.signInIpPerMinute, windowMs: MINUTE }, (r) => r.ip),
-        signUp: checker('sign-up:ip', { max: limits.signUpIpPerMinute, windowMs: MINUTE }, (r) => r.ip),
+        signIn: checker('sign-in:ip', { max: limits.signInIpPerMinute, windowMs: MINUTE }, (r) => clientKey(r.ip)),
+        signUp: checker('sign-up:ip', { max: limits.signUpIpPerMinute, windowMs: MINUTE }, (r) => clientKey(r.ip)),
       },
       perEmail: {
         signIn: checker('sign-in:email', { max: limits.signInEmailPerMinute, windowMs: MINUTE }, emailOf),
         mail,
       },
-      passwordChecks: new FailureCounter(
+      passwordChecks: new AttemptCounter(
         app.redis,
         `${app.config.redisKeyPrefix}rl:password-check:`,
         { max: limits.passwordChecksPerMinute, windowMs: MINUTE },

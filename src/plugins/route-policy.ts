@@ -79,6 +79,7 @@ function checkPolicy(route: RegisteredRoute): void {
   const isPublic = policy.access === 'public'
   if (policy.checkOrigin === false && !isPublic) throw new Error(`Route ${where}: only a public route may skip the origin check`)
   if (policy.reverifiesPassword && isPublic) throw new Error(`Route ${where}: a public route has no password to re-verify`)
+  if (policy.cacheable && !isPublic) throw new Error(`Route ${where}: a cacheable route must be public (it sees no session)`)
   if (typeof policy.access === 'object' && policy.access.roles.length === 0) throw new Error(`Route ${where}: no role may call it`)
 }
 
@@ -195,7 +196,8 @@ export default fp(
         if (exceeded) throw rateLimited(retryAfter)
       }
 
-      await loadSession(request, reply)
+      // A cacheable answer must never carry a Set-Cookie (a renewed or cleared session cookie).
+      if (!policy.cacheable) await loadSession(request, reply)
 
       const access = policy.access ?? 'session'
       if (access === 'public') return
@@ -214,16 +216,24 @@ export default fp(
         if (exceeded) throw rateLimited(retryAfter)
       }
       if (policy.reverifiesPassword && request.user) {
-        // Blocked before the hash is even checked: a right guess after the limit is refused too.
-        const retryAfter = await app.rateLimits.passwordChecks.retryAfter(request.user.id)
+        // Claimed before the hash is checked, so parallel guesses cannot all slip under the limit,
+        // and a right guess past the limit is refused like a wrong one.
+        const retryAfter = await app.rateLimits.passwordChecks.take(request.user.id)
         if (retryAfter > 0) throw rateLimited(retryAfter)
+        passwordAttempts.set(request, 'claimed')
       }
     })
 
-    // A wrong answer to "your current password" counts against the account, whichever route asked.
+    // Only a wrong answer to "your current password" keeps its claim; any other outcome (right
+    // answer, a full hash queue, a bug) gives the attempt back.
+    const passwordAttempts = new WeakMap<FastifyRequest, 'claimed' | 'wrong'>()
     app.addHook('onError', async (request, _reply, error) => {
-      if (!request.user || !policyOf(request).reverifiesPassword) return
-      if (error instanceof AppError && error.code === 'INVALID_PASSWORD') await app.rateLimits.passwordChecks.record(request.user.id)
+      if (error instanceof AppError && error.code === 'INVALID_PASSWORD' && passwordAttempts.has(request)) {
+        passwordAttempts.set(request, 'wrong')
+      }
+    })
+    app.addHook('onResponse', async (request) => {
+      if (passwordAttempts.get(request) === 'claimed') await app.rateLimits.passwordChecks.refund(request.user!.id)
     })
   },
   { name: 'route-policy', dependencies: ['@fastify/cookie', 'rate-limit'] },

@@ -44,6 +44,15 @@ t.test('memory store', async (t) => {
     t.equal((await changePassword(app, other, other.password)).statusCode, 200, 'another account is free')
   })
 
+  t.test('a burst of parallel guesses gets five answers, not one per request', async (t) => {
+    const user = await signUp(app)
+    const guesses = Array.from({ length: 20 }, (_, i) => (i === 12 ? user.password : `parallel guess ${i}`))
+    const answers = await Promise.all(guesses.map((guess) => changePassword(app, user, guess)))
+    const statuses = answers.map((r) => r.statusCode)
+    t.equal(statuses.filter((s) => s === 429).length, 15, 'all but five are refused before any hash is checked')
+    t.equal(statuses.filter((s) => s === 401 || s === 200).length, 5)
+  })
+
   t.test('right answers do not count; the budget returns after the minute', async (t) => {
     const user = await signUp(app)
     for (let i = 0; i < 4; i++) t.equal((await changePassword(app, user, `wrong ${i}`)).statusCode, 401)
@@ -78,4 +87,7 @@ t.test('Redis store: two instances share one count', { skip: redisUrl ? false : 
   statuses.push((await changePassword(b, user, user.password)).statusCode)
   t.same(statuses, [401, 401, 401, 401, 401, 429, 429])
   t.ok((await redis.keys(`${prefix}rl:password-check:*`)).length === 1, 'the count lives in Redis under the prefix')
+  const other = await signUp(a)
+  const burst = await Promise.all(Array.from({ length: 12 }, (_, i) => changePassword(i % 2 ? a : b, other, `burst ${i}`)))
+  t.equal(burst.filter((r) => r.statusCode === 429).length, 7, 'a burst spread over both instances gets five answers')
 })

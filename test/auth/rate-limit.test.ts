@@ -3,6 +3,7 @@
 import type { FastifyInstance } from 'fastify'
 import { Redis } from 'ioredis'
 import t from 'tap'
+import { clientKey } from '../../src/plugins/rate-limit.js'
 import { buildTestApp, signUp, uniqueEmail, WEB_ORIGIN } from '../helpers/app.js'
 
 const PASSWORD = 'correct horse battery staple'
@@ -69,7 +70,11 @@ t.test('memory store', async (t) => {
   t.test('mail: per email per hour, one budget for reset and verification mail', async (t) => {
     const app = await buildTestApp({ env: { RATE_LIMIT_MAIL_PER_HOUR: '2' } })
     const user = await signUp(app)
-    const tokens = () => app.db.selectFrom('verification').select('id').where('user_id', '=', user.id).execute().then((r) => r.length)
+    // The mail routes write their token after the reply: wait for that work before counting.
+    const tokens = async () => {
+      await app.settled()
+      return (await app.db.selectFrom('verification').select('id').where('user_id', '=', user.id).execute()).length
+    }
     t.equal((await send(app, 'POST', '/api/auth/request-password-reset', freshIp(), { email: user.email })).statusCode, 200)
     t.equal((await send(app, 'POST', '/api/auth/send-verification-email', freshIp(), { email: user.email })).statusCode, 200)
     const limited = await send(app, 'POST', '/api/auth/request-password-reset', freshIp(), { email: user.email })
@@ -130,4 +135,18 @@ t.test('a Redis that is down never takes the service down (limits are skipped me
   for (let i = 0; i < 2; i++) {
     t.equal((await send(app, 'POST', '/api/auth/sign-in/email', ip, { email: uniqueEmail(), password: PASSWORD })).statusCode, 401)
   }
+})
+
+t.test('an IPv6 client is budgeted by its /64, an IPv4 one by its address', async (t) => {
+  t.equal(clientKey('203.0.113.7'), '203.0.113.7')
+  t.equal(clientKey('::ffff:203.0.113.7'), '203.0.113.7', 'IPv4-mapped is the IPv4 address')
+  for (const ip of ['2001:db8:0:1::5', '2001:db8:0:1:ffff:1:2:3', '2001:0DB8:0000:0001::']) t.equal(clientKey(ip), '2001:db8:0:1::/64', ip)
+  t.not(clientKey('2001:db8:0:2::5'), clientKey('2001:db8:0:1::5'), 'another /64 is another client')
+
+  const app = await buildTestApp({ env: { RATE_LIMIT_SIGN_IN_IP_PER_MINUTE: '2' } })
+  const statuses: number[] = []
+  for (const suffix of ['1', '2', 'abcd', 'ffff:1']) {
+    statuses.push((await send(app, 'POST', '/api/auth/sign-in/email', `2001:db8:77:1::${suffix}`, { email: uniqueEmail(), password: PASSWORD })).statusCode)
+  }
+  t.same(statuses, [401, 401, 429, 429], 'new addresses in the same /64 share one budget')
 })

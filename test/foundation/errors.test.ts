@@ -1,3 +1,4 @@
+import { connect, type AddressInfo } from 'node:net'
 import t from 'tap'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
@@ -164,4 +165,51 @@ t.test('sign-out accepts no body, an empty object and JSON null', async (t) => {
     })
     t.equal(res.statusCode, 200, `payload ${payload}`)
   }
+})
+
+t.test('what Node answers by itself (unreadable requests) is in the one shape, with the headers of every answer', async (t) => {
+  const server = await buildTestApp()
+  await server.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = server.server.address() as AddressInfo
+  const raw = (request: string) =>
+    new Promise<string>((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1', () => socket.write(request))
+      let data = ''
+      socket.on('data', (chunk) => (data += chunk.toString('latin1')))
+      socket.on('end', () => resolve(data))
+      socket.on('close', () => resolve(data))
+      socket.on('error', reject)
+    })
+  const cases: Array<[string, string, number]> = [
+    ['a malformed header line', 'GET /api/health/live HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n', 400],
+    ['an unknown HTTP version', 'GET /api/health/live HTTP/9.9\r\nHost: x\r\n\r\n', 400],
+    ['Content-Length with chunked', 'POST /api/auth/sign-out HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n', 400],
+    ['headers over the limit', `GET /api/health/live HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431],
+    ['an Expect it cannot meet', 'GET /api/health/live HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\nConnection: close\r\n\r\n', 417],
+  ]
+  for (const [name, request, status] of cases) {
+    const answer = await raw(request)
+    const [head = '', body = ''] = answer.split('\r\n\r\n')
+    t.match(head, new RegExp(`^HTTP/1.1 ${status} `), name)
+    t.match(head.toLowerCase(), /x-content-type-options: nosniff/, `${name}: nosniff`)
+    t.match(head.toLowerCase(), /cache-control: no-store/, `${name}: no-store`)
+    t.match(JSON.parse(body), { code: 'BAD_REQUEST', status, message: String }, `${name}: the one shape`)
+    t.same(Object.keys(JSON.parse(body)).sort(), ['code', 'message', 'status'])
+  }
+})
+
+t.test('an absolute-form request target is routed by its path; its host is never echoed', async (t) => {
+  const server = await buildTestApp()
+  await server.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = server.server.address() as AddressInfo
+  const res = await new Promise<string>((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () =>
+      socket.write('GET http://attacker.example/api/v1/docs/static/index.html HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'))
+    let data = ''
+    socket.on('data', (chunk) => (data += chunk.toString('latin1')))
+    socket.on('end', () => resolve(data))
+    socket.on('error', reject)
+  })
+  t.notMatch(res, /attacker\.example/i, 'no Location (or anything) names the absolute form\'s host')
+  t.match(res, /^HTTP\/1.1 (200|302) /)
 })

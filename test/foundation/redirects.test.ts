@@ -19,6 +19,8 @@ const HOSTILE = [
   'javascript:alert(1)', 'JaVaScRiPt:alert(1)', 'data:text/html,<script>alert(1)</script>', 'vbscript:x', 'file:///etc/passwd',
   `${WEB_ORIGIN}@attacker.example/`, `http://user:pass@${WEB_ORIGIN.slice(7)}/`, `${WEB_ORIGIN}.attacker.example/`,
   'http://localhost:3001/', 'https://localhost:3000/', 'ftp://localhost:3000/', 'blob:http://localhost:3000/x',
+  // These stay on the web origin but leave a path that starts with "//", off-site to a path router.
+  '/.//attacker.example', '/%2e//attacker.example', '/x/..//attacker.example',
 ]
 
 /** A printable name for a hostile value: the TAP stream must not carry its raw control characters. */

@@ -198,3 +198,19 @@ t.test('the OpenAPI document states each documented route\'s policy', async (t) 
   }
   t.ok(checked > 40, `${checked} operations checked`)
 })
+
+t.test('a cacheable answer never carries a session cookie, renewed or cleared', async (t) => {
+  const user = await signUp(app)
+  // Past half its life: any route that looked the session up would renew the cookie.
+  await app.db.updateTable('session').set({ expires_at: new Date(Date.now() + 5 * 86_400_000) }).where('user_id', '=', user.id).execute()
+  const cacheable = routes.filter((r) => r.policy.cacheable && r.method === 'GET')
+  t.ok(cacheable.length >= 5)
+  for (const r of cacheable) {
+    for (const cookie of [user.cookie, 'better-auth.session_token=forged.value']) {
+      const res = await app.inject({ method: 'GET', url: r.url, headers: { cookie } })
+      t.equal(res.headers['set-cookie'], undefined, `${key(r)} ${cookie.slice(0, 30)}`)
+    }
+  }
+  const renewed = await call(app, 'GET', '/api/auth/get-session', { cookie: user.cookie })
+  t.match(String(renewed.headers['set-cookie']), /session_token=/, 'a no-store route renews it as before')
+})
