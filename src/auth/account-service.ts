@@ -76,16 +76,22 @@ export async function sendVerificationMail(
   })
 }
 
-/** Mails a reset link when the email has an account; says nothing either way. */
+/**
+ * Mails a reset link when the email has an account; says nothing either way. Without an account
+ * the same database work is done, a token nobody receives (purged when it expires), so not even
+ * the requests that follow this one's after-reply work are slowed differently.
+ */
 export async function requestPasswordReset(app: FastifyInstance, request: FastifyRequest, email: string, redirectTo?: string): Promise<void> {
   const user = await findUserByEmail(app.db, email)
   if (user) await sendPasswordResetMail(app, request, user, { redirectTo, takeBudget: false })
+  else await issueToken(app.db, 'reset-password', null, { now: app.clock.now(), ttlMs: RESET_TOKEN_TTL_MS })
 }
 
-/** Mails a verification link when the email has an unverified account; says nothing either way. */
+/** Mails a verification link when the email has an unverified account; says nothing either way (same work: see above). */
 export async function requestVerification(app: FastifyInstance, request: FastifyRequest, email: string, callbackURL?: string): Promise<void> {
   const user = await findUserByEmail(app.db, email)
   if (user && !user.emailVerified) await sendVerificationMail(app, request, user, { callbackURL, takeBudget: false })
+  else await issueToken(app.db, 'verify-email', null, { now: app.clock.now(), ttlMs: VERIFY_TOKEN_TTL_MS })
 }
 
 /** Sets the new password, ends every session of the user and clears the reset requirement. */

@@ -20,10 +20,11 @@ export interface VerificationRecord {
   data: Record<string, unknown>
 }
 
+/** `userId` null: a token nobody receives (see requestPasswordReset), purged when it expires. */
 export async function issueToken(
   db: Db,
   purpose: VerificationPurpose,
-  userId: string,
+  userId: string | null,
   options: { now: Date; ttlMs: number; data?: Record<string, unknown> },
 ): Promise<string> {
   const token = randomBytes(32).toString('base64url')

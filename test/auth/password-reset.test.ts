@@ -63,12 +63,17 @@ t.test('an unknown email gets the same answer and no mail', async (t) => {
   const user = await signUp(app)
   const known = await requestReset({ email: user.email })
   const nobody = uniqueEmail('nobody')
+  const decoys = () => app.db.selectFrom('verification').select('id').where('user_id', 'is', null).execute().then((r) => r.length)
+  const before = await decoys()
   const unknown = await requestReset({ email: nobody })
   t.equal(unknown.statusCode, known.statusCode)
   t.equal(unknown.body, known.body)
+  t.same(Object.keys(unknown.headers).sort(), Object.keys(known.headers).sort(), 'the same headers')
   await smtp.inbox.next(user.email)
   await app.settled()
   t.same(smtp.inbox.for(nobody), [])
+  // The same database work as for an account: a token nobody holds, bound to no user.
+  t.equal(await decoys(), before + 1)
 })
 
 t.test('redirectTo: a relative path opens on the web front end, an untrusted URL is refused', async (t) => {
