@@ -15,7 +15,7 @@ import { parseArgs } from 'node:util'
 import { hash as argon2Hash } from '@node-rs/argon2'
 import autocannon from 'autocannon'
 // The service's own parameters: the hash times below are measured with exactly them.
-import { ARGON2 } from '../src/auth/password.js'
+import { ARGON2 } from '../src/auth/password/password.js'
 import {
   createDatabase, freePort, ORIGIN, peakRssMiB, postJson, sessionCookie, startServer, startTsProcess, stop,
   withClient,

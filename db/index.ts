@@ -1,12 +1,16 @@
 // One Kysely instance per process: node-postgres when DATABASE_URL is set, else embedded PGlite.
 import { PGlite } from '@electric-sql/pglite'
-import { Kysely, PGliteDialect, PostgresDialect, sql } from 'kysely'
+import { Kysely, PGliteDialect, PostgresDialect, sql, type Transaction } from 'kysely'
 import pg from 'pg'
 import { PreparingClient } from './prepared.js'
 import type { Database } from './schema.js'
 
 export type { Database } from './schema.js'
 export type DB = Kysely<Database>
+/** What a query function runs on: the database, or the transaction its caller opened. */
+export type Executor = Kysely<Database> | Transaction<Database>
+/** A query that must run inside the caller's transaction. */
+export type Trx = Transaction<Database>
 
 export interface DatabaseHandle {
   db: DB

@@ -7,23 +7,24 @@ import type { DestinationStream } from 'pino'
 import { openDatabase, type DatabaseHandle, type DB } from '../db/index.js'
 import { migrateToLatest } from '../db/migrate.js'
 import adminRoutes from './admin/routes.js'
-import authRoutes from './auth/routes.js'
-import idpRoutes from './auth/idp-routes.js'
-import mailer from './auth/mail.js'
+import authRoutes from './auth/email/routes.js'
+import idpRoutes from './auth/idp/routes.js'
+import mailer from './plugins/mailer.js'
 import purge from './maintenance/purge.js'
-import { SessionCookie } from './auth/cookies.js'
+import { SessionCookie } from './auth/session/cookies.js'
 import compatibilityRoutes from './compatibility/routes.js'
 import paymentRoutes from './payment/routes.js'
-import { HashPool } from './auth/hash-pool.js'
-import { PasswordHasher } from './auth/password.js'
-import { SessionManager } from './auth/sessions.js'
+import { HashPool } from './auth/password/hash-pool.js'
+import { PasswordHasher } from './auth/password/password.js'
+import { SessionManager } from './auth/session/sessions.js'
 import type { Config } from './config.js'
+import { systemClock, type Clock } from './shared/clock.js'
 import consentRoutes from './consent/routes.js'
-import { serviceUnavailable } from './errors.js'
+import { serviceUnavailable } from './shared/errors.js'
 import healthRoutes from './health/routes.js'
 import journalRoutes from './journal/routes.js'
-import { loggerOptions, RequestLog } from './logging.js'
-import { RunningHandlers } from './running-handlers.js'
+import { loggerOptions, RequestLog } from './plugins/logging.js'
+import { RunningHandlers } from './plugins/running-handlers.js'
 import errorHandling, { clientError, frameworkError } from './plugins/errors.js'
 import metrics from './plugins/metrics.js'
 import openapi from './plugins/openapi.js'
@@ -32,10 +33,6 @@ import routePolicy, { policyOf } from './plugins/route-policy.js'
 import redisConnection from './plugins/redis.js'
 import profileRoutes from './profile/routes.js'
 import usageRoutes from './usage/routes.js'
-
-export interface Clock {
-  now(): Date
-}
 
 export interface AppDeps {
   /** An open database; the caller owns it. Without one, the app opens (and closes) its own. */
@@ -111,7 +108,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   app.decorate('config', config)
   app.decorate('database', database)
   app.decorate('db', database.db)
-  app.decorate('clock', deps.clock ?? { now: () => new Date() })
+  app.decorate('clock', deps.clock ?? systemClock)
   const hashPool = new HashPool(config.hashing.maxConcurrency, config.hashing.maxQueue)
   app.decorate('hasher', new PasswordHasher(hashPool))
   app.decorate('sessions', sessions)

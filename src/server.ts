@@ -1,6 +1,6 @@
 // Reads the configuration, builds the app, listens, and shuts down gracefully.
 import { ConfigError, loadConfig } from './config.js'
-import { holdDataDirLock } from './data-dir-lock.js'
+import { holdDataDirLock } from '../db/data-dir-lock.js'
 
 const warnings: string[] = []
 let config

@@ -1,11 +1,11 @@
 import type { Kysely, Transaction } from 'kysely'
 import type { Database } from '../../db/schema.js'
 import { sessionUserColumns, toSessionUser } from '../auth/queries.js'
-import type { SessionUser } from '../auth/sessions.js'
+import type { SessionUser } from '../auth/session/sessions.js'
 import type { Plan, Role } from '../auth/tables.js'
-import { cursorTime, exactTime, type Cursor } from '../pagination.js'
+import { cursorTime, exactTime, type Cursor } from '../shared/pagination.js'
+import type { Executor } from '../../db/index.js'
 
-type Db = Kysely<Database> | Transaction<Database>
 
 const userColumns = sessionUserColumns
 
@@ -20,7 +20,7 @@ export interface UserFilters {
 const escapeLike = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`)
 
 export async function findUsers(
-  db: Db,
+  db: Executor,
   filters: UserFilters,
   page: { limit: number; after?: Cursor },
 ): Promise<Array<{ user: SessionUser; cursorAt: string }>> {
@@ -68,7 +68,7 @@ export interface UserCounts {
 }
 
 /** What a user holds in each domain; one sub-select per table, so a new domain adds one line. */
-export async function countsFor(db: Db, userId: string, now: Date): Promise<UserCounts> {
+export async function countsFor(db: Executor, userId: string, now: Date): Promise<UserCounts> {
   const row = await db
     .selectNoFrom((eb) => [
       eb.selectFrom('session').select(eb.fn.countAll<number>().as('n'))
@@ -93,7 +93,7 @@ export interface AuditFilters {
 }
 
 export async function findAuditEvents(
-  db: Db,
+  db: Executor,
   filters: AuditFilters,
   page: { limit: number; after?: Cursor },
 ) {

@@ -6,7 +6,7 @@ import type { Transaction } from 'kysely'
 import type { Database } from '../../db/schema.js'
 import { endSessionsOfUser } from '../auth/queries.js'
 import type { Role } from '../auth/tables.js'
-import { recordAudit } from './audit.js'
+import { recordAudit } from '../shared/audit.js'
 
 /** The privileges of each role, lowest first. A Record, so a new role must be ranked here. */
 const RANK: Record<Role, number> = { member: 0, admin: 1, owner: 2 }

@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import { UserSchema } from '../auth/schemas.js'
 import { PLANS, ROLES } from '../auth/tables.js'
-import { CursorParam, Limit } from '../pagination.js'
+import { CursorParam, Limit } from '../shared/pagination.js'
 
 const FutureInstant = z.iso.datetime({ offset: true }).describe('ISO-8601 instant in the future')
 

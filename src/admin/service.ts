@@ -1,15 +1,15 @@
 // Admin acts on users. Each act and its audit event commit together, with before/after of what
 // changed. Nobody changes an owner through the API, grants owner, or changes their own role.
 import type { FastifyInstance } from 'fastify'
-import type { SessionUser } from '../auth/sessions.js'
+import type { SessionUser } from '../auth/session/sessions.js'
 import type { Plan, Role } from '../auth/tables.js'
 import { endSessionsOfUser, findUserById } from '../auth/queries.js'
 import { iso, toUserJson, type UserJson } from '../auth/schemas.js'
-import { AppError, forbidden, notFound } from '../errors.js'
+import { AppError, forbidden, notFound } from '../shared/errors.js'
 import { daysOf, usageAnalytics, type DateRange, type UsageAnalytics } from './analytics.js'
-import { recordAudit } from './audit.js'
+import { recordAudit } from '../shared/audit.js'
 import { changeRole } from './roles.js'
-import { toPage, type Cursor, type Page } from '../pagination.js'
+import { toPage, type Cursor, type Page } from '../shared/pagination.js'
 import {
   countsFor, findAuditEvents, findUserForUpdate, findUsers, updateUser,
   type AuditFilters, type UserCounts, type UserFilters,

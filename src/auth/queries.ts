@@ -1,9 +1,9 @@
 import type { Kysely, Transaction } from 'kysely'
 import type { Database } from '../../db/schema.js'
-import { newId } from '../ids.js'
-import type { SessionUser } from './sessions.js'
+import { newId } from '../shared/ids.js'
+import type { SessionUser } from './session/sessions.js'
+import type { Executor } from '../../db/index.js'
 
-type Db = Kysely<Database> | Transaction<Database>
 
 export const CREDENTIAL = 'credential'
 
@@ -42,19 +42,19 @@ const toUser = (r: SessionUserRow & { password_reset_required: boolean }): UserW
   passwordResetRequired: r.password_reset_required,
 })
 
-export async function findUserById(db: Db, id: string): Promise<UserWithFlags | undefined> {
+export async function findUserById(db: Executor, id: string): Promise<UserWithFlags | undefined> {
   const row = await db.selectFrom('user').select(userColumns).where('id', '=', id).executeTakeFirst()
   return row && toUser(row)
 }
 
-export async function findUserByEmail(db: Db, email: string): Promise<UserWithFlags | undefined> {
+export async function findUserByEmail(db: Executor, email: string): Promise<UserWithFlags | undefined> {
   const row = await db.selectFrom('user').select(userColumns).where('email', '=', email).executeTakeFirst()
   return row && toUser(row)
 }
 
 /** The user and the hash of their credential account (null when they have no password). */
 export async function findCredentialByEmail(
-  db: Db,
+  db: Executor,
   email: string,
 ): Promise<{ user: UserWithFlags; passwordHash: string | null } | undefined> {
   const row = await db
@@ -68,7 +68,7 @@ export async function findCredentialByEmail(
   return row && { user: toUser(row), passwordHash: row.password_hash }
 }
 
-export async function findPasswordHash(db: Db, userId: string): Promise<string | null> {
+export async function findPasswordHash(db: Executor, userId: string): Promise<string | null> {
   const row = await db
     .selectFrom('account')
     .select('password_hash')
@@ -79,7 +79,7 @@ export async function findPasswordHash(db: Db, userId: string): Promise<string |
 }
 
 /** Sets the credential password, creating the credential account when the user has none. */
-export async function setPasswordHash(db: Db, userId: string, passwordHash: string, now = new Date()): Promise<void> {
+export async function setPasswordHash(db: Executor, userId: string, passwordHash: string, now = new Date()): Promise<void> {
   await db
     .insertInto('account')
     .values({ id: newId(), user_id: userId, provider_id: CREDENTIAL, account_id: userId, password_hash: passwordHash })
@@ -96,7 +96,7 @@ export async function setPasswordHash(db: Db, userId: string, passwordHash: stri
  * that ends them and the ending commit together. The next request with an ended session is 401.
  * Returns how many sessions ended.
  */
-export async function endSessionsOfUser(db: Db, userId: string, options: { except?: string } = {}): Promise<number> {
+export async function endSessionsOfUser(db: Executor, userId: string, options: { except?: string } = {}): Promise<number> {
   let query = db.deleteFrom('session').where('user_id', '=', userId)
   if (options.except !== undefined) query = query.where('id', '!=', options.except)
   const result = await query.executeTakeFirst()

@@ -1,6 +1,6 @@
 import { z } from 'zod'
-import { PASSWORD_MAX, PASSWORD_MIN } from './password.js'
-import type { SessionUser, SessionView } from './sessions.js'
+import { PASSWORD_MAX, PASSWORD_MIN } from './password/password.js'
+import type { SessionUser, SessionView } from './session/sessions.js'
 import { PLANS, ROLES } from './tables.js'
 
 export const Email = z

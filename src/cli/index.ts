@@ -1,7 +1,7 @@
 // The command line: `npm run cli -- <command> ...` (or `node dist/src/cli/index.js <command> ...`).
 import { ROLES, type Role } from '../auth/tables.js'
 import { ConfigError, loadConfig } from '../config.js'
-import { dataDirHolder, dataDirInUseMessage, holdDataDirLock } from '../data-dir-lock.js'
+import { dataDirHolder, dataDirInUseMessage, holdDataDirLock } from '../../db/data-dir-lock.js'
 
 const USAGE = `Usage:
   npm run cli -- set-role <email> <member|admin|owner>

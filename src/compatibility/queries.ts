@@ -1,19 +1,19 @@
 import { sql, type Insertable, type Kysely, type Transaction } from 'kysely'
 import type { Database } from '../../db/schema.js'
-import { cursorTime, type Cursor } from '../pagination.js'
+import { cursorTime, type Cursor } from '../shared/pagination.js'
 import type { CompatibilityResultRow, CompatibilityResultTable } from './tables.js'
+import type { Executor } from '../../db/index.js'
 
-type Db = Kysely<Database> | Transaction<Database>
 
-export async function insertResult(db: Db, values: Insertable<CompatibilityResultTable>): Promise<CompatibilityResultRow> {
+export async function insertResult(db: Executor, values: Insertable<CompatibilityResultTable>): Promise<CompatibilityResultRow> {
   return db.insertInto('compatibility_result').values(values).returningAll().executeTakeFirstOrThrow()
 }
 
-export async function findResult(db: Db, id: string): Promise<CompatibilityResultRow | undefined> {
+export async function findResult(db: Executor, id: string): Promise<CompatibilityResultRow | undefined> {
   return db.selectFrom('compatibility_result').selectAll().where('id', '=', id).executeTakeFirst()
 }
 
-export async function ownsResult(db: Db, userId: string, id: string): Promise<boolean> {
+export async function ownsResult(db: Executor, userId: string, id: string): Promise<boolean> {
   const row = await db
     .selectFrom('compatibility_result')
     .select('id')
@@ -49,7 +49,7 @@ export async function setUnlocked(
 
 /** Stores deep insights only on the user's own, unlocked result; undefined otherwise. */
 export async function saveOwnDeepInsights(
-  db: Db,
+  db: Executor,
   userId: string,
   id: string,
   content: string,
@@ -66,7 +66,7 @@ export async function saveOwnDeepInsights(
 }
 
 export async function listResultsOf(
-  db: Db,
+  db: Executor,
   userId: string,
   options: { limit: number; cursor?: Cursor },
 ): Promise<CompatibilityResultRow[]> {
@@ -85,7 +85,7 @@ export async function listResultsOf(
   return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(options.limit).execute()
 }
 
-export async function activePurchaseOf(db: Db, resultId: string) {
+export async function activePurchaseOf(db: Executor, resultId: string) {
   return db
     .selectFrom('deep_insights_purchase')
     .selectAll()
@@ -94,6 +94,6 @@ export async function activePurchaseOf(db: Db, resultId: string) {
     .executeTakeFirst()
 }
 
-export async function purchaseByPayment(db: Db, paymentId: string) {
+export async function purchaseByPayment(db: Executor, paymentId: string) {
   return db.selectFrom('deep_insights_purchase').selectAll().where('payment_id', '=', paymentId).executeTakeFirst()
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { CursorParam, Limit } from '../pagination.js'
+import { CursorParam, Limit } from '../shared/pagination.js'
 import { CalendarDate, isStorableText, PlainText } from '../journal/schemas.js'
 import { SYSTEMS } from './tables.js'
 

@@ -2,11 +2,11 @@
 import type { FastifyInstance } from 'fastify'
 import { sql, type Kysely, type Transaction } from 'kysely'
 import type { Database } from '../../db/schema.js'
-import { recordAudit } from '../admin/audit.js'
-import type { SessionUser } from '../auth/sessions.js'
+import { recordAudit } from '../shared/audit.js'
+import type { SessionUser } from '../auth/session/sessions.js'
 import { findPasswordHash } from '../auth/queries.js'
-import type { RequestMeta } from '../auth/service.js'
-import { AppError, forbidden } from '../errors.js'
+import type { RequestMeta } from '../auth/email/service.js'
+import { AppError, forbidden } from '../shared/errors.js'
 
 /**
  * Every table that holds records about a user, and how to find them. A new domain that stores

@@ -1,9 +1,9 @@
 import type { Kysely, Transaction } from 'kysely'
 import type { Database } from '../../db/schema.js'
-import { newId } from '../ids.js'
+import { newId } from '../shared/ids.js'
 import type { ConsentType } from './tables.js'
+import type { Executor } from '../../db/index.js'
 
-type Db = Kysely<Database> | Transaction<Database>
 
 export interface ConsentRow {
   id: string
@@ -14,7 +14,7 @@ export interface ConsentRow {
 }
 
 export async function insertConsents(
-  db: Db,
+  db: Executor,
   userId: string,
   items: ReadonlyArray<{ type: ConsentType; version: string; granted: boolean }>,
   meta: { ip: string | null; userAgent: string | null },
@@ -38,7 +38,7 @@ export async function insertConsents(
 }
 
 /** Newest first; records written in one statement share a time, so the id breaks the tie stably. */
-export function listConsents(db: Db, userId: string): Promise<ConsentRow[]> {
+export function listConsents(db: Executor, userId: string): Promise<ConsentRow[]> {
   return db
     .selectFrom('consent_record')
     .select(['id', 'type', 'version', 'granted', 'created_at'])

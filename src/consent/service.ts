@@ -1,7 +1,7 @@
 // GDPR consent: an append-only log per user; the current state is the latest record per type.
 import type { Kysely, Transaction } from 'kysely'
 import type { Database } from '../../db/schema.js'
-import type { RequestMeta } from '../auth/service.js'
+import type { RequestMeta } from '../auth/email/service.js'
 import { insertConsents, listConsents, type ConsentRow } from './queries.js'
 import type { ConsentInput, ConsentRecordJson, ConsentsJson } from './schemas.js'
 

@@ -3,7 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import { redisStatus } from '../plugins/redis.js'
 import type { RoutePolicy } from '../plugins/route-policy.js'
-import { VERSION } from '../version.js'
+import { VERSION } from '../shared/version.js'
 
 const HealthBody = z.object({
   status: z.enum(['ok', 'degraded', 'unavailable']).describe('degraded: serving, but Redis is down'),

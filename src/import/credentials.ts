@@ -7,7 +7,7 @@ import {
   scryptFromBetterAuth,
   type PasswordHasher,
   type WeakAlgorithm,
-} from '../auth/password.js'
+} from '../auth/password/password.js'
 
 export type CredentialSource =
   | { kind: 'none' }

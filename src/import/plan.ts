@@ -2,7 +2,7 @@
 // update, unchanged, skip (deleted in the app since an earlier import) or reject. Reads only.
 import type { Kysely } from 'kysely'
 import type { Database } from '../../db/index.js'
-import type { PasswordHasher } from '../auth/password.js'
+import type { PasswordHasher } from '../auth/password/password.js'
 import { digestOfStored, storedMatches } from './credentials.js'
 import type { ParsedDocument, ParsedRow, ParsedUser } from './parse.js'
 import type { Progress } from './progress.js'

@@ -5,8 +5,8 @@ import { json, type Database } from '../../db/index.js'
 import { CREDENTIAL } from '../auth/queries.js'
 import type { Plan, Role } from '../auth/tables.js'
 import type { ImportSection } from './tables.js'
+import type { Executor } from '../../db/index.js'
 
-type Db = Kysely<Database> | Transaction<Database>
 
 /**
  * The rows of a batch as `select * from unnest($1::text[], $2::...)`: one array parameter per
@@ -22,7 +22,7 @@ export interface ImportRecord {
   writtenDigest: string | null
 }
 
-export async function findImportRecords(db: Db, section: ImportSection, keys: string[]): Promise<Map<string, ImportRecord>> {
+export async function findImportRecords(db: Executor, section: ImportSection, keys: string[]): Promise<Map<string, ImportRecord>> {
   if (keys.length === 0) return new Map()
   const rows = await db
     .selectFrom('import_record')
@@ -33,20 +33,20 @@ export async function findImportRecords(db: Db, section: ImportSection, keys: st
   return new Map(rows.map((r) => [r.source_key, { sourceDigest: r.source_digest, writtenDigest: r.written_digest }]))
 }
 
-export async function findUsersByIds(db: Db, ids: string[]): Promise<Map<string, string>> {
+export async function findUsersByIds(db: Executor, ids: string[]): Promise<Map<string, string>> {
   if (ids.length === 0) return new Map()
   const rows = await db.selectFrom('user').select(['id', 'email']).where('id', 'in', ids).execute()
   return new Map(rows.map((r) => [r.id, r.email]))
 }
 
 /** email -> id of the users holding these (lowercased) emails. */
-export async function findUserIdsByEmails(db: Db, emails: string[]): Promise<Map<string, string>> {
+export async function findUserIdsByEmails(db: Executor, emails: string[]): Promise<Map<string, string>> {
   if (emails.length === 0) return new Map()
   const rows = await db.selectFrom('user').select(['id', 'email']).where('email', 'in', emails).execute()
   return new Map(rows.map((r) => [r.email, r.id]))
 }
 
-export async function findCredentialHashes(db: Db, userIds: string[]): Promise<Map<string, string | null>> {
+export async function findCredentialHashes(db: Executor, userIds: string[]): Promise<Map<string, string | null>> {
   if (userIds.length === 0) return new Map()
   const rows = await db
     .selectFrom('account')
@@ -58,7 +58,7 @@ export async function findCredentialHashes(db: Db, userIds: string[]): Promise<M
 }
 
 /** accountId -> user id of the provider links with these subjects. */
-export async function findProviderAccounts(db: Db, providerId: string, accountIds: string[]): Promise<Map<string, string>> {
+export async function findProviderAccounts(db: Executor, providerId: string, accountIds: string[]): Promise<Map<string, string>> {
   if (accountIds.length === 0) return new Map()
   const rows = await db
     .selectFrom('account')
@@ -72,7 +72,7 @@ export async function findProviderAccounts(db: Db, providerId: string, accountId
 export type OwnedTable = 'journal_entry' | 'compatibility_result' | 'consent_record'
 
 /** id -> owner of the rows of `table` with these ids (consents may have lost their owner). */
-export async function findOwners(db: Db, table: OwnedTable, ids: string[]): Promise<Map<string, string | null>> {
+export async function findOwners(db: Executor, table: OwnedTable, ids: string[]): Promise<Map<string, string | null>> {
   if (ids.length === 0) return new Map()
   const rows = await db.selectFrom(table).select(['id', 'user_id']).where('id', 'in', ids).execute()
   return new Map(rows.map((r) => [r.id, r.user_id]))

@@ -2,8 +2,8 @@
 // (unless dry run, or strict with rejections), and report every row that was not imported.
 import type { Kysely } from 'kysely'
 import type { Database } from '../../db/index.js'
-import { recordAudit } from '../admin/audit.js'
-import type { PasswordHasher } from '../auth/password.js'
+import { recordAudit } from '../shared/audit.js'
+import type { PasswordHasher } from '../auth/password/password.js'
 import { requiresReset, storedCredential } from './credentials.js'
 import { parseDocument } from './parse.js'
 import { mapLimit, planImport, type Action, type ImportPlan } from './plan.js'

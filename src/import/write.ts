@@ -2,8 +2,8 @@
 // the database refuses is retried row by row, so one bad row costs only itself.
 import type { Kysely, Transaction } from 'kysely'
 import type { Database } from '../../db/index.js'
-import { recordAudit } from '../admin/audit.js'
-import { newId } from '../ids.js'
+import { recordAudit } from '../shared/audit.js'
+import { newId } from '../shared/ids.js'
 import { digestOfStored, requiresReset } from './credentials.js'
 import type { ImportPlan, RowPlan, UserPlan } from './plan.js'
 import { chunks, mapLimit } from './plan.js'

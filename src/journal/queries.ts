@@ -1,22 +1,22 @@
 import type { Kysely, Transaction } from 'kysely'
 import type { Database } from '../../db/schema.js'
-import { cursorTime, type Cursor } from '../pagination.js'
+import { cursorTime, type Cursor } from '../shared/pagination.js'
 import type { JournalEntryRow, JournalEntryTable } from './tables.js'
 import type { Insertable, Updateable } from 'kysely'
+import type { Executor } from '../../db/index.js'
 
-type Db = Kysely<Database> | Transaction<Database>
 
-export async function insertEntry(db: Db, values: Insertable<JournalEntryTable>): Promise<JournalEntryRow> {
+export async function insertEntry(db: Executor, values: Insertable<JournalEntryTable>): Promise<JournalEntryRow> {
   return db.insertInto('journal_entry').values(values).returningAll().executeTakeFirstOrThrow()
 }
 
-export async function findEntry(db: Db, id: string): Promise<JournalEntryRow | undefined> {
+export async function findEntry(db: Executor, id: string): Promise<JournalEntryRow | undefined> {
   return db.selectFrom('journal_entry').selectAll().where('id', '=', id).executeTakeFirst()
 }
 
 /** Updates only the user's own entry: a member's id never reaches somebody else's row. */
 export async function updateOwnEntry(
-  db: Db,
+  db: Executor,
   userId: string,
   id: string,
   values: Updateable<JournalEntryTable>,
@@ -30,7 +30,7 @@ export async function updateOwnEntry(
     .executeTakeFirst()
 }
 
-export async function deleteOwnEntry(db: Db, userId: string, id: string): Promise<boolean> {
+export async function deleteOwnEntry(db: Executor, userId: string, id: string): Promise<boolean> {
   const result = await db
     .deleteFrom('journal_entry')
     .where('id', '=', id)
@@ -47,7 +47,7 @@ export interface EntryFilter {
 
 /** Newest first by (created_at, id); the cursor only narrows, the user_id filter always applies. */
 export async function listEntriesOf(
-  db: Db,
+  db: Executor,
   userId: string,
   options: { limit: number; cursor?: Cursor } & EntryFilter,
 ): Promise<JournalEntryRow[]> {

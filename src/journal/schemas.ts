@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { CursorParam, Limit } from '../pagination.js'
+import { CursorParam, Limit } from '../shared/pagination.js'
 
 // Postgres text cannot hold NUL, and a lone surrogate cannot be stored as UTF-8 or in jsonb:
 // refused here so they are a 400, never a database error.

@@ -1,7 +1,7 @@
 // The seam between our payment records and an external gateway. Adapters: stripe.ts, midtrans.ts,
 // sandbox.ts. The gateway is the source of truth about money; nothing the browser says is.
 import type { IncomingHttpHeaders } from 'node:http'
-import { AppError } from '../errors.js'
+import { AppError } from '../shared/errors.js'
 import type { Product } from './products.js'
 import type { PaymentStatus, Provider } from './tables.js'
 

@@ -1,7 +1,7 @@
 // Midtrans Snap: checkout by POST /snap/v1/transactions, truth by GET /v2/{order_id}/status.
 // The order id is our payment id. Amounts are whole rupiah.
 import { createHash, timingSafeEqual } from 'node:crypto'
-import type { Clock } from '../app.js'
+import type { Clock } from '../shared/clock.js'
 import { badSignature, gatewayError, type CheckoutRequest, type CheckoutSession, type GatewayState, type PaymentGateway, type PaymentRef, type WebhookNotice } from './gateway.js'
 import type { PaymentStatus } from './tables.js'
 

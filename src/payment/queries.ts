@@ -2,10 +2,10 @@
 import type { Kysely, Transaction } from 'kysely'
 import type { Database } from '../../db/schema.js'
 import type { Plan } from '../auth/tables.js'
-import { cursorTime, type Cursor } from '../pagination.js'
+import { cursorTime, type Cursor } from '../shared/pagination.js'
 import type { PaymentRow, PaymentStatus, Provider } from './tables.js'
+import type { Executor } from '../../db/index.js'
 
-type Db = Kysely<Database> | Transaction<Database>
 
 export type NewPayment = {
   id: string
@@ -20,7 +20,7 @@ export type NewPayment = {
   expiresAt: Date
 }
 
-export async function insertPayment(db: Db, p: NewPayment): Promise<void> {
+export async function insertPayment(db: Executor, p: NewPayment): Promise<void> {
   await db
     .insertInto('payment')
     .values({
@@ -41,21 +41,21 @@ export async function insertPayment(db: Db, p: NewPayment): Promise<void> {
     .execute()
 }
 
-export async function setProviderRef(db: Db, id: string, providerRef: string, now: Date): Promise<void> {
+export async function setProviderRef(db: Executor, id: string, providerRef: string, now: Date): Promise<void> {
   await db.updateTable('payment').set({ provider_ref: providerRef, updated_at: now }).where('id', '=', id).execute()
 }
 
-export async function findPayment(db: Db, id: string): Promise<PaymentRow | undefined> {
+export async function findPayment(db: Executor, id: string): Promise<PaymentRow | undefined> {
   return db.selectFrom('payment').selectAll().where('id', '=', id).executeTakeFirst()
 }
 
-export async function findUserPayment(db: Db, userId: string, id: string): Promise<PaymentRow | undefined> {
+export async function findUserPayment(db: Executor, userId: string, id: string): Promise<PaymentRow | undefined> {
   return db.selectFrom('payment').selectAll().where('id', '=', id).where('user_id', '=', userId).executeTakeFirst()
 }
 
 /** The one way a status changes: only from the status the caller saw. Undefined = someone else moved it first. */
 export async function compareAndSetStatus(
-  db: Db,
+  db: Executor,
   id: string,
   from: PaymentStatus,
   to: PaymentStatus,
@@ -70,13 +70,13 @@ export async function compareAndSetStatus(
     .executeTakeFirst()
 }
 
-export async function setGrantedAt(db: Db, id: string, grantedAt: Date): Promise<void> {
+export async function setGrantedAt(db: Executor, id: string, grantedAt: Date): Promise<void> {
   await db.updateTable('payment').set({ granted_at: grantedAt }).where('id', '=', id).execute()
 }
 
 /** True when this (provider, event key) is new; false for a redelivery. Same transaction as its effect. */
 export async function recordWebhookEvent(
-  db: Db,
+  db: Executor,
   e: { id: string; provider: Provider; eventKey: string; eventType: string; paymentId: string | null },
 ): Promise<boolean> {
   const inserted = await db
@@ -88,7 +88,7 @@ export async function recordWebhookEvent(
   return inserted !== undefined
 }
 
-export async function listUserPayments(db: Db, userId: string, limit: number, cursor?: Cursor): Promise<PaymentRow[]> {
+export async function listUserPayments(db: Executor, userId: string, limit: number, cursor?: Cursor): Promise<PaymentRow[]> {
   let query = db.selectFrom('payment').selectAll().where('user_id', '=', userId)
   if (cursor) {
     query = query.where(({ eb, refTuple, tuple }) => eb(refTuple('created_at', 'id'), '<', tuple(cursorTime(cursor), cursor.id)))
@@ -96,7 +96,7 @@ export async function listUserPayments(db: Db, userId: string, limit: number, cu
   return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit + 1).execute()
 }
 
-export async function lockUserPlan(db: Db, userId: string) {
+export async function lockUserPlan(db: Executor, userId: string) {
   return db
     .selectFrom('user')
     .select(['plan', 'plan_expires_at'])
@@ -105,12 +105,12 @@ export async function lockUserPlan(db: Db, userId: string) {
     .executeTakeFirst()
 }
 
-export async function findUserPlan(db: Db, userId: string) {
+export async function findUserPlan(db: Executor, userId: string) {
   return db.selectFrom('user').select(['plan', 'plan_expires_at']).where('id', '=', userId).executeTakeFirst()
 }
 
 export async function setUserPlan(
-  db: Db,
+  db: Executor,
   userId: string,
   plan: Plan,
   expiresAt: Date | null,
@@ -119,7 +119,7 @@ export async function setUserPlan(
   await db.updateTable('user').set({ plan, plan_expires_at: expiresAt, updated_at: now }).where('id', '=', userId).execute()
 }
 
-export async function isResultUnlocked(db: Db, resultId: string): Promise<boolean> {
+export async function isResultUnlocked(db: Executor, resultId: string): Promise<boolean> {
   const row = await db.selectFrom('compatibility_result').select('deep_insights_unlocked').where('id', '=', resultId).executeTakeFirst()
   return row?.deep_insights_unlocked === true
 }

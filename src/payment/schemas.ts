@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { CursorParam, Limit } from '../pagination.js'
+import { CursorParam, Limit } from '../shared/pagination.js'
 import { PRODUCTS } from './products.js'
 import { PAYMENT_STATUSES, PROVIDERS } from './tables.js'
 

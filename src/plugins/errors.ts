@@ -4,7 +4,7 @@ import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { AppError, type ErrorCode } from '../errors.js'
+import { AppError, type ErrorCode } from '../shared/errors.js'
 
 export interface ErrorBody {
   code: ErrorCode

@@ -4,7 +4,7 @@ import swaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod'
-import { VERSION } from '../version.js'
+import { VERSION } from '../shared/version.js'
 import type { RoutePolicy } from './route-policy.js'
 
 const PUBLIC_DOCUMENT: RoutePolicy = { access: 'public', cacheable: true }

@@ -9,7 +9,7 @@ import rateLimit from '@fastify/rate-limit'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Redis } from 'ioredis'
-import { AppError } from '../errors.js'
+import { AppError } from '../shared/errors.js'
 
 const MINUTE = 60_000
 const HOUR = 60 * MINUTE

@@ -8,11 +8,11 @@
 // Also here: trusted origins, the CSRF rule and CORS by hand (no CORS plugin).
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
-import type { SessionCookie } from '../auth/cookies.js'
-import type { SessionManager, SignedInUser, ValidSession } from '../auth/sessions.js'
+import type { SessionCookie } from '../auth/session/cookies.js'
+import type { SessionManager, SignedInUser, ValidSession } from '../auth/session/sessions.js'
 import type { Role } from '../auth/tables.js'
-import { AppError, forbidden, unauthorized } from '../errors.js'
-import type { RedirectRules } from '../redirect.js'
+import { AppError, forbidden, unauthorized } from '../shared/errors.js'
+import type { RedirectRules } from '../shared/redirect.js'
 import { emailOf, rateLimited, type EmailBudget, type IpBudget } from './rate-limit.js'
 
 export interface RoutePolicy {

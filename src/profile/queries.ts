@@ -2,8 +2,8 @@ import type { Kysely, Transaction, Updateable } from 'kysely'
 import type { Database } from '../../db/schema.js'
 import type { UserTable } from '../auth/tables.js'
 import type { Profile } from './service.js'
+import type { Executor } from '../../db/index.js'
 
-type Db = Kysely<Database> | Transaction<Database>
 
 const profileColumns = [
   'id', 'email', 'name', 'image', 'birth_date', 'birth_time', 'birth_place', 'gender', 'locale', 'timezone',
@@ -16,7 +16,7 @@ export type ProfileChanges = Pick<
 >
 
 /** Writes the changes to the one user's row and returns the row as it now is. */
-export function updateProfileRow(db: Db, userId: string, changes: ProfileChanges) {
+export function updateProfileRow(db: Executor, userId: string, changes: ProfileChanges) {
   return db.updateTable('user').set(changes).where('id', '=', userId).returning(profileColumns).executeTakeFirst()
 }
 

@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import type { Clock } from '../app.js'
+import type { Clock } from '../shared/clock.js'
 import type { Profile } from './service.js'
 
 const MIN_BIRTH_DATE = '1900-01-01'

@@ -1,9 +1,9 @@
 // The profile of the signed-in user. There are no id parameters: every function takes the session's
 // user, so nobody can read or change another user's profile through these routes.
 import { json, type DB } from '../../db/index.js'
-import { recordAudit } from '../admin/audit.js'
-import type { SignedInUser } from '../auth/sessions.js'
-import { unauthorized } from '../errors.js'
+import { recordAudit } from '../shared/audit.js'
+import type { SignedInUser } from '../auth/session/sessions.js'
+import { unauthorized } from '../shared/errors.js'
 import { toProfile, updateProfileRow, type ProfileChanges } from './queries.js'
 import { canonicalLocale, ianaZone, type UpdateProfileInput } from './schemas.js'
 import type { BirthPlace, Gender } from './tables.js'

@@ -1,8 +1,8 @@
 import type { Kysely, Transaction } from 'kysely'
 import { preparedStatement } from '../../db/prepared.js'
 import type { Database } from '../../db/schema.js'
+import type { Executor } from '../../db/index.js'
 
-type Db = Kysely<Database> | Transaction<Database>
 
 export interface CounterKey {
   userId: string
@@ -57,14 +57,14 @@ const ADD_ON_ITS_OWN = preparedStatement<AttemptRow>(
 )
 
 /** Adds `amount` to the counter in one statement, guarded by `limit` (null = no guard). */
-export async function addToCounter(db: Db, key: CounterKey, amount: number, limit: number | null): Promise<CounterAttempt> {
+export async function addToCounter(db: Executor, key: CounterKey, amount: number, limit: number | null): Promise<CounterAttempt> {
   const statement = db.isTransaction ? ADD_IN_TRANSACTION : ADD_ON_ITS_OWN
   const { rows } = await db.executeQuery(statement([key.userId, key.metric, key.periodStart, amount, limit]))
   const row = rows[0]!
   return { used: row.used ?? undefined, seen: row.seen }
 }
 
-export async function readCounter(db: Db, key: CounterKey): Promise<number> {
+export async function readCounter(db: Executor, key: CounterKey): Promise<number> {
   const row = await db
     .selectFrom('usage_counter')
     .select('used')
@@ -77,7 +77,7 @@ export async function readCounter(db: Db, key: CounterKey): Promise<number> {
 
 /** The counts of several (metric, period) pairs of one user in one query; missing counters are 0. */
 export async function readCounters(
-  db: Db,
+  db: Executor,
   userId: string,
   keys: { metric: string; periodStart: Date }[],
 ): Promise<number[]> {

@@ -2,11 +2,11 @@
 import type { Kysely, Transaction } from 'kysely'
 import type { Database } from '../../db/schema.js'
 import type { Plan } from '../auth/tables.js'
-import { AppError } from '../errors.js'
+import { AppError } from '../shared/errors.js'
 import { addToCounter, readCounter, readCounters } from './queries.js'
 import { currentPeriod, effectivePlan, METRIC_PERIOD, METRICS, PLAN_LIMITS, type Metric, type Period } from './plans.js'
+import type { Executor } from '../../db/index.js'
 
-type Db = Kysely<Database> | Transaction<Database>
 
 export interface UsageSubject {
   id: string
@@ -46,7 +46,7 @@ export const MAX_AMOUNT = 1000
  * instances. Pass the caller's transaction to roll the count back with the act it pays for.
  */
 export async function consumeUsage(
-  db: Db,
+  db: Executor,
   user: UsageSubject,
   metric: Metric,
   amount: number,
@@ -75,12 +75,12 @@ export async function consumeUsage(
   return { metric, used, limit, remaining: limit === null ? null : Math.max(0, limit - used), resetsAt }
 }
 
-export async function readUsed(db: Db, userId: string, metric: Metric, periodStart: Date): Promise<number> {
+export async function readUsed(db: Executor, userId: string, metric: Metric, periodStart: Date): Promise<number> {
   return readCounter(db, { userId, metric, periodStart })
 }
 
 /** The effective plan and, for every metric, the count of its current period against the limit. */
-export async function getPlanAndUsage(db: Db, user: UsageSubject, now: Date): Promise<PlanAndUsage> {
+export async function getPlanAndUsage(db: Executor, user: UsageSubject, now: Date): Promise<PlanAndUsage> {
   const plan = effectivePlan(user, now)
   const periods = METRICS.map((metric) => ({ metric, ...currentPeriod(metric, now) }))
   const counts = await readCounters(db, user.id, periods.map((p) => ({ metric: p.metric, periodStart: p.start })))

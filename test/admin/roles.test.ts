@@ -1,5 +1,5 @@
 import t from 'tap'
-import { recordAudit } from '../../src/admin/audit.js'
+import { recordAudit } from '../../src/shared/audit.js'
 import { buildTestApp, call, signUp, signUpWithRole, type TestUser } from '../helpers/app.js'
 
 const app = await buildTestApp()

@@ -2,7 +2,7 @@
 // owner (BOOTSTRAP_OWNER_EMAIL), which needs a verified email.
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
-import { newId } from '../../src/ids.js'
+import { newId } from '../../src/shared/ids.js'
 import { buildTestApp, call, sessionCookieOf, signUp, uniqueEmail, WEB_ORIGIN } from '../helpers/app.js'
 import { linkIn, startSmtpServer } from '../helpers/smtp.js'
 

@@ -1,7 +1,7 @@
 // Password reset through a real SMTP server on loopback: the link from the received mail,
 // single use, expiry, sessions ended, PASSWORD_RESET_REQUIRED accounts.
 import t from 'tap'
-import { newId } from '../../src/ids.js'
+import { newId } from '../../src/shared/ids.js'
 import { buildTestApp, call, signUp, uniqueEmail, WEB_ORIGIN } from '../helpers/app.js'
 import { linkIn, startSmtpServer } from '../helpers/smtp.js'
 

@@ -4,9 +4,9 @@ import { createHash, randomBytes, scryptSync } from 'node:crypto'
 import { readdirSync, readFileSync } from 'node:fs'
 import bcrypt from 'bcryptjs'
 import t from 'tap'
-import { HASH_THREAD_NICE, HashPool } from '../../src/auth/hash-pool.js'
-import { ARGON2, scryptFromBetterAuth } from '../../src/auth/password.js'
-import { newId } from '../../src/ids.js'
+import { HASH_THREAD_NICE, HashPool } from '../../src/auth/password/hash-pool.js'
+import { ARGON2, scryptFromBetterAuth } from '../../src/auth/password/password.js'
+import { newId } from '../../src/shared/ids.js'
 import { buildTestApp, call, signUp, uniqueEmail } from '../helpers/app.js'
 
 const app = await buildTestApp()

@@ -2,7 +2,7 @@
 // rememberMe, and every cookie attribute in development and production.
 import type { LightMyRequestResponse } from 'fastify'
 import t from 'tap'
-import { hashToken } from '../../src/auth/sessions.js'
+import { hashToken } from '../../src/auth/session/sessions.js'
 import { buildTestApp, call, sessionCookieOf, signUp, TEST_SECRET } from '../helpers/app.js'
 
 const app = await buildTestApp()

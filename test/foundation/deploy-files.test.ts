@@ -9,7 +9,8 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const read = (file: string) => readFileSync(`${ROOT}${file}`, 'utf8')
 
 const envExample = read('.env.example')
-const readme = read('README.md')
+const configurationDoc = read('docs/configuration.md')
+const operationsDoc = read('docs/operations.md')
 const dockerfile = read('Dockerfile')
 const compose = parse(read('docker-compose.yml')) as {
   services: Record<string, {
@@ -19,10 +20,13 @@ const compose = parse(read('docker-compose.yml')) as {
   volumes?: Record<string, unknown>
 }
 
-function section(name: string): string {
-  const start = readme.indexOf(`<!-- section:${name} -->`)
-  const end = readme.indexOf(`<!-- /section:${name} -->`)
-  return start === -1 || end === -1 ? '' : readme.slice(start, end)
+/** The text under the `## heading` of a Markdown document, up to the next `## ` heading ('' if absent). */
+function section(doc: string, heading: string): string {
+  const lines = doc.split('\n')
+  const start = lines.indexOf(`## ${heading}`)
+  if (start === -1) return ''
+  const next = lines.findIndex((line, i) => i > start && line.startsWith('## '))
+  return lines.slice(start + 1, next === -1 ? undefined : next).join('\n')
 }
 
 t.test('.env.example lists exactly the variables the config reads, each with a comment', async (t) => {
@@ -44,12 +48,14 @@ t.test('.env.example holds no secret values', async (t) => {
   }
 })
 
-t.test('the README configuration table names every variable', async (t) => {
-  const table = section('configuration')
+t.test('the configuration table of docs/configuration.md names every variable, each once', async (t) => {
+  const table = section(configurationDoc, 'Every variable')
   for (const name of ENV_VARIABLES) t.match(table, `| \`${name}\` |`, name)
+  const rows = table.split('\n').map((line) => /^\| `([A-Z][A-Z0-9_]*)` \|/.exec(line)?.[1]).filter((name) => name !== undefined)
+  t.same([...rows].sort(), [...ENV_VARIABLES].sort(), 'one row per variable the config reads, and no other')
 })
 
-t.test('the compose file parses and has the services and ports the README names', async (t) => {
+t.test('the compose file parses and has the services and ports docs/operations.md names', async (t) => {
   const { services } = compose
   t.same(Object.keys(services).sort(), ['api', 'postgres', 'redis'])
   t.same(services.api!.ports, ['8787:8787'])
@@ -65,9 +71,9 @@ t.test('the compose file parses and has the services and ports the README names'
   t.match(env.AUTH_SECRET, /^\$\{AUTH_SECRET:\?/, 'AUTH_SECRET must be supplied, never defaulted')
   for (const name of Object.keys(env)) t.ok(ENV_VARIABLES.includes(name), `${name} is a variable the config reads`)
 
-  const ops = section('operations')
+  const ops = section(operationsDoc, 'Docker')
   t.match(ops, 'docker compose up')
-  for (const name of ['api', 'postgres', 'redis']) t.match(ops, `\`${name}\``, `the README names the ${name} service`)
+  for (const name of ['api', 'postgres', 'redis']) t.match(ops, `\`${name}\``, `docs/operations.md names the ${name} service`)
   t.match(ops, 'http://localhost:8787')
   t.match(ops, 'PostgreSQL 16')
 })

@@ -2,7 +2,7 @@
 import t from 'tap'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
-import { redactUrl } from '../../src/logging.js'
+import { redactUrl } from '../../src/plugins/logging.js'
 import { TEST_ENV, WEB_ORIGIN } from '../helpers/app.js'
 import { testDatabase } from '../helpers/db.js'
 

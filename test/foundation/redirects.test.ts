@@ -2,7 +2,7 @@
 // the sign-in url, the identity provider's callback URLs, the payment return URL) refuses hostile
 // values with 403 INVALID_CALLBACK_URL and afterwards uses only the URL a browser would resolve.
 import t from 'tap'
-import { resolveRedirect } from '../../src/redirect.js'
+import { resolveRedirect } from '../../src/shared/redirect.js'
 import { buildTestApp, call, sessionCookieOf, signUp, WEB_ORIGIN } from '../helpers/app.js'
 import { linkIn, startSmtpServer } from '../helpers/smtp.js'
 

@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { openDatabase } from '../../db/index.js'
-import { LOCK_FILE } from '../../src/data-dir-lock.js'
+import { LOCK_FILE } from '../../db/data-dir-lock.js'
 import type { ImportReport } from '../../src/import/report.js'
 import { freshPostgresUrl, usingPostgres } from '../helpers/db.js'
 

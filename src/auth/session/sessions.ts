@@ -7,13 +7,13 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { sql } from 'kysely'
 import { Lucia, TimeSpan, type Adapter, type DatabaseSession, type DatabaseUser } from 'lucia'
-import type { DB } from '../../db/index.js'
-import { preparedStatement } from '../../db/prepared.js'
-import { newId } from '../ids.js'
-import { toProfile, type ProfileRow } from '../profile/queries.js'
-import type { Profile } from '../profile/service.js'
-import { endSessionsOfUser, toSessionUser, type SessionUserRow } from './queries.js'
-import type { Plan, Role } from './tables.js'
+import type { DB } from '../../../db/index.js'
+import { preparedStatement } from '../../../db/prepared.js'
+import { newId } from '../../shared/ids.js'
+import { toProfile, type ProfileRow } from '../../profile/queries.js'
+import type { Profile } from '../../profile/service.js'
+import { endSessionsOfUser, toSessionUser, type SessionUserRow } from '../queries.js'
+import type { Plan, Role } from '../tables.js'
 
 const BROWSER_SESSION_MS = 24 * 60 * 60 * 1000 // rememberMe: false
 

@@ -11,7 +11,7 @@
 import { createRequire } from 'node:module'
 import { availableParallelism } from 'node:os'
 import { Worker } from 'node:worker_threads'
-import { serviceUnavailable } from '../errors.js'
+import { serviceUnavailable } from '../../shared/errors.js'
 
 export interface Argon2Options {
   memoryCost: number

@@ -3,12 +3,12 @@
 // yields no working link. Using a token deletes its row, inside the caller's transaction.
 import { randomBytes } from 'node:crypto'
 import type { Kysely, Transaction } from 'kysely'
-import type { Database } from '../../db/schema.js'
-import { json } from '../../db/index.js'
-import { newId } from '../ids.js'
-import { hashToken } from './sessions.js'
+import type { Database } from '../../../db/schema.js'
+import { json } from '../../../db/index.js'
+import { newId } from '../../shared/ids.js'
+import { hashToken } from '../session/sessions.js'
+import type { Executor } from '../../../db/index.js'
 
-type Db = Kysely<Database> | Transaction<Database>
 
 export type VerificationPurpose = 'reset-password' | 'verify-email'
 
@@ -22,7 +22,7 @@ export interface VerificationRecord {
 
 /** `userId` null: a token nobody receives (see requestPasswordReset), purged when it expires. */
 export async function issueToken(
-  db: Db,
+  db: Executor,
   purpose: VerificationPurpose,
   userId: string | null,
   options: { now: Date; ttlMs: number; data?: Record<string, unknown> },
@@ -43,7 +43,7 @@ export async function issueToken(
 }
 
 /** The live record of a token without using it (to refuse a bad token before costly work). */
-export async function peekToken(db: Db, purpose: VerificationPurpose, token: string, now: Date): Promise<VerificationRecord | null> {
+export async function peekToken(db: Executor, purpose: VerificationPurpose, token: string, now: Date): Promise<VerificationRecord | null> {
   const row = await db
     .selectFrom('verification')
     .select(['user_id', 'data'])

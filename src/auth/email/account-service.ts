@@ -1,9 +1,9 @@
 // Account features beyond sign-in: password reset, email verification, change password.
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { recordAudit } from '../admin/audit.js'
-import { AppError } from '../errors.js'
-import { maybeBootstrapOwner } from './bootstrap.js'
-import { endSessionsOfUser, findPasswordHash, findUserByEmail, findUserById, setPasswordHash, type UserWithFlags } from './queries.js'
+import { recordAudit } from '../../shared/audit.js'
+import { AppError } from '../../shared/errors.js'
+import { maybeBootstrapOwner } from '../bootstrap.js'
+import { endSessionsOfUser, findPasswordHash, findUserByEmail, findUserById, setPasswordHash, type UserWithFlags } from '../queries.js'
 import { consumeToken, issueToken, peekToken, RESET_TOKEN_TTL_MS, revokeTokens, VERIFY_TOKEN_TTL_MS } from './verification.js'
 
 type Recipient = Pick<UserWithFlags, 'id' | 'email' | 'name'>

@@ -1,9 +1,9 @@
 // Admins and owners may read any user's journal entry or compatibility result for moderation.
 // Each such read is audited before the record leaves the service; anyone else gets a 404.
 import type { FastifyInstance } from 'fastify'
-import { recordAudit } from '../admin/audit.js'
-import type { SessionUser } from '../auth/sessions.js'
-import { notFound } from '../errors.js'
+import { recordAudit } from './audit.js'
+import type { SessionUser } from '../auth/session/sessions.js'
+import { notFound } from './errors.js'
 
 export const canModerate = (user: SessionUser): boolean => user.role === 'admin' || user.role === 'owner'
 

@@ -3,13 +3,13 @@
 import type { FastifyInstance } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
-import { recordAudit } from '../admin/audit.js'
-import { AppError, notFound } from '../errors.js'
-import { PUBLIC } from '../plugins/route-policy.js'
-import { resolveOptionalRedirect } from '../redirect.js'
+import { recordAudit } from '../../shared/audit.js'
+import { AppError, notFound } from '../../shared/errors.js'
+import { PUBLIC } from '../../plugins/route-policy.js'
+import { resolveOptionalRedirect } from '../../shared/redirect.js'
 import { changePassword, requestPasswordReset, requestVerification, resetPassword, verifyEmail } from './account-service.js'
-import { currentUser } from './guard.js'
-import { CallbackUrl, Email, ErrorSchema, Password, SessionSchema, toSessionJson, toUserJson, UserSchema } from './schemas.js'
+import { currentUser } from '../guard.js'
+import { CallbackUrl, Email, ErrorSchema, Password, SessionSchema, toSessionJson, toUserJson, UserSchema } from '../schemas.js'
 
 const tags = ['auth']
 const Status = z.object({ status: z.literal(true) })

@@ -2,7 +2,7 @@
 import type { Kysely, Transaction } from 'kysely'
 import type { Database } from '../../db/schema.js'
 import { json } from '../../db/index.js'
-import { newId } from '../ids.js'
+import { newId } from './ids.js'
 
 export interface AuditEvent {
   actorId: string | null

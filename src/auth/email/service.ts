@@ -1,12 +1,12 @@
 // Email and password accounts: the rules behind sign-up and sign-in.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { recordAudit } from '../admin/audit.js'
-import type { ConsentInput } from '../consent/schemas.js'
-import { recordConsents } from '../consent/service.js'
-import { AppError } from '../errors.js'
-import { newId } from '../ids.js'
-import { isWeakHash, needsRehash } from './password.js'
-import { CREDENTIAL, findCredentialByEmail, findUserById, setPasswordHash, type UserWithFlags } from './queries.js'
+import { recordAudit } from '../../shared/audit.js'
+import type { ConsentInput } from '../../consent/schemas.js'
+import { recordConsents } from '../../consent/service.js'
+import { AppError } from '../../shared/errors.js'
+import { newId } from '../../shared/ids.js'
+import { isWeakHash, needsRehash } from '../password/password.js'
+import { CREDENTIAL, findCredentialByEmail, findUserById, setPasswordHash, type UserWithFlags } from '../queries.js'
 
 export interface RequestMeta {
   ip: string | null

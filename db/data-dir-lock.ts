@@ -3,7 +3,7 @@
 // second server read it and refuse, with a message that says what to do.
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import type { Config } from './config.js'
+import type { Config } from '../src/config.js'
 
 export const LOCK_FILE = 'insight-server.pid'
 

@@ -1,6 +1,6 @@
 // The one place that sets and reads the session cookie (API.md §2).
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { Config } from '../config.js'
+import type { Config } from '../../config.js'
 
 // better-auth's cookie name, so the web front end's middleware that looks for it keeps working.
 const BASE_NAME = 'better-auth.session_token'

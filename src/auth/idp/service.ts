@@ -1,12 +1,12 @@
 // Sign-in through the identity provider: the flow state cookie and the account rules.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Transaction } from 'kysely'
-import type { Database } from '../../db/schema.js'
-import { recordAudit } from '../admin/audit.js'
-import { newId } from '../ids.js'
-import { maybeBootstrapOwner } from './bootstrap.js'
+import type { Database } from '../../../db/schema.js'
+import { recordAudit } from '../../shared/audit.js'
+import { newId } from '../../shared/ids.js'
+import { maybeBootstrapOwner } from '../bootstrap.js'
 import { IdentityProvider, type IdpIdentity } from './oauth.js'
-import { endSessionsOfUser } from './queries.js'
+import { endSessionsOfUser } from '../queries.js'
 
 export const IDP = 'idp'
 const FLOW_TTL_MS = 10 * 60 * 1000

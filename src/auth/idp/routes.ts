@@ -3,20 +3,20 @@
 import type { FastifyInstance, FastifyReply } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
-import { recordAudit } from '../admin/audit.js'
-import { AppError, serviceUnavailable } from '../errors.js'
-import { PUBLIC } from '../plugins/route-policy.js'
-import { resolveRedirect } from '../redirect.js'
+import { recordAudit } from '../../shared/audit.js'
+import { AppError, serviceUnavailable } from '../../shared/errors.js'
+import { PUBLIC } from '../../plugins/route-policy.js'
+import { resolveRedirect } from '../../shared/redirect.js'
 import {
   identityProvider,
   setFlowCookie,
   signInWithIdentity,
   takeFlowCookie,
   type IdpFailureCode,
-} from './idp-service.js'
+} from './service.js'
 import { IdpError, safeEqual, type IdentityProvider } from './oauth.js'
-import { CallbackUrl, ErrorSchema } from './schemas.js'
-import { startSession } from './service.js'
+import { CallbackUrl, ErrorSchema } from '../schemas.js'
+import { startSession } from '../email/service.js'
 
 const tags = ['auth']
 const PROVIDER_ERROR = /^[a-z_]{1,64}$/
