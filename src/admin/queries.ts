@@ -3,7 +3,7 @@ import type { Database } from '../../db/schema.js'
 import { sessionUserColumns, toSessionUser } from '../auth/queries.js'
 import type { SessionUser } from '../auth/session/sessions.js'
 import type { Plan, Role } from '../auth/tables.js'
-import { cursorTime, exactTime, type Cursor } from '../shared/pagination.js'
+import { exactTime, newestFirst, type PageRequest } from '../shared/pagination.js'
 import type { Executor } from '../../db/index.js'
 
 
@@ -22,7 +22,7 @@ const escapeLike = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`)
 export async function findUsers(
   db: Executor,
   filters: UserFilters,
-  page: { limit: number; after?: Cursor },
+  page: PageRequest,
 ): Promise<Array<{ user: SessionUser; cursorAt: string }>> {
   let query = db.selectFrom('user').select([...userColumns, exactTime('created_at').as('cursor_at')])
   if (filters.email !== undefined) query = query.where('email', '=', filters.email)
@@ -32,9 +32,7 @@ export async function findUsers(
   }
   if (filters.role !== undefined) query = query.where('role', '=', filters.role)
   if (filters.plan !== undefined) query = query.where('plan', '=', filters.plan)
-  const after = page.after
-  if (after) query = query.where((eb) => eb(eb.refTuple('created_at', 'id'), '<', eb.tuple(cursorTime(after), after.id)))
-  const rows = await query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).execute()
+  const rows = await newestFirst(query, page).execute()
   return rows.map((r) => ({ user: toSessionUser(r), cursorAt: r.cursor_at }))
 }
 
@@ -95,7 +93,7 @@ export interface AuditFilters {
 export async function findAuditEvents(
   db: Executor,
   filters: AuditFilters,
-  page: { limit: number; after?: Cursor },
+  page: PageRequest,
 ) {
   let query = db
     .selectFrom('audit_event')
@@ -103,7 +101,5 @@ export async function findAuditEvents(
   if (filters.actorId !== undefined) query = query.where('actor_id', '=', filters.actorId)
   if (filters.targetId !== undefined) query = query.where('target_id', '=', filters.targetId)
   if (filters.action !== undefined) query = query.where('action', '=', filters.action)
-  const after = page.after
-  if (after) query = query.where((eb) => eb(eb.refTuple('at', 'id'), '<', eb.tuple(cursorTime(after), after.id)))
-  return query.orderBy('at', 'desc').orderBy('id', 'desc').limit(page.limit).execute()
+  return newestFirst(query, page, 'at').execute()
 }

@@ -33,7 +33,7 @@ export async function listUsers(
   page: { limit: number; cursor?: Cursor },
 ): Promise<Page<UserJson>> {
   return app.db.transaction().execute(async (trx) => {
-    const rows = await findUsers(trx, filters, { limit: page.limit + 1, after: page.cursor })
+    const rows = await findUsers(trx, filters, page)
     const result = toPage(rows, page.limit, (r) => toUserJson(r.user), (r) => ({ at: r.cursorAt, id: r.user.id }))
     await recordAudit(trx, {
       actorId: actor.user.id, action: 'admin.users.listed', targetType: 'user', ip: actor.ip,
@@ -136,7 +136,7 @@ export async function listAuditEvents(
   filters: AuditFilters,
   page: { limit: number; cursor?: Cursor },
 ): Promise<Page<AuditEventJson>> {
-  const rows = await findAuditEvents(app.db, filters, { limit: page.limit + 1, after: page.cursor })
+  const rows = await findAuditEvents(app.db, filters, page)
   // Written after the read, so a listing never contains its own event.
   await recordAudit(app.db, {
     actorId: actor.user.id, action: 'admin.audit.listed', targetType: 'audit', ip: actor.ip, details: { filters: { ...filters } },

@@ -1,6 +1,6 @@
 import { sql, type Insertable, type Kysely, type Transaction } from 'kysely'
 import type { Database } from '../../db/schema.js'
-import { cursorTime, type Cursor } from '../shared/pagination.js'
+import { newestFirst, type PageRequest } from '../shared/pagination.js'
 import type { CompatibilityResultRow, CompatibilityResultTable } from './tables.js'
 import type { Executor } from '../../db/index.js'
 
@@ -68,7 +68,7 @@ export async function saveOwnDeepInsights(
 export async function listResultsOf(
   db: Executor,
   userId: string,
-  options: { limit: number; cursor?: Cursor },
+  options: PageRequest,
 ): Promise<CompatibilityResultRow[]> {
   let query = db
     .selectFrom('compatibility_result')
@@ -76,13 +76,7 @@ export async function listResultsOf(
     .select(['id', 'user_id', 'partner', 'systems', 'score', 'summary', 'deep_insights_unlocked', 'payment_id', 'created_at', 'updated_at'])
     .select(sql<null>`null`.as('deep_insights'))
     .where('user_id', '=', userId)
-  const cursor = options.cursor
-  if (cursor) {
-    query = query.where(({ eb, refTuple, tuple }) =>
-      eb(refTuple('created_at', 'id'), '<', tuple(cursorTime(cursor), cursor.id)),
-    )
-  }
-  return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(options.limit).execute()
+  return newestFirst(query, options).execute()
 }
 
 export async function activePurchaseOf(db: Executor, resultId: string) {

@@ -90,7 +90,7 @@ export async function readResult(app: FastifyInstance, viewer: SessionUser, id: 
 }
 
 export async function listResults(app: FastifyInstance, user: SessionUser, query: ListResultsInput): Promise<Page<ResultListItemJson>> {
-  const rows = await listResultsOf(app.db, user.id, { ...query, limit: query.limit + 1 })
+  const rows = await listResultsOf(app.db, user.id, query)
   return toPage(rows, query.limit, toListItemJson, byCreatedAt)
 }
 

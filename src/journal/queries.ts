@@ -1,6 +1,6 @@
 import type { Kysely, Transaction } from 'kysely'
 import type { Database } from '../../db/schema.js'
-import { cursorTime, type Cursor } from '../shared/pagination.js'
+import { newestFirst, type PageRequest } from '../shared/pagination.js'
 import type { JournalEntryRow, JournalEntryTable } from './tables.js'
 import type { Insertable, Updateable } from 'kysely'
 import type { Executor } from '../../db/index.js'
@@ -49,17 +49,11 @@ export interface EntryFilter {
 export async function listEntriesOf(
   db: Executor,
   userId: string,
-  options: { limit: number; cursor?: Cursor } & EntryFilter,
+  options: PageRequest & EntryFilter,
 ): Promise<JournalEntryRow[]> {
   let query = db.selectFrom('journal_entry').selectAll().where('user_id', '=', userId)
   if (options.from) query = query.where('entry_date', '>=', options.from)
   if (options.to) query = query.where('entry_date', '<=', options.to)
   if (options.mood !== undefined) query = query.where('mood', '=', options.mood)
-  const cursor = options.cursor
-  if (cursor) {
-    query = query.where(({ eb, refTuple, tuple }) =>
-      eb(refTuple('created_at', 'id'), '<', tuple(cursorTime(cursor), cursor.id)),
-    )
-  }
-  return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(options.limit).execute()
+  return newestFirst(query, options).execute()
 }

@@ -86,7 +86,7 @@ export async function deleteEntry(app: FastifyInstance, user: SessionUser, id: s
 }
 
 export async function listEntries(app: FastifyInstance, user: SessionUser, query: ListEntriesInput): Promise<Page<EntryJson>> {
-  const rows = await listEntriesOf(app.db, user.id, { ...query, limit: query.limit + 1 })
+  const rows = await listEntriesOf(app.db, user.id, query)
   return toPage(rows, query.limit, toEntryJson, byCreatedAt)
 }
 

@@ -2,7 +2,7 @@
 import type { Kysely, Transaction } from 'kysely'
 import type { Database } from '../../db/schema.js'
 import type { Plan } from '../auth/tables.js'
-import { cursorTime, type Cursor } from '../shared/pagination.js'
+import { newestFirst, type PageRequest } from '../shared/pagination.js'
 import type { PaymentRow, PaymentStatus, Provider } from './tables.js'
 import type { Executor } from '../../db/index.js'
 
@@ -88,12 +88,8 @@ export async function recordWebhookEvent(
   return inserted !== undefined
 }
 
-export async function listUserPayments(db: Executor, userId: string, limit: number, cursor?: Cursor): Promise<PaymentRow[]> {
-  let query = db.selectFrom('payment').selectAll().where('user_id', '=', userId)
-  if (cursor) {
-    query = query.where(({ eb, refTuple, tuple }) => eb(refTuple('created_at', 'id'), '<', tuple(cursorTime(cursor), cursor.id)))
-  }
-  return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit + 1).execute()
+export async function listUserPayments(db: Executor, userId: string, page: PageRequest): Promise<PaymentRow[]> {
+  return newestFirst(db.selectFrom('payment').selectAll().where('user_id', '=', userId), page).execute()
 }
 
 export async function lockUserPlan(db: Executor, userId: string) {

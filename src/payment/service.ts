@@ -306,7 +306,7 @@ export async function processWebhook(
 }
 
 export async function listPayments(deps: PaymentDeps, userId: string, limit: number, cursor?: Cursor): Promise<Page<PaymentView>> {
-  const rows = await listUserPayments(deps.db, userId, limit, cursor)
+  const rows = await listUserPayments(deps.db, userId, { limit, cursor })
   return toPage(rows, limit, toPaymentView, byCreatedAt)
 }
 

@@ -3,13 +3,19 @@
 // clients: base64url of {"c": timestamp, "i": id}. The timestamp is the row's exact value: tables
 // with timestamptz(3) give milliseconds (a JS Date keeps them all), tables with microsecond
 // timestamps are read through exactTime(), since a Date would lose rows sharing a millisecond.
-import { sql, type RawBuilder } from 'kysely'
+import { sql, type RawBuilder, type SelectQueryBuilder } from 'kysely'
 import { z } from 'zod'
 
 export interface Cursor {
   /** ISO-8601 UTC with 3 or 6 fraction digits, exactly as the row holds it. */
   at: string
   id: string
+}
+
+/** What a listing asks for: `limit` rows after `cursor` (the previous page's nextCursor). */
+export interface PageRequest {
+  limit: number
+  cursor?: Cursor
 }
 
 export interface Page<T> {
@@ -74,6 +80,20 @@ export const Limit = z.coerce.number().int().min(1).max(100).default(20)
 
 /** The (created_at, id) key of rows whose created_at is timestamptz(3). */
 export const byCreatedAt = (row: { created_at: Date; id: string }): { at: Date; id: string } => ({ at: row.created_at, id: row.id })
+
+/**
+ * The one keyset query: rows strictly before the cursor, newest first by (`time`, id), `limit + 1`
+ * of them (toPage turns the extra row into nextCursor). `time` is the table's timestamp column.
+ */
+export function newestFirst<DB, TB extends keyof DB, O>(
+  query: SelectQueryBuilder<DB, TB, O>,
+  page: PageRequest,
+  time = 'created_at',
+): SelectQueryBuilder<DB, TB, O> {
+  const { cursor } = page
+  const narrowed = cursor ? query.where(sql<boolean>`(${sql.ref(time)}, ${sql.ref('id')}) < (${cursorTime(cursor)}, ${cursor.id})`) : query
+  return narrowed.orderBy(sql.ref(time), 'desc').orderBy(sql.ref('id'), 'desc').limit(page.limit + 1)
+}
 
 /** Turns `limit + 1` fetched rows into a page: the extra row only says that another page exists. */
 export function toPage<R, T>(
