@@ -24,7 +24,11 @@ try {
   const known: string[] = []
   for (let i = 0; i < SAMPLES; i++) {
     const email = `known-${i}@bench.example`
-    const res = await postJson(server.base, '/api/auth/sign-up/email', { name: 'Bench', email, password: 'correct horse battery staple' })
+    const res = await postJson(server.base, '/api/auth/sign-up/email', {
+      name: 'Bench',
+      email,
+      password: 'correct horse battery staple',
+    })
     if (!res.ok) throw new Error(`sign-up failed: ${res.status}`)
     known.push(email)
   }

@@ -36,9 +36,16 @@ async function signUp(base: string): Promise<string> {
   const res = await fetch(`${base}/api/auth/sign-up/email`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', origin: ORIGIN },
-    body: JSON.stringify({ name: 'Fault', email: `fault-${Date.now()}-${Math.random()}@example.com`, password: 'fault password 1' }),
+    body: JSON.stringify({
+      name: 'Fault',
+      email: `fault-${Date.now()}-${Math.random()}@example.com`,
+      password: 'fault password 1',
+    }),
   })
-  return res.headers.getSetCookie().map((c) => c.split(';', 1)[0]!).find((c) => c.includes('session_token='))!
+  return res.headers
+    .getSetCookie()
+    .map((c) => c.split(';', 1)[0]!)
+    .find((c) => c.includes('session_token='))!
 }
 
 const report: Record<string, unknown> = { at: new Date().toISOString() }
@@ -55,9 +62,10 @@ const report: Record<string, unknown> = { at: new Date().toISOString() }
   let stop = false
   const workers = Array.from({ length: 16 }, async (_, i) => {
     while (!stop) {
-      const r = i % 2
-        ? await timed(`${base}/api/auth/get-session`, { headers: { cookie, origin: ORIGIN } })
-        : await timed(`${base}/api/health`)
+      const r =
+        i % 2
+          ? await timed(`${base}/api/auth/get-session`, { headers: { cookie, origin: ORIGIN } })
+          : await timed(`${base}/api/health`)
       if (phase === 'down') during.push(r)
       await sleep(20)
     }
@@ -91,7 +99,10 @@ const report: Record<string, unknown> = { at: new Date().toISOString() }
     msFromReturnToFirst200: Math.round(firstOkMs),
     processAlive: child.exitCode === null,
   }
-  expect(statuses.every((s) => s === 503 || s === 200), `statuses while the database was down: ${statuses}`)
+  expect(
+    statuses.every((s) => s === 503 || s === 200),
+    `statuses while the database was down: ${statuses}`,
+  )
   expect(maxMs <= 2000, `a request hung ${Math.round(maxMs)} ms while the database was down`)
   expect(firstOkMs >= 0, 'the service did not recover within 30 s of the database returning')
   expect(child.exitCode === null, 'the server process died')
@@ -105,7 +116,8 @@ const report: Record<string, unknown> = { at: new Date().toISOString() }
   const { child, base, exit } = await startServer({ DATABASE_URL: `${POSTGRES}/${dbName}` })
   const email = `term-${Date.now()}@example.com`
   await fetch(`${base}/api/auth/sign-up/email`, {
-    method: 'POST', headers: { 'content-type': 'application/json', origin: ORIGIN },
+    method: 'POST',
+    headers: { 'content-type': 'application/json', origin: ORIGIN },
     body: JSON.stringify({ name: 'Term', email, password: 'term password 1' }),
   })
   // In flight means read by the server, not merely sent: on a loaded machine a fresh server had not
@@ -115,18 +127,27 @@ const report: Record<string, unknown> = { at: new Date().toISOString() }
   const payload = JSON.stringify({ email, password: 'term password 1' })
   const signIn = () => {
     let written!: () => void
-    const sent = new Promise<void>((r) => { written = r })
+    const sent = new Promise<void>((r) => {
+      written = r
+    })
     const done = new Promise<{ status: number; error: string | null }>((resolve) => {
-      const req = httpRequest(`${base}/api/auth/sign-in/email`, {
-        method: 'POST',
-        agent: false, // one connection per request, all opened now
-        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), origin: ORIGIN },
-      }, (res) => {
-        res.resume()
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, error: null }))
-      })
+      const req = httpRequest(
+        `${base}/api/auth/sign-in/email`,
+        {
+          method: 'POST',
+          agent: false, // one connection per request, all opened now
+          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), origin: ORIGIN },
+        },
+        (res) => {
+          res.resume()
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, error: null }))
+        },
+      )
       req.on('finish', written)
-      req.on('error', (err: NodeJS.ErrnoException) => { written(); resolve({ status: 0, error: err.code ?? err.message }) })
+      req.on('error', (err: NodeJS.ErrnoException) => {
+        written()
+        resolve({ status: 0, error: err.code ?? err.message })
+      })
       req.end(payload)
     })
     return { sent, done }
@@ -136,7 +157,10 @@ const report: Record<string, unknown> = { at: new Date().toISOString() }
   await Promise.race(requests.map((r) => r.done))
   await sleep(50)
   let answered = 0
-  for (const r of requests) void r.done.then(() => { answered++ })
+  for (const r of requests)
+    void r.done.then(() => {
+      answered++
+    })
   await sleep(0)
   const answeredBeforeSigterm = answered
   child.kill('SIGTERM')
@@ -152,9 +176,15 @@ const report: Record<string, unknown> = { at: new Date().toISOString() }
     laterRequest: after.status === 0 ? `no connection (${after.body})` : after.status,
     exitCode: code,
   }
-  expect(finished.every((r) => r.status === 200 || r.status === 503), `in-flight answers: ${finished.map((r) => r.status)}`)
+  expect(
+    finished.every((r) => r.status === 200 || r.status === 503),
+    `in-flight answers: ${finished.map((r) => r.status)}`,
+  )
   expect(finished.length - answeredBeforeSigterm > 0, 'every sign-in had finished before SIGTERM: nothing was in flight')
-  expect(finished.some((r) => r.status === 200), 'no in-flight sign-in finished')
+  expect(
+    finished.some((r) => r.status === 200),
+    'no in-flight sign-in finished',
+  )
   expect(after.status === 0 || after.status === 503, `a request after SIGTERM got ${after.status}`)
   expect(code === 0, `exit code ${code}`)
 }
@@ -185,7 +215,10 @@ const report: Record<string, unknown> = { at: new Date().toISOString() }
     healthWhileDown: { status: health.status, body: JSON.parse(health.body) },
     healthAfterReturn: healthAfter,
   }
-  expect(results.every((r) => r.status === 200), 'requests failed while Redis was down')
+  expect(
+    results.every((r) => r.status === 200),
+    'requests failed while Redis was down',
+  )
   expect(sessionCheck.status === 200, `get-session while Redis was down: ${sessionCheck.status}`)
   expect(JSON.parse(health.body).redis === 'down', `/api/health did not report Redis down: ${health.body}`)
   expect(healthAfter.redis === 'ok', `/api/health after Redis returned: ${JSON.stringify(healthAfter)}`)
@@ -199,7 +232,8 @@ const report: Record<string, unknown> = { at: new Date().toISOString() }
   const { child, base, exit } = await startServer({ DATABASE_URL: `${POSTGRES}/${dbName}` })
   const email = `storm-${Date.now()}@example.com`
   await fetch(`${base}/api/auth/sign-up/email`, {
-    method: 'POST', headers: { 'content-type': 'application/json', origin: ORIGIN },
+    method: 'POST',
+    headers: { 'content-type': 'application/json', origin: ORIGIN },
     body: JSON.stringify({ name: 'Storm', email, password: 'storm password 1' }),
   })
   const probe = async (n: number) => {
@@ -216,7 +250,8 @@ const report: Record<string, unknown> = { at: new Date().toISOString() }
   const storm = Array.from({ length: 32 }, async () => {
     while (!stop) {
       await timed(`${base}/api/auth/sign-in/email`, {
-        method: 'POST', headers: { 'content-type': 'application/json', origin: ORIGIN },
+        method: 'POST',
+        headers: { 'content-type': 'application/json', origin: ORIGIN },
         body: JSON.stringify({ email, password: 'storm password 1' }),
       })
     }

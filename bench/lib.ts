@@ -158,7 +158,10 @@ export async function withClient<T>(url: string, fn: (client: pg.Client) => Prom
 
 /** The session cookie (`name=value`, value as sent) from a response's Set-Cookie headers. */
 export function sessionCookie(res: Response): string | undefined {
-  return res.headers.getSetCookie().map((c) => c.split(';', 1)[0]!).find((c) => /session_token=./.test(c))
+  return res.headers
+    .getSetCookie()
+    .map((c) => c.split(';', 1)[0]!)
+    .find((c) => /session_token=./.test(c))
 }
 
 export async function postJson(base: string, path: string, body: unknown, cookie?: string): Promise<Response> {

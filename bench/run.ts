@@ -17,7 +17,15 @@ import autocannon from 'autocannon'
 // The service's own parameters: the hash times below are measured with exactly them.
 import { ARGON2 } from '../src/auth/password/password.js'
 import {
-  createDatabase, freePort, ORIGIN, peakRssMiB, postJson, sessionCookie, startServer, startTsProcess, stop,
+  createDatabase,
+  freePort,
+  ORIGIN,
+  peakRssMiB,
+  postJson,
+  sessionCookie,
+  startServer,
+  startTsProcess,
+  stop,
   withClient,
 } from './lib.js'
 
@@ -83,7 +91,12 @@ interface Row extends Measurement {
 }
 
 async function measure(
-  url: string, method: string, headers: Record<string, string>, body?: unknown, connections = CONNECTIONS, cookies?: string[],
+  url: string,
+  method: string,
+  headers: Record<string, string>,
+  body?: unknown,
+  connections = CONNECTIONS,
+  cookies?: string[],
 ): Promise<Measurement> {
   const result = await autocannon({
     url,
@@ -93,7 +106,14 @@ async function measure(
     headers: body === undefined ? headers : { ...headers, 'content-type': 'application/json' },
     body: body === undefined ? undefined : JSON.stringify(body),
     requests: cookies
-      ? [{ setupRequest: (req) => ({ ...req, headers: { ...req.headers, cookie: cookies[Math.floor(Math.random() * cookies.length)]! } }) }]
+      ? [
+          {
+            setupRequest: (req) => ({
+              ...req,
+              headers: { ...req.headers, cookie: cookies[Math.floor(Math.random() * cookies.length)]! },
+            }),
+          },
+        ]
       : undefined,
   })
   return {
@@ -131,12 +151,14 @@ async function argon2HashMs(n = 20): Promise<number> {
 async function argon2ParallelPerSecond(parallel: number, seconds = 3): Promise<number> {
   const t0 = performance.now()
   let done = 0
-  await Promise.all(Array.from({ length: parallel }, async () => {
-    while (performance.now() - t0 < seconds * 1000) {
-      await argon2Hash(`bench password ${done}`, ARGON2)
-      done++
-    }
-  }))
+  await Promise.all(
+    Array.from({ length: parallel }, async () => {
+      while (performance.now() - t0 < seconds * 1000) {
+        await argon2Hash(`bench password ${done}`, ARGON2)
+        done++
+      }
+    }),
+  )
   return Math.round((done / ((performance.now() - t0) / 1000)) * 10) / 10
 }
 
@@ -170,7 +192,8 @@ try {
   // One user per connection for the usage increment spread over users: every increment of one
   // user's metric updates the same counter row, so a single user measures that row's lock.
   const counters = [reader]
-  for (let i = 1; i < CONNECTIONS; i++) counters.push(await signUp(`bench-counter-${i}-${Date.now()}@example.com`, 'bench counter password'))
+  for (let i = 1; i < CONNECTIONS; i++)
+    counters.push(await signUp(`bench-counter-${i}-${Date.now()}@example.com`, 'bench counter password'))
 
   const startBaseline = async (mode: string) => {
     const port = await freePort()
@@ -185,7 +208,9 @@ try {
 
   // The reader never hits a limit, and owns 10,000 entries with distinct created_at (one a minute).
   await withClient(db.url, async (c) => {
-    await c.query(`update "user" set plan = 'premium_plus', plan_expires_at = null where id = any($1)`, [counters.map((u) => u.id)])
+    await c.query(`update "user" set plan = 'premium_plus', plan_expires_at = null where id = any($1)`, [
+      counters.map((u) => u.id),
+    ])
     await c.query(
       `insert into journal_entry (id, user_id, content, mood, entry_date, created_at)
        select 'bench-entry-' || g, $1, 'bench entry ' || g, 1 + g % 5,
@@ -202,7 +227,9 @@ try {
   let cursor: string | null = null
   const seen = new Set<string>()
   for (let page = 1; page < DEEP_PAGE; page++) {
-    const res = await fetch(`${base}/api/v1/journal/entries?limit=${PAGE}${cursor ? `&cursor=${cursor}` : ''}`, { headers: readerHeaders })
+    const res = await fetch(`${base}/api/v1/journal/entries?limit=${PAGE}${cursor ? `&cursor=${cursor}` : ''}`, {
+      headers: readerHeaders,
+    })
     const body = (await res.json()) as { items: Array<{ id: string }>; nextCursor: string | null }
     if (res.status !== 200 || body.items.length !== PAGE || !body.nextCursor) throw new Error(`page ${page}: ${res.status}`)
     for (const item of body.items) seen.add(item.id)
@@ -216,14 +243,45 @@ try {
     { group: 'foundation', name: 'health (database ping)', method: 'GET', path: '/api/health', headers: { origin: ORIGIN } },
     { group: 'auth', name: 'get-session (valid cookie)', method: 'GET', path: '/api/auth/get-session', headers: readerHeaders },
     { group: 'profile', name: 'getProfile', method: 'GET', path: '/api/v1/getProfile', headers: readerHeaders },
-    { group: 'journal', name: 'listEntries page 1', method: 'GET', path: `/api/v1/journal/entries?limit=${PAGE}`, headers: readerHeaders },
-    { group: 'journal', name: `listEntries page ${DEEP_PAGE}`, method: 'GET', path: `/api/v1/journal/entries?limit=${PAGE}&cursor=${cursor}`, headers: readerHeaders },
-    { group: 'usage', name: 'usage increment (one user)', method: 'POST', path: '/api/v1/usage/aiMessages/increment', body: {}, headers: readerHeaders },
     {
-      group: 'usage', name: `usage increment (${counters.length} users)`, method: 'POST', path: '/api/v1/usage/aiMessages/increment',
-      body: {}, headers: readerHeaders, cookies: counters.map((u) => u.cookie),
+      group: 'journal',
+      name: 'listEntries page 1',
+      method: 'GET',
+      path: `/api/v1/journal/entries?limit=${PAGE}`,
+      headers: readerHeaders,
     },
-    { group: 'auth', name: 'sign-in', method: 'POST', path: '/api/auth/sign-in/email', body: signIn, headers: { origin: ORIGIN } },
+    {
+      group: 'journal',
+      name: `listEntries page ${DEEP_PAGE}`,
+      method: 'GET',
+      path: `/api/v1/journal/entries?limit=${PAGE}&cursor=${cursor}`,
+      headers: readerHeaders,
+    },
+    {
+      group: 'usage',
+      name: 'usage increment (one user)',
+      method: 'POST',
+      path: '/api/v1/usage/aiMessages/increment',
+      body: {},
+      headers: readerHeaders,
+    },
+    {
+      group: 'usage',
+      name: `usage increment (${counters.length} users)`,
+      method: 'POST',
+      path: '/api/v1/usage/aiMessages/increment',
+      body: {},
+      headers: readerHeaders,
+      cookies: counters.map((u) => u.cookie),
+    },
+    {
+      group: 'auth',
+      name: 'sign-in',
+      method: 'POST',
+      path: '/api/auth/sign-in/email',
+      body: signIn,
+      headers: { origin: ORIGIN },
+    },
   ].filter((t) => !args.only || t.group === args.only) as Target[]
   if (targets.length === 0) throw new Error(`no bench target in group "${args.only}"`)
 
@@ -256,7 +314,8 @@ try {
         preparedBaseline: await measure(preparedBaseline, 'GET', { cookie: reader.cookie }, undefined, connections),
         target: await measure(base + t.path, t.method, t.headers, t.body, connections, t.cookies),
       }
-      if (round.sessionBaseline.non2xx > 0 || round.preparedBaseline.non2xx > 0) throw new Error('a session baseline answered non-2xx')
+      if (round.sessionBaseline.non2xx > 0 || round.preparedBaseline.non2xx > 0)
+        throw new Error('a session baseline answered non-2xx')
       rounds.push(round)
     }
     const m = (of: (r: Round) => number) => median(rounds.map(of))
@@ -276,13 +335,27 @@ try {
       preparedBaselineRequestsPerSecond: m((r) => r.preparedBaseline.requestsPerSecond),
       sessionBaselineP99Ms: m((r) => r.sessionBaseline.latencyP99Ms),
       preparedBaselineP99Ms: m((r) => r.preparedBaseline.latencyP99Ms),
-      ratioToHello: medianRatio(rounds, (r) => r.target.requestsPerSecond, (r) => r.hello.requestsPerSecond),
-      ratioToSessionBaseline: medianRatio(rounds, (r) => r.target.requestsPerSecond, (r) => r.sessionBaseline.requestsPerSecond),
-      ratioToPreparedBaseline: medianRatio(rounds, (r) => r.target.requestsPerSecond, (r) => r.preparedBaseline.requestsPerSecond),
+      ratioToHello: medianRatio(
+        rounds,
+        (r) => r.target.requestsPerSecond,
+        (r) => r.hello.requestsPerSecond,
+      ),
+      ratioToSessionBaseline: medianRatio(
+        rounds,
+        (r) => r.target.requestsPerSecond,
+        (r) => r.sessionBaseline.requestsPerSecond,
+      ),
+      ratioToPreparedBaseline: medianRatio(
+        rounds,
+        (r) => r.target.requestsPerSecond,
+        (r) => r.preparedBaseline.requestsPerSecond,
+      ),
       rounds,
     }
     rows.push(row)
-    const each = rounds.map((r) => `${r.target.requestsPerSecond}/${r.sessionBaseline.requestsPerSecond}/${r.preparedBaseline.requestsPerSecond}`)
+    const each = rounds.map(
+      (r) => `${r.target.requestsPerSecond}/${r.sessionBaseline.requestsPerSecond}/${r.preparedBaseline.requestsPerSecond}`,
+    )
     console.log(`${t.name}: rounds target/session/prepared req/s ${each.join(', ')}`)
     return row
   }
@@ -301,8 +374,12 @@ try {
     const ceiling = Math.round((cores / hashMs) * 1000 * 10) / 10
     const parallelHashes = await argon2ParallelPerSecond(cores)
     signInCheck = {
-      cores, argon2HashMs: hashMs, coresPerHashTimeRequestsPerSecond: ceiling, ratio: ratio(row.requestsPerSecond, ceiling),
-      parallelHashesPerSecond: parallelHashes, parallelHashingRatio: ratio(parallelHashes, ceiling),
+      cores,
+      argon2HashMs: hashMs,
+      coresPerHashTimeRequestsPerSecond: ceiling,
+      ratio: ratio(row.requestsPerSecond, ceiling),
+      parallelHashesPerSecond: parallelHashes,
+      parallelHashingRatio: ratio(parallelHashes, ceiling),
       ratioToParallelHashing: ratio(row.requestsPerSecond, parallelHashes),
     }
 
@@ -323,22 +400,26 @@ try {
   }
 
   const peakRss = peakRssMiB(server.child.pid!)
-  console.log(`\n${ROUNDS} rounds of ${DURATION} s per run (medians), ${CONNECTIONS} connections, Node ${process.version}, ${availableParallelism()} cores, database ${db.name}`)
-  console.table(rows.map((r) => ({
-    target: r.target,
-    'req/s': r.requestsPerSecond,
-    'p50 ms': r.latencyP50Ms,
-    'p99 ms': r.latencyP99Ms,
-    non2xx: r.non2xx,
-    errors: r.errors + r.timeouts,
-    'x hello': r.ratioToHello,
-    'x session': r.ratioToSessionBaseline,
-    'x prepared': r.ratioToPreparedBaseline,
-    'session req/s': r.sessionBaselineRequestsPerSecond,
-    'prepared req/s': r.preparedBaselineRequestsPerSecond,
-    'session p99': r.sessionBaselineP99Ms,
-    'prepared p99': r.preparedBaselineP99Ms,
-  })))
+  console.log(
+    `\n${ROUNDS} rounds of ${DURATION} s per run (medians), ${CONNECTIONS} connections, Node ${process.version}, ${availableParallelism()} cores, database ${db.name}`,
+  )
+  console.table(
+    rows.map((r) => ({
+      target: r.target,
+      'req/s': r.requestsPerSecond,
+      'p50 ms': r.latencyP50Ms,
+      'p99 ms': r.latencyP99Ms,
+      non2xx: r.non2xx,
+      errors: r.errors + r.timeouts,
+      'x hello': r.ratioToHello,
+      'x session': r.ratioToSessionBaseline,
+      'x prepared': r.ratioToPreparedBaseline,
+      'session req/s': r.sessionBaselineRequestsPerSecond,
+      'prepared req/s': r.preparedBaselineRequestsPerSecond,
+      'session p99': r.sessionBaselineP99Ms,
+      'prepared p99': r.preparedBaselineP99Ms,
+    })),
+  )
   const baselineRatios = rows.map((r) => ratio(r.sessionBaselineRequestsPerSecond, r.helloRequestsPerSecond))
   console.log(`session baseline / hello-world per pair: ${baselineRatios.join(', ')}`)
   if (signInCheck) console.log('sign-in vs cores / Argon2id hash time:', signInCheck)
@@ -352,7 +433,11 @@ try {
   const below = (goal: string, measured: number | undefined, max: number) =>
     measured !== undefined && goals.push({ goal, measured, met: measured < max })
   const byName = (prefix: string) => rows.filter((r) => r.target.startsWith(prefix))
-  for (const [prefix, min] of [['get-session', 0.8], ['getProfile', 0.7], ['usage increment', 0.7]] as const) {
+  for (const [prefix, min] of [
+    ['get-session', 0.8],
+    ['getProfile', 0.7],
+    ['usage increment', 0.7],
+  ] as const) {
     for (const r of byName(prefix)) {
       atLeast(`${r.target} >= ${min} x session baseline`, r.ratioToSessionBaseline, min)
       atLeast(`${r.target} >= ${min} x prepared baseline`, r.ratioToPreparedBaseline, min)
@@ -360,26 +445,37 @@ try {
   }
   below('get-session p99 < 25 ms', byName('get-session')[0]?.latencyP99Ms, 25)
   if (signInCheck) atLeast('sign-in >= 0.8 x cores / hash time', signInCheck.ratio, 0.8)
-  below('get-session p99 during the sign-in storm < 50 ms', (storm?.getSessionDuringSignInStorm as Measurement | undefined)?.latencyP99Ms, 50)
+  below(
+    'get-session p99 during the sign-in storm < 50 ms',
+    (storm?.getSessionDuringSignInStorm as Measurement | undefined)?.latencyP99Ms,
+    50,
+  )
   console.table(goals.map((g) => ({ goal: g.goal, measured: g.measured, met: g.met ? 'yes' : 'NO' })))
 
   mkdirSync('bench/results', { recursive: true })
   const file = `bench/results/${new Date().toISOString().replace(/[:.]/g, '-')}${args.only ? `-${args.only}` : ''}.json`
-  writeFileSync(file, `${JSON.stringify({
-    at: new Date().toISOString(),
-    node: process.version,
-    cores: availableParallelism(),
-    rounds: ROUNDS,
-    durationSeconds: DURATION,
-    connections: CONNECTIONS,
-    journalEntries: ENTRIES,
-    serverPeakRssMiB: peakRss,
-    sessionBaselineToHello: baselineRatios,
-    rows,
-    signIn: signInCheck ?? null,
-    getSessionDuringSignInStorm: storm ?? null,
-    goals,
-  }, null, 2)}\n`)
+  writeFileSync(
+    file,
+    `${JSON.stringify(
+      {
+        at: new Date().toISOString(),
+        node: process.version,
+        cores: availableParallelism(),
+        rounds: ROUNDS,
+        durationSeconds: DURATION,
+        connections: CONNECTIONS,
+        journalEntries: ENTRIES,
+        serverPeakRssMiB: peakRss,
+        sessionBaselineToHello: baselineRatios,
+        rows,
+        signIn: signInCheck ?? null,
+        getSessionDuringSignInStorm: storm ?? null,
+        goals,
+      },
+      null,
+      2,
+    )}\n`,
+  )
   console.log(`written to ${file}`)
 } finally {
   await cleanUp()

@@ -41,4 +41,11 @@ app.get('/', async (request, reply) => {
 })
 app.get('/up', async () => ({ ok: true }))
 await app.listen({ port: Number(port), host: '127.0.0.1' })
-process.on('SIGTERM', () => void app.close().then(() => pool.end()).then(() => process.exit(0)))
+process.on(
+  'SIGTERM',
+  () =>
+    void app
+      .close()
+      .then(() => pool.end())
+      .then(() => process.exit(0)),
+)

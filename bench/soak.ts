@@ -33,14 +33,21 @@ const heapUsedKb = async (): Promise<number | null> => {
 }
 const heapSamples: Array<{ second: number; rssKb: number; heapUsedKb: number | null }> = []
 
-interface User { email: string; password: string; cookie: string }
+interface User {
+  email: string
+  password: string
+  cookie: string
+}
 async function call(method: string, path: string, body?: unknown, cookie?: string) {
   const headers: Record<string, string> = { origin: ORIGIN }
   if (body !== undefined) headers['content-type'] = 'application/json'
   if (cookie) headers.cookie = cookie
   const res = await fetch(base + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) })
   const text = await res.text()
-  const setCookie = res.headers.getSetCookie().map((c) => c.split(';', 1)[0]!).find((c) => /session_token=./.test(c))
+  const setCookie = res.headers
+    .getSetCookie()
+    .map((c) => c.split(';', 1)[0]!)
+    .find((c) => /session_token=./.test(c))
   return { status: res.status, json: text ? JSON.parse(text) : null, setCookie }
 }
 
@@ -72,26 +79,41 @@ await setUnlimited()
 
 const pick = <T>(xs: T[]): T => xs[Math.floor(Math.random() * xs.length)]!
 const actions: Array<[number, () => Promise<void>]> = [
-  [4, async () => { const u = await signUpUser(); if (u) users.push(u) }],
-  [4, async () => {
-    const u = pick(users)
-    const res = await call('POST', '/api/auth/sign-in/email', { email: u.email, password: u.password })
-    record(res.status)
-    if (res.setCookie) u.cookie = res.setCookie
-  }],
+  [
+    4,
+    async () => {
+      const u = await signUpUser()
+      if (u) users.push(u)
+    },
+  ],
+  [
+    4,
+    async () => {
+      const u = pick(users)
+      const res = await call('POST', '/api/auth/sign-in/email', { email: u.email, password: u.password })
+      record(res.status)
+      if (res.setCookie) u.cookie = res.setCookie
+    },
+  ],
   [30, async () => record((await call('GET', '/api/v1/getProfile', undefined, pick(users).cookie)).status)],
-  [22, async () => {
-    const res = await call('POST', '/api/v1/journal/entries', { content: `soak entry ${seq++}`, mood: 3 }, pick(users).cookie)
-    record(res.status)
-    if (res.status === 201) acknowledged.push(res.json.id)
-  }],
+  [
+    22,
+    async () => {
+      const res = await call('POST', '/api/v1/journal/entries', { content: `soak entry ${seq++}`, mood: 3 }, pick(users).cookie)
+      record(res.status)
+      if (res.status === 201) acknowledged.push(res.json.id)
+    },
+  ],
   [20, async () => record((await call('GET', '/api/v1/journal/entries?limit=20', undefined, pick(users).cookie)).status)],
   [20, async () => record((await call('POST', '/api/v1/usage/aiMessages/increment', {}, pick(users).cookie)).status)],
 ]
 const totalWeight = actions.reduce((s, [w]) => s + w, 0)
 const chooseAction = () => {
   let r = Math.random() * totalWeight
-  for (const [w, fn] of actions) if ((r -= w) < 0) return fn
+  for (const [w, fn] of actions) {
+    r -= w
+    if (r < 0) return fn
+  }
   return actions[0]![1]
 }
 
@@ -105,7 +127,11 @@ while (Date.now() - started < SECONDS * 1000) {
   while (sent < due) {
     sent++
     // New sign-ups became free users: keep them unlimited too, now and then.
-    const p: Promise<void> = chooseAction()().catch(() => { networkErrors++ }).finally(() => inFlight.delete(p))
+    const p: Promise<void> = chooseAction()()
+      .catch(() => {
+        networkErrors++
+      })
+      .finally(() => inFlight.delete(p))
     inFlight.add(p)
   }
   const elapsed = (Date.now() - started) / 1000
@@ -125,7 +151,8 @@ const rssAtEnd = rssKb()
 const heapAtEnd = await heapUsedKb()
 
 const found = await withClient(databaseUrl, (c) =>
-  c.query<{ n: number }>('select count(*)::int as n from journal_entry where id = any($1)', [acknowledged]))
+  c.query<{ n: number }>('select count(*)::int as n from journal_entry where id = any($1)', [acknowledged]),
+)
 server.kill('SIGTERM')
 await serverExit
 await db.drop()

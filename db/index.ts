@@ -2,6 +2,7 @@
 import { PGlite } from '@electric-sql/pglite'
 import { Kysely, PGliteDialect, PostgresDialect, sql, type Transaction } from 'kysely'
 import pg from 'pg'
+import { listenPglite, listenPostgres, type Listener, type ListenOptions } from './notifications.js'
 import { PreparingClient } from './prepared.js'
 import type { Database } from './schema.js'
 
@@ -20,6 +21,8 @@ export interface DatabaseHandle {
   close(): Promise<void>
   /** Connections in use / idle / waiting (postgres only). */
   poolStats(): { total: number; idle: number; waiting: number }
+  /** LISTEN on a connection of its own (db/notifications.ts). */
+  listen(options: ListenOptions): Listener
 }
 
 export interface DatabaseOptions {
@@ -70,6 +73,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
       ping: (timeoutMs = 1000) => withTimeout(sql`select 1`.execute(db), timeoutMs),
       close: () => db.destroy(),
       poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
+      listen: (listenOptions) => listenPostgres(options.url!, listenOptions),
     }
   }
   const dataDir = options.pgliteDir === 'memory://' ? undefined : options.pgliteDir
@@ -87,6 +91,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
       if (!pglite.closed) await pglite.close()
     },
     poolStats: () => ({ total: 1, idle: 1, waiting: 0 }),
+    listen: (listenOptions) => listenPglite(pglite, listenOptions),
   }
 }
 

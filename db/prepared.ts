@@ -1,14 +1,13 @@
 // Named prepared statements for the few queries that run on nearly every request.
 //
 // PostgreSQL parses and plans an unnamed statement again on every call. For the session lookup that
-// was most of the database's CPU per request (bench, 2 cores: about 310 µs unnamed against 120 µs
-// prepared). A statement declared here is prepared once per pooled connection under its name and
+// was most of the database's CPU per request (docs/benchmarks.md has the figures). A statement declared here is prepared once per pooled connection under its name and
 // executed by name from then on; every other query runs unnamed as before. The text is fixed SQL
 // with $n parameters, so nothing about parameterisation changes. PGlite (one in-process
 // connection) runs the same text unnamed.
 //
 // Behind PgBouncer in transaction mode, named statements need PgBouncer 1.21+ with
-// max_prepared_statements set (see README, "Scaling out").
+// max_prepared_statements set (docs/operations.md, "Scaling out").
 import { CompiledQuery } from 'kysely'
 import pg from 'pg'
 
@@ -32,11 +31,13 @@ export function preparedStatement<Row>(name: string, text: string): (parameters:
 export class PreparingClient extends pg.Client {
   // Kysely calls query(text, parameters); any other call shape passes through untouched.
   // (`any`: pg's query has a dozen overloads, and this forwards all of them.)
+  // biome-ignore lint/suspicious/noExplicitAny: forwards every overload of pg's query unchanged
   override query(...args: any[]): any {
     if (args.length === 2 && typeof args[0] === 'string') {
       const name = names.get(args[0])
       if (name) return super.query({ name, text: args[0], values: args[1] })
     }
+    // biome-ignore lint/suspicious/noExplicitAny: as above
     return (super.query as (...a: any[]) => any)(...args)
   }
 }

@@ -8,4 +8,12 @@ import type { JournalTables } from '../src/journal/tables.js'
 import type { PaymentTables } from '../src/payment/tables.js'
 import type { UsageTables } from '../src/usage/tables.js'
 
-export interface Database extends AuthTables, AdminTables, UsageTables, JournalTables, CompatibilityTables, ConsentTables, PaymentTables, ImportTables {}
+export interface Database
+  extends AuthTables,
+    AdminTables,
+    UsageTables,
+    JournalTables,
+    CompatibilityTables,
+    ConsentTables,
+    PaymentTables,
+    ImportTables {}

@@ -10,9 +10,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('email_verified', 'boolean', (c) => c.notNull().defaultTo(false))
     .addColumn('image', 'text')
     .addColumn('role', 'text', (c) => c.notNull().defaultTo('member').check(sql`role in ('member', 'admin', 'owner')`))
-    .addColumn('plan', 'text', (c) =>
-      c.notNull().defaultTo('free').check(sql`plan in ('free', 'premium', 'premium_plus')`),
-    )
+    .addColumn('plan', 'text', (c) => c.notNull().defaultTo('free').check(sql`plan in ('free', 'premium', 'premium_plus')`))
     .addColumn('plan_expires_at', 'timestamptz')
     .addColumn('password_reset_required', 'boolean', (c) => c.notNull().defaultTo(false))
     .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))

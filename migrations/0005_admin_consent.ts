@@ -17,11 +17,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('user_agent', 'text')
     .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .execute()
-  await db.schema
-    .createIndex('consent_record_user_created_idx')
-    .on('consent_record')
-    .columns(['user_id', 'created_at'])
-    .execute()
+  await db.schema.createIndex('consent_record_user_created_idx').on('consent_record').columns(['user_id', 'created_at']).execute()
 }
 
 export async function down(db: Kysely<any>): Promise<void> {

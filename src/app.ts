@@ -7,7 +7,8 @@ import type { DestinationStream } from 'pino'
 import { openDatabase, type DatabaseHandle, type DB } from '../db/index.js'
 import { migrateToLatest } from '../db/migrate.js'
 import adminRoutes from './admin/routes.js'
-import authRoutes from './auth/email/routes.js'
+import { bootstrapOwnerAtStartup } from './auth/bootstrap.js'
+import emailRoutes from './auth/email/routes.js'
 import idpRoutes from './auth/idp/routes.js'
 import mailer from './plugins/mailer.js'
 import purge from './maintenance/purge.js'
@@ -16,10 +17,12 @@ import compatibilityRoutes from './compatibility/routes.js'
 import paymentRoutes from './payment/routes.js'
 import { HashPool } from './auth/password/hash-pool.js'
 import { PasswordHasher } from './auth/password/password.js'
+import sessionRoutes from './auth/session/routes.js'
 import { SessionManager } from './auth/session/sessions.js'
 import type { Config } from './config.js'
 import { systemClock, type Clock } from './shared/clock.js'
 import consentRoutes from './consent/routes.js'
+import personalDataRoutes from './personal-data/routes.js'
 import { serviceUnavailable } from './shared/errors.js'
 import healthRoutes from './health/routes.js'
 import journalRoutes from './journal/routes.js'
@@ -30,6 +33,7 @@ import metrics from './plugins/metrics.js'
 import openapi from './plugins/openapi.js'
 import rateLimits from './plugins/rate-limit.js'
 import routePolicy, { policyOf } from './plugins/route-policy.js'
+import { sessionLoader } from './auth/session/request.js'
 import redisConnection from './plugins/redis.js'
 import profileRoutes from './profile/routes.js'
 import usageRoutes from './usage/routes.js'
@@ -74,9 +78,11 @@ function originForm(target: string): string {
 }
 
 export async function buildApp(config: Config, deps: AppDeps = {}): Promise<FastifyInstance> {
+  // Readable lines for a person at a terminal; JSON for everything else (log shippers, tests).
+  const pretty = config.env === 'development' && process.stdout.isTTY === true
   const logger = deps.logStream
     ? { ...loggerOptions(config.logLevel), stream: deps.logStream }
-    : loggerOptions(config.logLevel)
+    : loggerOptions(config.logLevel, { pretty })
 
   const app = Fastify({
     logger,
@@ -100,15 +106,20 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   // JSON only: text/plain bodies are 415, not silently accepted.
   app.removeContentTypeParser(['text/plain'])
 
-  const database = deps.database ?? (await openDatabase({ ...config.database, onPoolError: (err) => app.log.warn({ err: { message: err.message } }, 'database pool error') }))
+  const database =
+    deps.database ??
+    (await openDatabase({
+      ...config.database,
+      onPoolError: (err) => app.log.warn({ err: { message: err.message } }, 'database pool error'),
+    }))
   if (!deps.database && deps.migrate !== false) await migrateToLatest(database.db)
 
-  const sessions = new SessionManager(database.db, config.auth.sessionTtlDays)
-  const sessionCookie = new SessionCookie(config.auth)
   app.decorate('config', config)
   app.decorate('database', database)
   app.decorate('db', database.db)
   app.decorate('clock', deps.clock ?? systemClock)
+  const sessions = new SessionManager(database.db, app.clock, config.auth.sessionTtlDays)
+  const sessionCookie = new SessionCookie(config.auth, app.clock)
   const hashPool = new HashPool(config.hashing.maxConcurrency, config.hashing.maxQueue)
   app.decorate('hasher', new PasswordHasher(hashPool))
   app.decorate('sessions', sessions)
@@ -118,7 +129,9 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   // Closing: handlers still running (their client may have gone) finish first, then what they use.
   const handlers = new RunningHandlers()
   app.addHook('onRoute', (route) => handlers.track(route))
-  app.decorate('afterReply', (request: FastifyRequest, what: string, task: () => Promise<unknown>) => handlers.afterReply(request.log, what, task))
+  app.decorate('afterReply', (request: FastifyRequest, what: string, task: () => Promise<unknown>) =>
+    handlers.afterReply(request.log, what, task),
+  )
   app.decorate('settled', async () => {
     await handlers.drained()
     await app.mailer.flush()
@@ -151,8 +164,13 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   await app.register(redisConnection, { url: config.redisUrl })
   await app.register(rateLimits)
   await app.register(cookie, { secret: config.auth.secrets, hook: 'onRequest' })
+  // request.user / request.session (declared in auth/session/request.ts), filled by the policy hook.
+  app.decorateRequest('user', null)
+  app.decorateRequest('session', null)
   await app.register(routePolicy, {
-    trustedOrigins: config.auth.trustedOrigins, webOrigin: config.auth.webOrigin, sessions, cookie: sessionCookie,
+    trustedOrigins: config.auth.trustedOrigins,
+    webOrigin: config.auth.webOrigin,
+    loadSession: sessionLoader(sessions, sessionCookie),
   })
   await app.register(mailer)
   await app.register(purge)
@@ -160,7 +178,8 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   await app.register(metrics)
 
   await app.register(healthRoutes)
-  await app.register(authRoutes)
+  await app.register(sessionRoutes)
+  await app.register(emailRoutes)
   await app.register(idpRoutes)
   await app.register(profileRoutes)
   await app.register(usageRoutes)
@@ -169,6 +188,10 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   await app.register(paymentRoutes)
   await app.register(adminRoutes)
   await app.register(consentRoutes)
+  await app.register(personalDataRoutes)
+  app.addHook('onReady', () =>
+    bootstrapOwnerAtStartup({ db: app.db, clock: app.clock, log: app.log }, config.auth.bootstrapOwnerEmail),
+  )
 
   return app
 }

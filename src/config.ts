@@ -2,21 +2,20 @@
 import { randomBytes } from 'node:crypto'
 import { z } from 'zod'
 
-const bool = z
-  .enum(['true', 'false', '1', '0', ''])
-  .transform((v) => v === 'true' || v === '1')
+const bool = z.enum(['true', 'false', '1', '0', '']).transform((v) => v === 'true' || v === '1')
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max)
 const optionalString = z
   .string()
   .transform((v) => (v.trim() === '' ? undefined : v.trim()))
   .optional()
-const httpUrl = z
-  .url({ protocol: /^https?$/ })
-  .transform((v) => v.replace(/\/+$/, ''))
+const httpUrl = z.url({ protocol: /^https?$/ }).transform((v) => v.replace(/\/+$/, ''))
 
 const originList = z.string().transform((value, ctx) => {
   const origins: string[] = []
-  for (const raw of value.split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const raw of value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     try {
       const url = new URL(raw)
       if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('scheme')
@@ -80,9 +79,7 @@ const envSchema = z.object({
   METRICS_TOKEN: optionalString,
 })
 
-export type Env = z.input<typeof envSchema>
-
-/** Every variable the service reads (.env.example and the README list exactly these). */
+/** Every variable the service reads (.env.example and docs/configuration.md list exactly these). */
 export const ENV_VARIABLES: readonly string[] = Object.keys(envSchema.shape)
 
 export interface Config {
@@ -148,7 +145,10 @@ export function loadConfig(
   const e = parsed.data
   const production = e.NODE_ENV === 'production'
 
-  let secrets = (e.AUTH_SECRET ?? '').split(',').map((s) => s.trim()).filter(Boolean)
+  let secrets = (e.AUTH_SECRET ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
   if (production && (secrets.length === 0 || secrets.some((s) => s.length < 32))) {
     throw new ConfigError('Invalid AUTH_SECRET: required in production, each key at least 32 characters')
   }

@@ -1,9 +1,9 @@
 // Reads the configuration, builds the app, listens, and shuts down gracefully.
-import { ConfigError, loadConfig } from './config.js'
+import { ConfigError, loadConfig, type Config } from './config.js'
 import { holdDataDirLock } from '../db/data-dir-lock.js'
 
 const warnings: string[] = []
-let config
+let config: Config
 try {
   config = loadConfig(process.env, (message) => warnings.push(message))
 } catch (err) {

@@ -1,13 +1,10 @@
-import type { Kysely, Transaction } from 'kysely'
-import type { Database } from '../../db/schema.js'
+import { sql } from 'kysely'
+import type { Executor, Trx } from '../../db/index.js'
 import { sessionUserColumns, toSessionUser } from '../auth/queries.js'
 import type { SessionUser } from '../auth/session/sessions.js'
-import type { Plan, Role } from '../auth/tables.js'
+import type { Plan } from '../auth/tables.js'
+import type { Role } from '../shared/roles.js'
 import { exactTime, newestFirst, type PageRequest } from '../shared/pagination.js'
-import type { Executor } from '../../db/index.js'
-
-
-const userColumns = sessionUserColumns
 
 export interface UserFilters {
   email?: string
@@ -24,7 +21,7 @@ export async function findUsers(
   filters: UserFilters,
   page: PageRequest,
 ): Promise<Array<{ user: SessionUser; cursorAt: string }>> {
-  let query = db.selectFrom('user').select([...userColumns, exactTime('created_at').as('cursor_at')])
+  let query = db.selectFrom('user').select([...sessionUserColumns, exactTime('created_at').as('cursor_at')])
   if (filters.email !== undefined) query = query.where('email', '=', filters.email)
   if (filters.q !== undefined) {
     const pattern = `%${escapeLike(filters.q)}%`
@@ -36,24 +33,27 @@ export async function findUsers(
   return rows.map((r) => ({ user: toSessionUser(r), cursorAt: r.cursor_at }))
 }
 
-/** Locks the row: concurrent admin acts on one user apply one after the other. */
-export async function findUserForUpdate(trx: Transaction<Database>, id: string): Promise<SessionUser | undefined> {
-  const row = await trx.selectFrom('user').select(userColumns).where('id', '=', id).forUpdate().executeTakeFirst()
+/** Locks the row: concurrent acts on one user (the admin API, the command line) apply one after the other. */
+export async function findUserForUpdate(trx: Trx, by: { id: string } | { email: string }): Promise<SessionUser | undefined> {
+  const query = trx.selectFrom('user').select(sessionUserColumns)
+  const row = await ('id' in by ? query.where('id', '=', by.id) : query.where('email', '=', by.email))
+    .forUpdate()
+    .executeTakeFirst()
   return row && toSessionUser(row)
 }
 
-/** Changes the plan of a user. Never the role: that is changeRole's (roles.ts). */
-export async function updateUser(
-  trx: Transaction<Database>,
+/** Changes the plan of a user. Never the role: that is changeRole's. */
+export async function updateUserPlan(
+  trx: Trx,
   id: string,
-  changes: { plan?: Plan; plan_expires_at?: Date | null },
+  changes: { plan: Plan; plan_expires_at: Date | null },
   now: Date,
 ): Promise<SessionUser> {
   const row = await trx
     .updateTable('user')
     .set({ ...changes, updated_at: now })
     .where('id', '=', id)
-    .returning(userColumns)
+    .returning(sessionUserColumns)
     .executeTakeFirstOrThrow()
   return toSessionUser(row)
 }
@@ -69,8 +69,12 @@ export interface UserCounts {
 export async function countsFor(db: Executor, userId: string, now: Date): Promise<UserCounts> {
   const row = await db
     .selectNoFrom((eb) => [
-      eb.selectFrom('session').select(eb.fn.countAll<number>().as('n'))
-        .where('user_id', '=', userId).where('expires_at', '>', now).as('sessions'),
+      eb
+        .selectFrom('session')
+        .select(eb.fn.countAll<number>().as('n'))
+        .where('user_id', '=', userId)
+        .where('expires_at', '>', now)
+        .as('sessions'),
       eb.selectFrom('journal_entry').select(eb.fn.countAll<number>().as('n')).where('user_id', '=', userId).as('entries'),
       eb.selectFrom('compatibility_result').select(eb.fn.countAll<number>().as('n')).where('user_id', '=', userId).as('results'),
       eb.selectFrom('payment').select(eb.fn.countAll<number>().as('n')).where('user_id', '=', userId).as('payments'),
@@ -90,11 +94,7 @@ export interface AuditFilters {
   action?: string
 }
 
-export async function findAuditEvents(
-  db: Executor,
-  filters: AuditFilters,
-  page: PageRequest,
-) {
+export async function findAuditEvents(db: Executor, filters: AuditFilters, page: PageRequest) {
   let query = db
     .selectFrom('audit_event')
     .select(['id', 'at', 'actor_id', 'action', 'target_type', 'target_id', 'ip', 'details', exactTime('at').as('cursor_at')])
@@ -102,4 +102,99 @@ export async function findAuditEvents(
   if (filters.targetId !== undefined) query = query.where('target_id', '=', filters.targetId)
   if (filters.action !== undefined) query = query.where('action', '=', filters.action)
   return newestFirst(query, page, 'at').execute()
+}
+
+// Usage analytics: the numbers come straight from the tables. Counts of users and sessions are of
+// the current state (`now`); sign-ups, usage and payments are of the UTC range [from, toExclusive).
+
+export async function countUsersByRole(db: Executor): Promise<Array<{ role: Role; n: number }>> {
+  const rows = await db
+    .selectFrom('user')
+    .select(['role', (eb) => eb.fn.countAll<number>().as('n')])
+    .groupBy('role')
+    .execute()
+  return rows.map((r) => ({ role: r.role, n: Number(r.n) }))
+}
+
+/** By effective plan: a paid plan that lapsed at `now` counts as free. */
+export async function countUsersByPlan(db: Executor, now: Date): Promise<Array<{ plan: Plan; n: number }>> {
+  const effectivePlan = sql<Plan>`case when plan <> 'free' and plan_expires_at is not null and plan_expires_at <= ${now} then 'free' else plan end`
+  const rows = await db
+    .selectFrom('user')
+    .select([effectivePlan.as('plan'), (eb) => eb.fn.countAll<number>().as('n')])
+    .groupBy(sql`1`) // the first output column: repeating the expression would bind `now` twice
+    .execute()
+  return rows.map((r) => ({ plan: r.plan, n: Number(r.n) }))
+}
+
+/** Sign-ups per UTC day ('YYYY-MM-DD'), days without one left out. */
+export async function countSignupsPerDay(db: Executor, from: Date, toExclusive: Date): Promise<Map<string, number>> {
+  const signupDay = sql<string>`to_char(created_at at time zone 'UTC', 'YYYY-MM-DD')`
+  const rows = await db
+    .selectFrom('user')
+    .select([signupDay.as('day'), (eb) => eb.fn.countAll<number>().as('n')])
+    .where('created_at', '>=', from)
+    .where('created_at', '<', toExclusive)
+    .groupBy(signupDay)
+    .execute()
+  return new Map(rows.map((r) => [r.day, Number(r.n)]))
+}
+
+export async function countActiveSessions(db: Executor, now: Date): Promise<number> {
+  const row = await db
+    .selectFrom('session')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('expires_at', '>', now)
+    .executeTakeFirstOrThrow()
+  return Number(row.n)
+}
+
+/**
+ * Usage totals per (metric, period), ordered by both. A metric's counters count from its own
+ * `from` (the start of the period that contains the range's first day) up to `toExclusive`.
+ */
+export async function sumUsage(
+  db: Executor,
+  metrics: ReadonlyArray<{ metric: string; from: Date }>,
+  toExclusive: Date,
+): Promise<Array<{ metric: string; periodStart: Date; total: number; users: number }>> {
+  const rows = await db
+    .selectFrom('usage_counter')
+    .select([
+      'metric',
+      'period_start',
+      (eb) => eb.fn.sum<number>('used').as('total'),
+      (eb) => eb.fn.count<number>('user_id').distinct().as('users'),
+    ])
+    .where((eb) =>
+      eb.or(
+        metrics.map((m) =>
+          eb.and([eb('metric', '=', m.metric), eb('period_start', '>=', m.from), eb('period_start', '<', toExclusive)]),
+        ),
+      ),
+    )
+    .groupBy(['metric', 'period_start'])
+    .orderBy('metric')
+    .orderBy('period_start')
+    .execute()
+  return rows.map((r) => ({ metric: r.metric, periodStart: r.period_start, total: Number(r.total), users: Number(r.users) }))
+}
+
+/** Paid payments per product by the time they were granted (refunded ones are no longer revenue). */
+export async function sumPaidPayments(
+  db: Executor,
+  from: Date,
+  toExclusive: Date,
+): Promise<Array<{ product: string; count: number; revenueIdr: number }>> {
+  const paidAt = sql<Date>`coalesce(granted_at, updated_at)`
+  const rows = await db
+    .selectFrom('payment')
+    .select(['product', (eb) => eb.fn.countAll<number>().as('n'), (eb) => eb.fn.sum<number>('amount').as('revenue')])
+    .where('status', '=', 'paid')
+    .where(paidAt, '>=', from)
+    .where(paidAt, '<', toExclusive)
+    .groupBy('product')
+    .orderBy('product')
+    .execute()
+  return rows.map((r) => ({ product: r.product, count: Number(r.n), revenueIdr: Number(r.revenue) }))
 }

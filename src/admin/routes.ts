@@ -1,37 +1,62 @@
 // /api/v1/admin/*: every route's policy is ADMIN, the admin or owner role (403 FORBIDDEN for anyone
 // else), checked at onRequest so a member learns nothing about the admin schemas, not even from a 400.
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
-import { currentUser } from '../auth/guard.js'
-import { ADMIN } from '../plugins/route-policy.js'
-import { ErrorSchema, UserSchema } from '../auth/schemas.js'
+import { toUserJson, UserSchema } from '../auth/schemas.js'
+import { ErrorSchema } from '../shared/errors.js'
+import { ADMIN } from '../shared/route-policy.js'
+import { contextOf } from '../shared/context.js'
 import {
-  AdminUserSchema, AnalyticsQuery, AuditListSchema, AuditQuery, EmptyBody, ListUsersQuery, RevokedSchema,
-  SetPlanBody, SetPremiumPlusBody, SetRoleBody, UsageAnalyticsSchema, UserIdParams, UserListSchema,
+  AdminUserSchema,
+  AnalyticsQuery,
+  AuditListSchema,
+  AuditQuery,
+  EmptyBody,
+  ListUsersQuery,
+  RevokedSchema,
+  SetPlanBody,
+  SetPremiumPlusBody,
+  SetRoleBody,
+  toAdminUserJson,
+  toAuditListJson,
+  toUserListJson,
+  UsageAnalyticsSchema,
+  UserIdParams,
+  UserListSchema,
 } from './schemas.js'
 import {
-  getUsageAnalytics, getUser, listAuditEvents, listUsers, revokeUserSessions, setUserPlan, setUserRole, type Actor,
+  getUsageAnalytics,
+  getUser,
+  listAuditEvents,
+  listUsers,
+  revokeUserSessions,
+  setUserPlan,
+  setUserRole,
+  type AdminDeps,
 } from './service.js'
 
 const tags = ['admin']
 const errors = { 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema, 404: ErrorSchema }
-const actorOf = (request: FastifyRequest): Actor => ({ user: currentUser(request), ip: request.ip })
 
 export default async function adminRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>()
+  const deps: AdminDeps = { db: app.db, clock: app.clock }
 
   app.get(
     '/api/v1/admin/users',
     {
       config: { policy: ADMIN },
       schema: {
-        operationId: 'listUsers', tags, summary: 'Find users by exact email, text, role or plan; newest first',
-        querystring: ListUsersQuery, response: { 200: UserListSchema, ...errors },
+        operationId: 'listUsers',
+        tags,
+        summary: 'Find users by exact email, text, role or plan; newest first',
+        querystring: ListUsersQuery,
+        response: { 200: UserListSchema, ...errors },
       },
     },
     async (request) => {
       const { limit, cursor, ...filters } = request.query
-      return listUsers(app, actorOf(request), filters, { limit, cursor })
+      return toUserListJson(await listUsers(deps, contextOf(request), filters, { limit, cursor }))
     },
   )
 
@@ -40,11 +65,14 @@ export default async function adminRoutes(fastify: FastifyInstance) {
     {
       config: { policy: ADMIN },
       schema: {
-        operationId: 'getUser', tags, summary: 'One user with counts of their sessions, entries, results and payments',
-        params: UserIdParams, response: { 200: AdminUserSchema, ...errors },
+        operationId: 'getUser',
+        tags,
+        summary: 'One user with counts of their sessions, entries, results and payments',
+        params: UserIdParams,
+        response: { 200: AdminUserSchema, ...errors },
       },
     },
-    async (request) => getUser(app, actorOf(request), request.params.id),
+    async (request) => toAdminUserJson(await getUser(deps, contextOf(request), request.params.id)),
   )
 
   app.post(
@@ -52,11 +80,15 @@ export default async function adminRoutes(fastify: FastifyInstance) {
     {
       config: { policy: ADMIN },
       schema: {
-        operationId: 'makeUserAdmin', tags, summary: 'Give a user the admin role (idempotent)',
-        params: UserIdParams, body: EmptyBody, response: { 200: UserSchema, ...errors },
+        operationId: 'makeUserAdmin',
+        tags,
+        summary: 'Give a user the admin role (idempotent)',
+        params: UserIdParams,
+        body: EmptyBody,
+        response: { 200: UserSchema, ...errors },
       },
     },
-    async (request) => setUserRole(app, actorOf(request), request.params.id, 'admin', 'make-admin'),
+    async (request) => toUserJson(await setUserRole(deps, contextOf(request), request.params.id, 'admin', 'make-admin')),
   )
 
   app.post(
@@ -64,12 +96,15 @@ export default async function adminRoutes(fastify: FastifyInstance) {
     {
       config: { policy: ADMIN },
       schema: {
-        operationId: 'setUserRole', tags,
-        summary: 'Set a user\'s role to member or admin; demoting an admin ends their sessions',
-        params: UserIdParams, body: SetRoleBody, response: { 200: UserSchema, ...errors },
+        operationId: 'setUserRole',
+        tags,
+        summary: "Set a user's role to member or admin; demoting an admin ends their sessions",
+        params: UserIdParams,
+        body: SetRoleBody,
+        response: { 200: UserSchema, ...errors },
       },
     },
-    async (request) => setUserRole(app, actorOf(request), request.params.id, request.body.role, 'role'),
+    async (request) => toUserJson(await setUserRole(deps, contextOf(request), request.params.id, request.body.role, 'role')),
   )
 
   app.post(
@@ -77,12 +112,18 @@ export default async function adminRoutes(fastify: FastifyInstance) {
     {
       config: { policy: ADMIN },
       schema: {
-        operationId: 'setUserPremiumPlus', tags, summary: 'Put a user on premium_plus, until expiresAt or without end',
-        params: UserIdParams, body: SetPremiumPlusBody, response: { 200: UserSchema, ...errors },
+        operationId: 'setUserPremiumPlus',
+        tags,
+        summary: 'Put a user on premium_plus, until expiresAt or without end',
+        params: UserIdParams,
+        body: SetPremiumPlusBody,
+        response: { 200: UserSchema, ...errors },
       },
     },
     async (request) =>
-      setUserPlan(app, actorOf(request), request.params.id, 'premium_plus', request.body.expiresAt, 'premium-plus'),
+      toUserJson(
+        await setUserPlan(deps, contextOf(request), request.params.id, { ...request.body, plan: 'premium_plus' }, 'premium-plus'),
+      ),
   )
 
   app.post(
@@ -90,11 +131,15 @@ export default async function adminRoutes(fastify: FastifyInstance) {
     {
       config: { policy: ADMIN },
       schema: {
-        operationId: 'setUserPlan', tags, summary: 'Set a user\'s plan, until expiresAt or without end',
-        params: UserIdParams, body: SetPlanBody, response: { 200: UserSchema, ...errors },
+        operationId: 'setUserPlan',
+        tags,
+        summary: "Set a user's plan, until expiresAt or without end",
+        params: UserIdParams,
+        body: SetPlanBody,
+        response: { 200: UserSchema, ...errors },
       },
     },
-    async (request) => setUserPlan(app, actorOf(request), request.params.id, request.body.plan, request.body.expiresAt, 'plan'),
+    async (request) => toUserJson(await setUserPlan(deps, contextOf(request), request.params.id, request.body, 'plan')),
   )
 
   app.post(
@@ -102,11 +147,15 @@ export default async function adminRoutes(fastify: FastifyInstance) {
     {
       config: { policy: ADMIN },
       schema: {
-        operationId: 'revokeUserSessions', tags, summary: 'End every session of a user',
-        params: UserIdParams, body: EmptyBody, response: { 200: RevokedSchema, ...errors },
+        operationId: 'revokeUserSessions',
+        tags,
+        summary: 'End every session of a user',
+        params: UserIdParams,
+        body: EmptyBody,
+        response: { 200: RevokedSchema, ...errors },
       },
     },
-    async (request) => revokeUserSessions(app, actorOf(request), request.params.id),
+    async (request) => revokeUserSessions(deps, contextOf(request), request.params.id),
   )
 
   app.get(
@@ -114,12 +163,14 @@ export default async function adminRoutes(fastify: FastifyInstance) {
     {
       config: { policy: ADMIN },
       schema: {
-        operationId: 'getUsageAnalytics', tags,
+        operationId: 'getUsageAnalytics',
+        tags,
         summary: 'Users by role and plan, sign-ups per day, active sessions, usage and paid payments over a UTC date range',
-        querystring: AnalyticsQuery, response: { 200: UsageAnalyticsSchema, ...errors },
+        querystring: AnalyticsQuery,
+        response: { 200: UsageAnalyticsSchema, ...errors },
       },
     },
-    async (request) => getUsageAnalytics(app, actorOf(request), request.query),
+    async (request) => getUsageAnalytics(deps, contextOf(request), request.query),
   )
 
   app.get(
@@ -127,13 +178,16 @@ export default async function adminRoutes(fastify: FastifyInstance) {
     {
       config: { policy: ADMIN },
       schema: {
-        operationId: 'listAuditEvents', tags, summary: 'The audit log, newest first',
-        querystring: AuditQuery, response: { 200: AuditListSchema, ...errors },
+        operationId: 'listAuditEvents',
+        tags,
+        summary: 'The audit log, newest first',
+        querystring: AuditQuery,
+        response: { 200: AuditListSchema, ...errors },
       },
     },
     async (request) => {
       const { limit, cursor, ...filters } = request.query
-      return listAuditEvents(app, actorOf(request), filters, { limit, cursor })
+      return toAuditListJson(await listAuditEvents(deps, contextOf(request), filters, { limit, cursor }))
     },
   )
 }

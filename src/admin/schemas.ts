@@ -1,10 +1,15 @@
 import { z } from 'zod'
-import { UserSchema } from '../auth/schemas.js'
-import { PLANS, ROLES } from '../auth/tables.js'
-import { CursorParam, Limit } from '../shared/pagination.js'
+import { toUserJson, UserSchema } from '../auth/schemas.js'
+import type { SessionUser } from '../auth/session/sessions.js'
+import { PLANS } from '../auth/tables.js'
+import { ROLES } from '../shared/roles.js'
+import { CursorParam, Limit, type Page } from '../shared/pagination.js'
+import type { AdminUser, AuditEvent } from './service.js'
 
 const FutureInstant = z.iso.datetime({ offset: true }).describe('ISO-8601 instant in the future')
 
+// Not the shared IdParams (printable ASCII): an imported user keeps the id of the previous system,
+// which may hold any character, and must stay reachable here.
 export const UserIdParams = z.strictObject({ id: z.string().min(1).max(200) })
 
 export const ListUsersQuery = z.strictObject({
@@ -16,9 +21,7 @@ export const ListUsersQuery = z.strictObject({
   cursor: CursorParam.optional(),
 })
 
-export const UserListSchema = z
-  .object({ items: z.array(UserSchema), nextCursor: z.string().nullable() })
-  .meta({ id: 'UserList' })
+export const UserListSchema = z.object({ items: z.array(UserSchema), nextCursor: z.string().nullable() }).meta({ id: 'UserList' })
 
 export const AdminUserSchema = z
   .object({
@@ -90,7 +93,7 @@ export const AuditQuery = z.strictObject({
   cursor: CursorParam.optional(),
 })
 
-export const AuditEventSchema = z
+const AuditEventSchema = z
   .object({
     id: z.string(),
     at: z.string(),
@@ -107,4 +110,27 @@ export const AuditListSchema = z
   .object({ items: z.array(AuditEventSchema), nextCursor: z.string().nullable() })
   .meta({ id: 'AuditEventList' })
 
-export type AuditEventJson = z.infer<typeof AuditEventSchema>
+export function toUserListJson(page: Page<SessionUser>): z.infer<typeof UserListSchema> {
+  return { items: page.items.map(toUserJson), nextCursor: page.nextCursor }
+}
+
+export function toAdminUserJson({ user, counts }: AdminUser): z.infer<typeof AdminUserSchema> {
+  return { ...toUserJson(user), counts }
+}
+
+function toAuditEventJson(e: AuditEvent): z.infer<typeof AuditEventSchema> {
+  return {
+    id: e.id,
+    at: e.at.toISOString(),
+    actorId: e.actorId,
+    action: e.action,
+    targetType: e.targetType,
+    targetId: e.targetId,
+    ip: e.ip,
+    details: e.details,
+  }
+}
+
+export function toAuditListJson(page: Page<AuditEvent>): z.infer<typeof AuditListSchema> {
+  return { items: page.items.map(toAuditEventJson), nextCursor: page.nextCursor }
+}

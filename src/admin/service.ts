@@ -1,42 +1,80 @@
 // Admin acts on users. Each act and its audit event commit together, with before/after of what
 // changed. Nobody changes an owner through the API, grants owner, or changes their own role.
-import type { FastifyInstance } from 'fastify'
+// Who may call these is the routes' ADMIN policy; the acting admin is ctx.actorId.
+import type { DB } from '../../db/index.js'
+import { endSessionsOfUser, findUserById, type UserWithFlags } from '../auth/queries.js'
 import type { SessionUser } from '../auth/session/sessions.js'
-import type { Plan, Role } from '../auth/tables.js'
-import { endSessionsOfUser, findUserById } from '../auth/queries.js'
-import { iso, toUserJson, type UserJson } from '../auth/schemas.js'
-import { AppError, forbidden, notFound } from '../shared/errors.js'
-import { daysOf, usageAnalytics, type DateRange, type UsageAnalytics } from './analytics.js'
+import { PLANS, type Plan } from '../auth/tables.js'
+import type { Role } from '../shared/roles.js'
 import { recordAudit } from '../shared/audit.js'
-import { changeRole } from './roles.js'
-import { toPage, type Cursor, type Page } from '../shared/pagination.js'
+import type { Clock } from '../shared/clock.js'
+import type { RequestContext } from '../shared/context.js'
+import { iso } from '../shared/dates.js'
+import { forbidden, notFound } from '../shared/errors.js'
+import { toPage, type Page, type PageRequest } from '../shared/pagination.js'
+import { invalidInput } from '../shared/validation.js'
+import { currentPeriod, METRIC_PERIOD, METRICS, type Metric } from '../usage/plans.js'
+import { analyticsRange, dayAfter, daysOf, startOf, type UsageAnalytics } from './analytics.js'
 import {
-  countsFor, findAuditEvents, findUserForUpdate, findUsers, updateUser,
-  type AuditFilters, type UserCounts, type UserFilters,
+  countActiveSessions,
+  countSignupsPerDay,
+  countsFor,
+  countUsersByPlan,
+  countUsersByRole,
+  findAuditEvents,
+  findUserForUpdate,
+  findUsers,
+  sumPaidPayments,
+  sumUsage,
+  updateUserPlan,
+  type AuditFilters,
+  type UserCounts,
+  type UserFilters,
 } from './queries.js'
-import type { AuditEventJson } from './schemas.js'
+import { changeRole } from '../auth/roles.js'
 
-export interface Actor {
-  user: SessionUser
-  ip: string | null
+export interface AdminDeps {
+  db: DB
+  clock: Clock
 }
 
-const MAX_RANGE_DAYS = 366
+export interface AdminUser {
+  user: UserWithFlags
+  counts: UserCounts
+}
 
-const invalid = (path: string, message: string) =>
-  new AppError(400, 'VALIDATION_ERROR', `Invalid ${path}: ${message}`, { data: { issues: [{ path, message }] } })
+export interface AuditEvent {
+  id: string
+  at: Date
+  actorId: string | null
+  action: string
+  targetType: string | null
+  targetId: string | null
+  ip: string | null
+  details: Record<string, unknown>
+}
+
+const ownerUnchangeable = () => forbidden('An owner cannot be changed through the API')
 
 export async function listUsers(
-  app: FastifyInstance,
-  actor: Actor,
+  deps: AdminDeps,
+  ctx: RequestContext,
   filters: UserFilters,
-  page: { limit: number; cursor?: Cursor },
-): Promise<Page<UserJson>> {
-  return app.db.transaction().execute(async (trx) => {
+  page: PageRequest,
+): Promise<Page<SessionUser>> {
+  return deps.db.transaction().execute(async (trx) => {
     const rows = await findUsers(trx, filters, page)
-    const result = toPage(rows, page.limit, (r) => toUserJson(r.user), (r) => ({ at: r.cursorAt, id: r.user.id }))
+    const result = toPage(
+      rows,
+      page.limit,
+      (r) => r.user,
+      (r) => ({ at: r.cursorAt, id: r.user.id }),
+    )
     await recordAudit(trx, {
-      actorId: actor.user.id, action: 'admin.users.listed', targetType: 'user', ip: actor.ip,
+      actorId: ctx.actorId,
+      action: 'admin.users.listed',
+      targetType: 'user',
+      ip: ctx.ip,
       details: { filters: { ...filters }, returned: result.items.length },
     })
     return result
@@ -44,68 +82,82 @@ export async function listUsers(
 }
 
 /** A moderation read of one user: audited like every read of another user's data. */
-export async function getUser(app: FastifyInstance, actor: Actor, id: string): Promise<UserJson & { counts: UserCounts }> {
-  return app.db.transaction().execute(async (trx) => {
+export async function getUser(deps: AdminDeps, ctx: RequestContext, id: string): Promise<AdminUser> {
+  return deps.db.transaction().execute(async (trx) => {
     const user = await findUserById(trx, id)
     if (!user) throw notFound('User')
-    const counts = await countsFor(trx, id, app.clock.now())
-    await recordAudit(trx, { actorId: actor.user.id, action: 'admin.user.viewed', targetType: 'user', targetId: id, ip: actor.ip })
-    return { ...toUserJson(user), counts }
+    const counts = await countsFor(trx, id, deps.clock.now())
+    await recordAudit(trx, { actorId: ctx.actorId, action: 'admin.user.viewed', targetType: 'user', targetId: id, ip: ctx.ip })
+    return { user, counts }
   })
 }
 
-export async function setUserRole(app: FastifyInstance, actor: Actor, id: string, role: Role, via: string): Promise<UserJson> {
+export async function setUserRole(
+  deps: AdminDeps,
+  ctx: RequestContext,
+  id: string,
+  role: Role,
+  via: string,
+): Promise<SessionUser> {
   // owner is granted only from the command line: an API session that leaks cannot mint one.
   if (role === 'owner') throw forbidden('The owner role cannot be granted through the API')
-  if (id === actor.user.id) throw forbidden('You cannot change your own role')
-  return app.db.transaction().execute(async (trx) => {
-    const before = await findUserForUpdate(trx, id)
+  if (id === ctx.actorId) throw forbidden('You cannot change your own role')
+  return deps.db.transaction().execute(async (trx) => {
+    const before = await findUserForUpdate(trx, { id })
     if (!before) throw notFound('User')
-    if (before.role === 'owner') throw forbidden('An owner cannot be changed through the API')
+    if (before.role === 'owner') throw ownerUnchangeable()
     // changeRole ends a demoted admin's sessions and audits the act, a no-op included.
-    const now = app.clock.now()
-    await changeRole(trx, { userId: id, from: before.role, to: role, actorId: actor.user.id, ip: actor.ip, via, now })
-    return toUserJson(before.role === role ? before : { ...before, role, updatedAt: now })
+    const now = deps.clock.now()
+    await changeRole(trx, { userId: id, from: before.role, to: role, actorId: ctx.actorId, ip: ctx.ip, via, now })
+    return before.role === role ? before : { ...before, role, updatedAt: now }
   })
 }
 
 export async function setUserPlan(
-  app: FastifyInstance,
-  actor: Actor,
+  deps: AdminDeps,
+  ctx: RequestContext,
   id: string,
-  plan: Plan,
-  expiresAt: string | undefined,
+  change: { plan: Plan; expiresAt?: string },
   via: string,
-): Promise<UserJson> {
-  const now = app.clock.now()
-  const expiry = expiresAt === undefined ? null : new Date(expiresAt)
-  if (expiry && expiry.getTime() <= now.getTime()) throw invalid('body.expiresAt', 'must be in the future')
-  if (expiry && plan === 'free') throw invalid('body.expiresAt', 'the free plan does not expire')
-  return app.db.transaction().execute(async (trx) => {
-    const before = await findUserForUpdate(trx, id)
+): Promise<SessionUser> {
+  const { plan } = change
+  const now = deps.clock.now()
+  const expiry = change.expiresAt === undefined ? null : new Date(change.expiresAt)
+  if (expiry && expiry.getTime() <= now.getTime()) throw invalidInput('body.expiresAt', 'must be in the future')
+  if (expiry && plan === 'free') throw invalidInput('body.expiresAt', 'the free plan does not expire')
+  return deps.db.transaction().execute(async (trx) => {
+    const before = await findUserForUpdate(trx, { id })
     if (!before) throw notFound('User')
-    if (before.role === 'owner') throw forbidden('An owner cannot be changed through the API')
-    const after = await updateUser(trx, id, { plan, plan_expires_at: expiry }, now)
+    if (before.role === 'owner') throw ownerUnchangeable()
+    const after = await updateUserPlan(trx, id, { plan, plan_expires_at: expiry }, now)
     await recordAudit(trx, {
-      actorId: actor.user.id, action: 'admin.user.plan_changed', targetType: 'user', targetId: id, ip: actor.ip,
+      actorId: ctx.actorId,
+      action: 'admin.user.plan_changed',
+      targetType: 'user',
+      targetId: id,
+      ip: ctx.ip,
       details: {
         via,
         before: { plan: before.plan, planExpiresAt: iso(before.planExpiresAt) },
         after: { plan: after.plan, planExpiresAt: iso(after.planExpiresAt) },
       },
     })
-    return toUserJson(after)
+    return after
   })
 }
 
-export async function revokeUserSessions(app: FastifyInstance, actor: Actor, id: string): Promise<{ revoked: number }> {
-  return app.db.transaction().execute(async (trx) => {
-    const target = await findUserForUpdate(trx, id)
+export async function revokeUserSessions(deps: AdminDeps, ctx: RequestContext, id: string): Promise<{ revoked: number }> {
+  return deps.db.transaction().execute(async (trx) => {
+    const target = await findUserForUpdate(trx, { id })
     if (!target) throw notFound('User')
-    if (target.role === 'owner' && target.id !== actor.user.id) throw forbidden('An owner cannot be changed through the API')
+    if (target.role === 'owner' && target.id !== ctx.actorId) throw ownerUnchangeable()
     const revoked = await endSessionsOfUser(trx, id)
     await recordAudit(trx, {
-      actorId: actor.user.id, action: 'admin.user.sessions_revoked', targetType: 'user', targetId: id, ip: actor.ip,
+      actorId: ctx.actorId,
+      action: 'admin.user.sessions_revoked',
+      targetType: 'user',
+      targetId: id,
+      ip: ctx.ip,
       details: { before: { sessions: revoked }, after: { sessions: 0 }, revoked },
     })
     return { revoked }
@@ -113,42 +165,94 @@ export async function revokeUserSessions(app: FastifyInstance, actor: Actor, id:
 }
 
 export async function getUsageAnalytics(
-  app: FastifyInstance,
-  actor: Actor,
+  deps: AdminDeps,
+  ctx: RequestContext,
   query: { from?: string; to?: string },
 ): Promise<UsageAnalytics> {
-  const today = app.clock.now().toISOString().slice(0, 10)
-  const to = query.to ?? today
-  const from = query.from ?? new Date(Date.parse(`${to}T00:00:00Z`) - 29 * 86_400_000).toISOString().slice(0, 10)
-  if (from > to) throw invalid('querystring.from', 'must not be after `to`')
-  const range: DateRange = { from, to }
-  if (daysOf(range).length > MAX_RANGE_DAYS) throw invalid('querystring.from', `the range is at most ${MAX_RANGE_DAYS} days`)
-  const analytics = await usageAnalytics(app.db, range, app.clock.now())
-  await recordAudit(app.db, {
-    actorId: actor.user.id, action: 'admin.analytics.viewed', targetType: 'analytics', ip: actor.ip, details: { range },
+  const { db } = deps
+  const now = deps.clock.now()
+  const range = analyticsRange(query, now)
+  const from = startOf(range.from)
+  const toExclusive = dayAfter(range.to)
+
+  const byRole: Record<Role, number> = { member: 0, admin: 0, owner: 0 }
+  for (const r of await countUsersByRole(db)) byRole[r.role] = r.n
+  const byPlan = Object.fromEntries(PLANS.map((p) => [p, 0])) as Record<Plan, number>
+  for (const r of await countUsersByPlan(db, now)) byPlan[r.plan] = r.n
+  const signups = await countSignupsPerDay(db, from, toExclusive)
+  const activeSessions = await countActiveSessions(db, now)
+  // A counter belongs to the range when its period (a UTC day or month) overlaps it.
+  const usageRows = await sumUsage(
+    db,
+    METRICS.map((metric) => ({ metric, from: currentPeriod(metric, from).start })),
+    toExclusive,
+  )
+  const payments: UsageAnalytics['payments'] = { paidCount: 0, revenueIdr: 0, byProduct: {} }
+  for (const { product, count, revenueIdr } of await sumPaidPayments(db, from, toExclusive)) {
+    payments.byProduct[product] = { count, revenueIdr }
+    payments.paidCount += count
+    payments.revenueIdr += revenueIdr
+  }
+
+  const analytics: UsageAnalytics = {
+    range,
+    users: {
+      total: Object.values(byRole).reduce((a, b) => a + b, 0),
+      byRole,
+      byPlan,
+      signupsPerDay: daysOf(range).map((date) => ({ date, count: signups.get(date) ?? 0 })),
+    },
+    activeSessions,
+    usage: usageRows.map((r) => {
+      const metric = r.metric as Metric
+      const start = r.periodStart.toISOString()
+      return {
+        metric,
+        period: METRIC_PERIOD[metric] === 'month' ? start.slice(0, 7) : start.slice(0, 10),
+        total: r.total,
+        users: r.users,
+      }
+    }),
+    payments,
+  }
+  await recordAudit(db, {
+    actorId: ctx.actorId,
+    action: 'admin.analytics.viewed',
+    targetType: 'analytics',
+    ip: ctx.ip,
+    details: { range },
   })
   return analytics
 }
 
 export async function listAuditEvents(
-  app: FastifyInstance,
-  actor: Actor,
+  deps: AdminDeps,
+  ctx: RequestContext,
   filters: AuditFilters,
-  page: { limit: number; cursor?: Cursor },
-): Promise<Page<AuditEventJson>> {
-  const rows = await findAuditEvents(app.db, filters, page)
+  page: PageRequest,
+): Promise<Page<AuditEvent>> {
+  const rows = await findAuditEvents(deps.db, filters, page)
   // Written after the read, so a listing never contains its own event.
-  await recordAudit(app.db, {
-    actorId: actor.user.id, action: 'admin.audit.listed', targetType: 'audit', ip: actor.ip, details: { filters: { ...filters } },
+  await recordAudit(deps.db, {
+    actorId: ctx.actorId,
+    action: 'admin.audit.listed',
+    targetType: 'audit',
+    ip: ctx.ip,
+    details: { filters: { ...filters } },
   })
-  return toPage(rows, page.limit, (r) => ({
-    id: r.id,
-    at: r.at.toISOString(),
-    actorId: r.actor_id,
-    action: r.action,
-    targetType: r.target_type,
-    targetId: r.target_id,
-    ip: r.ip,
-    details: r.details,
-  }), (r) => ({ at: r.cursor_at, id: r.id }))
+  return toPage(
+    rows,
+    page.limit,
+    (r) => ({
+      id: r.id,
+      at: r.at,
+      actorId: r.actor_id,
+      action: r.action,
+      targetType: r.target_type,
+      targetId: r.target_id,
+      ip: r.ip,
+      details: r.details,
+    }),
+    (r) => ({ at: r.cursor_at, id: r.id }),
+  )
 }

@@ -1,25 +1,32 @@
-import type { Kysely, Transaction } from 'kysely'
-import type { Database } from '../../db/schema.js'
+// The user and account rows: every query on them that auth makes, and the one mapping of a row to
+// the user and the profile the API knows.
+import type { Selectable } from 'kysely'
+import type { Executor, Trx } from '../../db/index.js'
 import { newId } from '../shared/ids.js'
 import type { SessionUser } from './session/sessions.js'
-import type { Executor } from '../../db/index.js'
-
+import type { BirthPlace, Gender, UserTable } from './tables.js'
+import type { Role } from '../shared/roles.js'
 
 export const CREDENTIAL = 'credential'
 
-/** The columns of a user as returned to its owner (API.md §4). */
+/** The columns of a user as returned to its owner (docs/http-contract.md, "Accounts and sessions"). */
 export const sessionUserColumns = [
-  'id', 'name', 'email', 'email_verified', 'image', 'role', 'plan', 'plan_expires_at', 'created_at', 'updated_at',
+  'id',
+  'name',
+  'email',
+  'email_verified',
+  'image',
+  'role',
+  'plan',
+  'plan_expires_at',
+  'created_at',
+  'updated_at',
 ] as const
 const userColumns = [...sessionUserColumns.map((c) => `user.${c}` as const), 'user.password_reset_required'] as const
 
 export type UserWithFlags = SessionUser & { passwordResetRequired: boolean }
 
-export interface SessionUserRow {
-  id: string; name: string; email: string; email_verified: boolean; image: string | null
-  role: SessionUser['role']; plan: SessionUser['plan']; plan_expires_at: Date | null
-  created_at: Date; updated_at: Date
-}
+export type SessionUserRow = Pick<Selectable<UserTable>, (typeof sessionUserColumns)[number]>
 
 /** The one mapping from a user row to the user object of the API. */
 export function toSessionUser(r: SessionUserRow): SessionUser {
@@ -42,6 +49,57 @@ const toUser = (r: SessionUserRow & { password_reset_required: boolean }): UserW
   passwordResetRequired: r.password_reset_required,
 })
 
+/** The profile part of the user: read with every session, written by the profile domain. */
+export interface Profile {
+  id: string
+  email: string
+  name: string
+  image: string | null
+  birthDate: string | null
+  birthTime: string | null
+  birthPlace: BirthPlace | null
+  gender: Gender | null
+  locale: string | null
+  timezone: string | null
+  createdAt: Date
+  updatedAt: Date
+}
+
+export const profileColumns = [
+  'id',
+  'email',
+  'name',
+  'image',
+  'birth_date',
+  'birth_time',
+  'birth_place',
+  'gender',
+  'locale',
+  'timezone',
+  'created_at',
+  'updated_at',
+] as const
+
+export type ProfileRow = Pick<Selectable<UserTable>, (typeof profileColumns)[number]>
+
+/** The one mapping from a user row's profile columns to the profile. */
+export function toProfile(r: ProfileRow): Profile {
+  return {
+    id: r.id,
+    email: r.email,
+    name: r.name,
+    image: r.image,
+    birthDate: r.birth_date,
+    birthTime: r.birth_time,
+    birthPlace: r.birth_place,
+    gender: r.gender,
+    locale: r.locale,
+    timezone: r.timezone,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  }
+}
+
 export async function findUserById(db: Executor, id: string): Promise<UserWithFlags | undefined> {
   const row = await db.selectFrom('user').select(userColumns).where('id', '=', id).executeTakeFirst()
   return row && toUser(row)
@@ -52,6 +110,34 @@ export async function findUserByEmail(db: Executor, email: string): Promise<User
   return row && toUser(row)
 }
 
+/** A new user row; the columns not given take their defaults (a member on the free plan). */
+export async function insertUser(
+  trx: Trx,
+  user: { id: string; name: string; email: string; image: string | null; emailVerified?: boolean },
+): Promise<void> {
+  await trx
+    .insertInto('user')
+    .values({ id: user.id, name: user.name, email: user.email, image: user.image, email_verified: user.emailVerified })
+    .execute()
+}
+
+/** Links a way in to a user: the credential account (with its hash) or an identity provider's subject. */
+export async function insertAccount(
+  trx: Trx,
+  account: { id?: string; userId: string; providerId: string; accountId: string; passwordHash: string | null },
+): Promise<void> {
+  await trx
+    .insertInto('account')
+    .values({
+      id: account.id ?? newId(),
+      user_id: account.userId,
+      provider_id: account.providerId,
+      account_id: account.accountId,
+      password_hash: account.passwordHash,
+    })
+    .execute()
+}
+
 /** The user and the hash of their credential account (null when they have no password). */
 export async function findCredentialByEmail(
   db: Executor,
@@ -59,9 +145,7 @@ export async function findCredentialByEmail(
 ): Promise<{ user: UserWithFlags; passwordHash: string | null } | undefined> {
   const row = await db
     .selectFrom('user')
-    .leftJoin('account', (join) =>
-      join.onRef('account.user_id', '=', 'user.id').on('account.provider_id', '=', CREDENTIAL),
-    )
+    .leftJoin('account', (join) => join.onRef('account.user_id', '=', 'user.id').on('account.provider_id', '=', CREDENTIAL))
     .select([...userColumns, 'account.password_hash'])
     .where('user.email', '=', email)
     .executeTakeFirst()
@@ -79,14 +163,64 @@ export async function findPasswordHash(db: Executor, userId: string): Promise<st
 }
 
 /** Sets the credential password, creating the credential account when the user has none. */
-export async function setPasswordHash(db: Executor, userId: string, passwordHash: string, now = new Date()): Promise<void> {
+export async function setPasswordHash(db: Executor, userId: string, passwordHash: string, now: Date): Promise<void> {
   await db
     .insertInto('account')
     .values({ id: newId(), user_id: userId, provider_id: CREDENTIAL, account_id: userId, password_hash: passwordHash })
-    .onConflict((oc) =>
-      oc.columns(['provider_id', 'account_id']).doUpdateSet({ password_hash: passwordHash, updated_at: now }),
-    )
+    .onConflict((oc) => oc.columns(['provider_id', 'account_id']).doUpdateSet({ password_hash: passwordHash, updated_at: now }))
     .execute()
+}
+
+/** After a password reset or change: the account no longer has to reset its password. */
+export async function clearPasswordResetRequired(trx: Trx, userId: string, now: Date): Promise<void> {
+  await trx.updateTable('user').set({ password_reset_required: false, updated_at: now }).where('id', '=', userId).execute()
+}
+
+/**
+ * Marks the email verified when the user still has the address `email` (the one a verification
+ * link was sent to); undefined when it changed since.
+ */
+export async function markEmailVerified(
+  trx: Trx,
+  userId: string,
+  email: string,
+  now: Date,
+): Promise<{ id: string; email: string } | undefined> {
+  return trx
+    .updateTable('user')
+    .set({ email_verified: true, updated_at: now })
+    .where('id', '=', userId)
+    .where('email', '=', email)
+    .returning(['id', 'email'])
+    .executeTakeFirst()
+}
+
+/** The address counts as verified (an identity provider vouched for it). */
+export async function setEmailVerified(trx: Trx, userId: string, now: Date): Promise<void> {
+  await trx.updateTable('user').set({ email_verified: true, updated_at: now }).where('id', '=', userId).execute()
+}
+
+/** The role of a user whose email is verified, with the row locked until the transaction ends. */
+export async function lockRoleOfVerifiedUser(trx: Trx, userId: string): Promise<Role | undefined> {
+  const row = await trx
+    .selectFrom('user')
+    .select('role')
+    .where('id', '=', userId)
+    .where('email_verified', '=', true)
+    .forUpdate()
+    .executeTakeFirst()
+  return row?.role
+}
+
+/** Replaces the role `from` by `to`; false when the user no longer has the role `from`. */
+export async function replaceRole(trx: Trx, userId: string, from: Role, to: Role, now: Date): Promise<boolean> {
+  const updated = await trx
+    .updateTable('user')
+    .set({ role: to, updated_at: now })
+    .where('id', '=', userId)
+    .where('role', '=', from)
+    .executeTakeFirst()
+  return updated.numUpdatedRows === 1n
 }
 
 /**

@@ -1,7 +1,9 @@
 import { z } from 'zod'
+import { iso } from '../shared/dates.js'
 import { PASSWORD_MAX, PASSWORD_MIN } from './password/password.js'
 import type { SessionUser, SessionView } from './session/sessions.js'
-import { PLANS, ROLES } from './tables.js'
+import { PLANS } from './tables.js'
+import { ROLES } from '../shared/roles.js'
 
 export const Email = z
   .string()
@@ -40,19 +42,8 @@ export const SessionSchema = z
   })
   .meta({ id: 'Session' })
 
-export const ErrorSchema = z
-  .object({
-    code: z.string(),
-    status: z.number().int(),
-    message: z.string(),
-    data: z.record(z.string(), z.unknown()).optional(),
-  })
-  .meta({ id: 'Error' })
-
 export type UserJson = z.infer<typeof UserSchema>
 export type SessionJson = z.infer<typeof SessionSchema>
-
-export const iso = (d: Date | null): string | null => (d ? d.toISOString() : null)
 
 export function toUserJson(u: SessionUser): UserJson {
   return {

@@ -1,14 +1,38 @@
-import type { ColumnType, Generated, Selectable } from 'kysely'
-import type { ProfileColumns } from '../profile/tables.js'
+import type { ColumnType, Generated } from 'kysely'
+import type { Role } from '../shared/roles.js'
 
 type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>
 type CreatedAt = ColumnType<Date, Date | string | undefined, never>
 
-export const ROLES = ['member', 'admin', 'owner'] as const
-export type Role = (typeof ROLES)[number]
 /** The one list of plans: schemas (z.enum(PLANS)), limits and analytics all read it from here. */
 export const PLANS = ['free', 'premium', 'premium_plus'] as const
 export type Plan = (typeof PLANS)[number]
+
+export type Gender = 'male' | 'female' | 'other'
+
+export interface BirthPlace {
+  name: string
+  latitude: number
+  longitude: number
+}
+
+/**
+ * The profile columns of the `user` table (migration 0002_profile). They are defined here, with the
+ * rest of the row, because the session lookup reads the whole row; the profile domain writes them.
+ */
+interface ProfileColumns {
+  /** 'YYYY-MM-DD': the driver returns date columns as strings. */
+  birth_date: string | null
+  /** 'HH:MM', 24-hour. */
+  birth_time: string | null
+  /** jsonb: written through json() from db/index.ts. */
+  birth_place: ColumnType<BirthPlace | null, string | null | undefined, string | null>
+  gender: Gender | null
+  /** A canonical BCP-47 tag ('id', 'en-US'). */
+  locale: string | null
+  /** An IANA time zone ('Asia/Jakarta'). */
+  timezone: string | null
+}
 
 export interface UserTable extends ProfileColumns {
   id: string
@@ -62,5 +86,3 @@ export interface AuthTables {
   account: AccountTable
   verification: VerificationTable
 }
-
-export type UserRow = Selectable<UserTable>

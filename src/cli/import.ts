@@ -1,5 +1,5 @@
 // `npm run import -- <file.json> [--dry-run] [--strict] [--report <out.json>]`: loads an export of
-// the previous system (API.md §6) into the configured database. See README, "Import".
+// the previous system into the configured database. The format and the rules: docs/import.md.
 import { readFile, writeFile } from 'node:fs/promises'
 import { resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -8,7 +8,7 @@ import { openDatabase, type DatabaseHandle } from '../../db/index.js'
 import { migrateToLatest } from '../../db/migrate.js'
 import { HashPool } from '../auth/password/hash-pool.js'
 import { PasswordHasher } from '../auth/password/password.js'
-import { ConfigError, loadConfig } from '../config.js'
+import { type Config, ConfigError, loadConfig } from '../config.js'
 import { dataDirHolder, dataDirInUseMessage, holdDataDirLock } from '../../db/data-dir-lock.js'
 import { ImportFileError } from '../import/parse.js'
 import { progressOn } from '../import/progress.js'
@@ -26,13 +26,21 @@ const USAGE = `Usage:
 Exit status: 0 imported, 4 some rows rejected (listed in the report), 1 failed,
 2 bad usage, 3 the embedded database is in use by a running server.`
 
+const OPTIONS = {
+  'dry-run': { type: 'boolean', default: false },
+  strict: { type: 'boolean', default: false },
+  report: { type: 'string' },
+  'batch-size': { type: 'string' },
+  help: { type: 'boolean', default: false },
+} as const
+
 const PARALLEL_BATCHES = 3
 
 export const EXIT = { ok: 0, failed: 1, usage: 2, inUse: 3, rejected: 4 } as const
 
 type Output = NodeJS.WritableStream & { isTTY?: boolean; columns?: number }
 
-export interface ImportIo {
+interface ImportIo {
   env?: Record<string, string | undefined>
   /** An open, migrated database (tests); without one the command opens the configured database. */
   database?: DatabaseHandle
@@ -46,19 +54,9 @@ export async function main(argv: string[], io: ImportIo = {}): Promise<number> {
   const stderr = io.stderr ?? process.stderr
   const say = (out: Output, text: string) => out.write(`${text}\n`)
 
-  let args
+  let args: ReturnType<typeof parseArgs<{ args: string[]; allowPositionals: true; options: typeof OPTIONS }>>
   try {
-    args = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: {
-        'dry-run': { type: 'boolean', default: false },
-        strict: { type: 'boolean', default: false },
-        report: { type: 'string' },
-        'batch-size': { type: 'string' },
-        help: { type: 'boolean', default: false },
-      },
-    })
+    args = parseArgs({ args: argv, allowPositionals: true, options: OPTIONS })
   } catch (err) {
     say(stderr, `${(err as Error).message}\n\n${USAGE}`)
     return EXIT.usage
@@ -74,7 +72,7 @@ export async function main(argv: string[], io: ImportIo = {}): Promise<number> {
   }
   const file = args.positionals[0]!
 
-  let config
+  let config: Config
   try {
     config = loadConfig(io.env ?? process.env) // the server's warnings (AUTH_SECRET, AUTH_URL) do not concern us
   } catch (err) {

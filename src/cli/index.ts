@@ -1,6 +1,6 @@
 // The command line: `npm run cli -- <command> ...` (or `node dist/src/cli/index.js <command> ...`).
-import { ROLES, type Role } from '../auth/tables.js'
-import { ConfigError, loadConfig } from '../config.js'
+import { ROLES, type Role } from '../shared/roles.js'
+import { type Config, ConfigError, loadConfig } from '../config.js'
 import { dataDirHolder, dataDirInUseMessage, holdDataDirLock } from '../../db/data-dir-lock.js'
 
 const USAGE = `Usage:
@@ -17,7 +17,7 @@ async function main(argv: string[]): Promise<number> {
   }
   const [email, role] = args as [string, Role]
 
-  let config
+  let config: Config
   try {
     config = loadConfig(process.env) // the server's warnings (AUTH_SECRET, AUTH_URL) do not concern us
   } catch (err) {
@@ -39,7 +39,9 @@ async function main(argv: string[]): Promise<number> {
 
   // Loaded only now: usage and configuration errors answer without loading the database drivers.
   const [{ openDatabase }, { migrateToLatest }, { setRole }] = await Promise.all([
-    import('../../db/index.js'), import('../../db/migrate.js'), import('./set-role.js'),
+    import('../../db/index.js'),
+    import('../../db/migrate.js'),
+    import('./set-role.js'),
   ])
   const database = await openDatabase({ ...config.database, poolSize: 1 })
   try {
@@ -49,9 +51,11 @@ async function main(argv: string[]): Promise<number> {
       console.error(`No account with the email ${email}. Sign up first, then run this command again.`)
       return 1
     }
-    console.log(result.from === result.to
-      ? `${email} already has the role ${role}.`
-      : `${email} is now ${role} (was ${result.from})${result.sessionsRevoked ? `; ${result.sessionsRevoked} session(s) ended` : ''}.`)
+    console.log(
+      result.from === result.to
+        ? `${email} already has the role ${role}.`
+        : `${email} is now ${role} (was ${result.from})${result.sessionsRevoked ? `; ${result.sessionsRevoked} session(s) ended` : ''}.`,
+    )
     return 0
   } finally {
     await database.close()

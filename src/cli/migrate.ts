@@ -2,10 +2,10 @@
 // The server also migrates at start-up; this is for deploys that migrate before rolling out.
 import { openDatabase } from '../../db/index.js'
 import { migrateToLatest } from '../../db/migrate.js'
-import { ConfigError, loadConfig } from '../config.js'
+import { type Config, ConfigError, loadConfig } from '../config.js'
 
 async function main(): Promise<number> {
-  let config
+  let config: Config
   try {
     // Warnings about AUTH_SECRET / AUTH_URL concern the server, not a migration run.
     config = loadConfig(process.env)
@@ -21,9 +21,7 @@ async function main(): Promise<number> {
   const database = await openDatabase({ ...config.database, poolSize: 1 })
   try {
     const applied = await migrateToLatest(database.db)
-    console.log(applied.length === 0
-      ? `${target}: already up to date`
-      : `${target}: applied ${applied.join(', ')}`)
+    console.log(applied.length === 0 ? `${target}: already up to date` : `${target}: applied ${applied.join(', ')}`)
     return 0
   } catch (err) {
     console.error(`Migration failed on ${target}: ${err instanceof Error ? err.message : String(err)}`)

@@ -1,9 +1,8 @@
-import { sql, type Insertable, type Kysely, type Transaction } from 'kysely'
-import type { Database } from '../../db/schema.js'
+// SQL of compatibility results and their deep-insights purchases.
+import { sql, type Insertable } from 'kysely'
+import type { Executor, Trx } from '../../db/index.js'
 import { newestFirst, type PageRequest } from '../shared/pagination.js'
-import type { CompatibilityResultRow, CompatibilityResultTable } from './tables.js'
-import type { Executor } from '../../db/index.js'
-
+import type { CompatibilityResultRow, CompatibilityResultTable, DeepInsightsPurchaseTable } from './tables.js'
 
 export async function insertResult(db: Executor, values: Insertable<CompatibilityResultTable>): Promise<CompatibilityResultRow> {
   return db.insertInto('compatibility_result').values(values).returningAll().executeTakeFirstOrThrow()
@@ -24,12 +23,12 @@ export async function ownsResult(db: Executor, userId: string, id: string): Prom
 }
 
 /** The result row, locked until the transaction ends: unlocks and grants of one result serialize. */
-export async function lockResult(trx: Transaction<Database>, id: string): Promise<CompatibilityResultRow | undefined> {
+export async function lockResult(trx: Trx, id: string): Promise<CompatibilityResultRow | undefined> {
   return trx.selectFrom('compatibility_result').selectAll().where('id', '=', id).forUpdate().executeTakeFirst()
 }
 
 export async function setUnlocked(
-  trx: Transaction<Database>,
+  trx: Trx,
   id: string,
   unlocked: boolean,
   paymentId: string | null,
@@ -65,15 +64,22 @@ export async function saveOwnDeepInsights(
     .executeTakeFirst()
 }
 
-export async function listResultsOf(
-  db: Executor,
-  userId: string,
-  options: PageRequest,
-): Promise<CompatibilityResultRow[]> {
-  let query = db
+export async function listResultsOf(db: Executor, userId: string, options: PageRequest): Promise<CompatibilityResultRow[]> {
+  const query = db
     .selectFrom('compatibility_result')
     // Deep insights are never read for a list, so a locked result's content cannot leak through it.
-    .select(['id', 'user_id', 'partner', 'systems', 'score', 'summary', 'deep_insights_unlocked', 'payment_id', 'created_at', 'updated_at'])
+    .select([
+      'id',
+      'user_id',
+      'partner',
+      'systems',
+      'score',
+      'summary',
+      'deep_insights_unlocked',
+      'payment_id',
+      'created_at',
+      'updated_at',
+    ])
     .select(sql<null>`null`.as('deep_insights'))
     .where('user_id', '=', userId)
   return newestFirst(query, options).execute()
@@ -90,4 +96,20 @@ export async function activePurchaseOf(db: Executor, resultId: string) {
 
 export async function purchaseByPayment(db: Executor, paymentId: string) {
   return db.selectFrom('deep_insights_purchase').selectAll().where('payment_id', '=', paymentId).executeTakeFirst()
+}
+
+export async function insertPurchase(trx: Trx, values: Insertable<DeepInsightsPurchaseTable>): Promise<void> {
+  await trx.insertInto('deep_insights_purchase').values(values).execute()
+}
+
+/** Marks an active purchase revoked; the result id, or undefined when it was no longer active. */
+export async function revokePurchase(trx: Trx, id: string, now: Date): Promise<string | undefined> {
+  const revoked = await trx
+    .updateTable('deep_insights_purchase')
+    .set({ status: 'revoked', revoked_at: now })
+    .where('id', '=', id)
+    .where('status', '=', 'active')
+    .returning('result_id')
+    .executeTakeFirst()
+  return revoked?.result_id
 }

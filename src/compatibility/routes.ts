@@ -2,10 +2,20 @@
 import type { FastifyInstance } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { currentUser } from '../auth/guard.js'
-import { ErrorSchema } from '../auth/schemas.js'
-import { IdParams } from '../journal/schemas.js'
-import { CreateResultBody, ListResultsQuery, ResultPageSchema, ResultSchema, SaveDeepInsightsBody, UnlockBody } from './schemas.js'
-import { createResult, listResults, readResult, saveDeepInsights, unlockDeepInsights } from './service.js'
+import { ErrorSchema } from '../shared/errors.js'
+import { contextOf } from '../shared/context.js'
+import { IdParams } from '../shared/validation.js'
+import {
+  CreateResultBody,
+  ListResultsQuery,
+  ResultPageSchema,
+  ResultSchema,
+  SaveDeepInsightsBody,
+  toResultJson,
+  toResultPageJson,
+  UnlockBody,
+} from './schemas.js'
+import { createResult, listResults, readResult, saveDeepInsights, unlockDeepInsights, type CompatibilityDeps } from './service.js'
 
 const tags = ['compatibility']
 const errors = { 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema }
@@ -14,6 +24,7 @@ const DEEP_INSIGHTS_BODY_LIMIT = 200 * 1024
 
 export default async function compatibilityRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>()
+  const deps: CompatibilityDeps = { db: fastify.db, clock: fastify.clock }
 
   app.post(
     '/api/v1/compatibility/results',
@@ -27,8 +38,8 @@ export default async function compatibilityRoutes(fastify: FastifyInstance) {
       },
     },
     async (request, reply) => {
-      const result = await createResult(app, currentUser(request), request.body)
-      return reply.code(201).send(result)
+      const result = await createResult(deps, contextOf(request), currentUser(request), request.body)
+      return reply.code(201).send(toResultJson(result))
     },
   )
 
@@ -38,12 +49,12 @@ export default async function compatibilityRoutes(fastify: FastifyInstance) {
       schema: {
         operationId: 'listResults',
         tags,
-        summary: 'The user\'s results, newest first, by cursor (without deep insights)',
+        summary: "The user's results, newest first, by cursor (without deep insights)",
         querystring: ListResultsQuery,
         response: { 200: ResultPageSchema, ...errors },
       },
     },
-    async (request) => listResults(app, currentUser(request), request.query),
+    async (request) => toResultPageJson(await listResults(deps, contextOf(request), request.query)),
   )
 
   app.get(
@@ -57,7 +68,7 @@ export default async function compatibilityRoutes(fastify: FastifyInstance) {
         response: { 200: ResultSchema, ...errors },
       },
     },
-    async (request) => readResult(app, currentUser(request), request.params.id, request.ip),
+    async (request) => toResultJson(await readResult(deps, contextOf(request), currentUser(request), request.params.id)),
   )
 
   app.post(
@@ -72,7 +83,7 @@ export default async function compatibilityRoutes(fastify: FastifyInstance) {
         response: { 200: ResultSchema, 402: ErrorSchema, ...errors },
       },
     },
-    async (request) => unlockDeepInsights(app, currentUser(request), request.params.id),
+    async (request) => toResultJson(await unlockDeepInsights(deps, contextOf(request), currentUser(request), request.params.id)),
   )
 
   app.put(
@@ -88,6 +99,6 @@ export default async function compatibilityRoutes(fastify: FastifyInstance) {
         response: { 200: ResultSchema, 402: ErrorSchema, 413: ErrorSchema, ...errors },
       },
     },
-    async (request) => saveDeepInsights(app, currentUser(request), request.params.id, request.body.content),
+    async (request) => toResultJson(await saveDeepInsights(deps, contextOf(request), request.params.id, request.body.content)),
   )
 }

@@ -1,10 +1,11 @@
 import { z } from 'zod'
-import { CursorParam, Limit } from '../shared/pagination.js'
-import { CalendarDate, isStorableText, PlainText } from '../journal/schemas.js'
+import { CursorParam, Limit, type Page } from '../shared/pagination.js'
+import { CalendarDate, isStorableText, PlainText } from '../shared/validation.js'
+import type { CompatibilityResult, ResultSummary } from './service.js'
 import { SYSTEMS } from './tables.js'
 
-export const SUMMARY_MAX_BYTES = 32 * 1024
-export const DEEP_INSIGHTS_MAX_BYTES = 128 * 1024
+const SUMMARY_MAX_BYTES = 32 * 1024
+const DEEP_INSIGHTS_MAX_BYTES = 128 * 1024
 const JSON_MAX_DEPTH = 32
 
 /** Why a client-made JSON document cannot be stored as is, or null when it can. */
@@ -43,7 +44,10 @@ const BirthPlace = z.strictObject({
 const PartnerInput = z.strictObject({
   name: PlainText(1, 100),
   birthDate: CalendarDate.describe('Not in the future'),
-  birthTime: z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, { message: 'Expected HH:MM' }).optional(),
+  birthTime: z
+    .string()
+    .regex(/^([01]\d|2[0-3]):[0-5]\d$/, { message: 'Expected HH:MM' })
+    .optional(),
   birthPlace: BirthPlace.optional(),
 })
 
@@ -100,11 +104,34 @@ export const ResultSchema = z
   .meta({ id: 'CompatibilityResult' })
 
 /** List items never carry deep insights: fetch one result to read them. */
-export const ResultListItemSchema = z.object(resultFields).meta({ id: 'CompatibilityResultListItem' })
+const ResultListItemSchema = z.object(resultFields).meta({ id: 'CompatibilityResultListItem' })
 
 export const ResultPageSchema = z.object({ items: z.array(ResultListItemSchema), nextCursor: z.string().nullable() })
 
 export type CreateResultInput = z.infer<typeof CreateResultBody>
 export type ListResultsInput = z.infer<typeof ListResultsQuery>
-export type ResultJson = z.infer<typeof ResultSchema>
-export type ResultListItemJson = z.infer<typeof ResultListItemSchema>
+type ResultJson = z.infer<typeof ResultSchema>
+type ResultListItemJson = z.infer<typeof ResultListItemSchema>
+
+const toListItemJson = (result: ResultSummary): ResultListItemJson => ({
+  id: result.id,
+  userId: result.userId,
+  partner: result.partner,
+  systems: result.systems,
+  score: result.score,
+  summary: result.summary,
+  deepInsightsUnlocked: result.deepInsightsUnlocked,
+  paymentId: result.paymentId,
+  createdAt: result.createdAt.toISOString(),
+  updatedAt: result.updatedAt.toISOString(),
+})
+
+export const toResultJson = (result: CompatibilityResult): ResultJson => ({
+  ...toListItemJson(result),
+  deepInsights: result.deepInsights,
+})
+
+export const toResultPageJson = (page: Page<ResultSummary>) => ({
+  items: page.items.map(toListItemJson),
+  nextCursor: page.nextCursor,
+})

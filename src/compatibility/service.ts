@@ -1,66 +1,92 @@
 // Compatibility results and their paid deep insights. The grant/revoke pair is the contract with
 // the payments domain: both run inside the caller's transaction, next to the payment's transition.
-import type { FastifyInstance } from 'fastify'
-import type { Kysely, Transaction } from 'kysely'
-import type { Database } from '../../db/schema.js'
-import { json } from '../../db/index.js'
+import { json, type DB, type Executor, type Trx } from '../../db/index.js'
 import type { SessionUser } from '../auth/session/sessions.js'
+import type { Clock } from '../shared/clock.js'
+import { signedIn, type RequestContext } from '../shared/context.js'
+import { todayUtc } from '../shared/dates.js'
 import { AppError, conflict, notFound } from '../shared/errors.js'
 import { newId } from '../shared/ids.js'
-import { byCreatedAt, toPage, type Page } from '../shared/pagination.js'
 import { authorizeRead } from '../shared/moderation.js'
-import { todayUtc } from '../journal/schemas.js'
+import { byCreatedAt, toPage, type Page } from '../shared/pagination.js'
+import { invalidInput } from '../shared/validation.js'
 import { effectivePlan } from '../usage/plans.js'
 import { consumeUsage } from '../usage/service.js'
 import {
   activePurchaseOf,
   findResult,
+  insertPurchase,
   insertResult,
   listResultsOf,
   lockResult,
   ownsResult,
   purchaseByPayment,
+  revokePurchase,
   saveOwnDeepInsights,
   setUnlocked,
 } from './queries.js'
-import type { CreateResultInput, ListResultsInput, ResultJson, ResultListItemJson } from './schemas.js'
-import type { CompatibilityResultRow } from './tables.js'
+import type { CreateResultInput, ListResultsInput } from './schemas.js'
+import type { CompatibilityResultRow, Partner, System } from './tables.js'
+
+export interface CompatibilityDeps {
+  db: DB
+  clock: Clock
+}
+
+/** A result as a list shows it: never its deep insights. */
+export interface ResultSummary {
+  id: string
+  userId: string
+  partner: Partner
+  systems: System[]
+  score: number
+  summary: Record<string, unknown>
+  deepInsightsUnlocked: boolean
+  paymentId: string | null
+  createdAt: Date
+  updatedAt: Date
+}
+
+export interface CompatibilityResult extends ResultSummary {
+  /** null unless unlocked: stored insights stay hidden while the result is locked (never paid, or refunded). */
+  deepInsights: Record<string, unknown> | null
+}
 
 const RESULT = 'Compatibility result'
 
-function toListItemJson(row: CompatibilityResultRow): ResultListItemJson {
-  return {
-    id: row.id,
-    userId: row.user_id,
-    partner: row.partner,
-    systems: row.systems,
-    score: row.score,
-    summary: row.summary,
-    deepInsightsUnlocked: row.deep_insights_unlocked,
-    paymentId: row.payment_id,
-    createdAt: row.created_at.toISOString(),
-    updatedAt: row.updated_at.toISOString(),
-  }
-}
+const toSummary = (row: CompatibilityResultRow): ResultSummary => ({
+  id: row.id,
+  userId: row.user_id,
+  partner: row.partner,
+  systems: row.systems,
+  score: row.score,
+  summary: row.summary,
+  deepInsightsUnlocked: row.deep_insights_unlocked,
+  paymentId: row.payment_id,
+  createdAt: row.created_at,
+  updatedAt: row.updated_at,
+})
 
-/** Stored deep insights stay hidden while the result is locked (never paid, or refunded). */
-export function toResultJson(row: CompatibilityResultRow): ResultJson {
-  return { ...toListItemJson(row), deepInsights: row.deep_insights_unlocked ? row.deep_insights : null }
-}
+const toResult = (row: CompatibilityResultRow): CompatibilityResult => ({
+  ...toSummary(row),
+  deepInsights: row.deep_insights_unlocked ? row.deep_insights : null,
+})
 
 const paymentRequired = (resultId: string) =>
   new AppError(402, 'PAYMENT_REQUIRED', 'Deep insights of this result are not paid for', {
     data: { product: 'deep_insights', resultId },
   })
 
-export async function createResult(app: FastifyInstance, user: SessionUser, input: CreateResultInput): Promise<ResultJson> {
-  const now = app.clock.now()
-  if (input.partner.birthDate > todayUtc(now)) {
-    throw new AppError(400, 'VALIDATION_ERROR', 'Invalid body.partner.birthDate: in the future', {
-      data: { issues: [{ path: 'body.partner.birthDate', message: 'Must not be in the future' }] },
-    })
-  }
-  const row = await app.db.transaction().execute(async (trx) => {
+/** A result of the signed-in `user`, whose plan decides whether it is within the month's checks. */
+export async function createResult(
+  deps: CompatibilityDeps,
+  _ctx: RequestContext,
+  user: SessionUser,
+  input: CreateResultInput,
+): Promise<CompatibilityResult> {
+  const now = deps.clock.now()
+  if (input.partner.birthDate > todayUtc(now)) throw invalidInput('body.partner.birthDate', 'Must not be in the future')
+  const row = await deps.db.transaction().execute(async (trx) => {
     await consumeUsage(trx, user, 'compatibilityChecks', 1, now)
     return insertResult(trx, {
       id: newId(),
@@ -73,35 +99,55 @@ export async function createResult(app: FastifyInstance, user: SessionUser, inpu
       updated_at: now,
     })
   })
-  return toResultJson(row)
+  return toResult(row)
 }
 
-export async function readResult(app: FastifyInstance, viewer: SessionUser, id: string, ip: string): Promise<ResultJson> {
-  const row = await findResult(app.db, id)
+/** The owner's result; any result for an admin or owner `viewer`, audited. */
+export async function readResult(
+  deps: CompatibilityDeps,
+  ctx: RequestContext,
+  viewer: SessionUser,
+  id: string,
+): Promise<CompatibilityResult> {
+  const row = await findResult(deps.db, id)
   if (!row) throw notFound(RESULT)
-  await authorizeRead(app, viewer, {
-    ownerId: row.user_id,
-    targetType: 'compatibility_result',
-    targetId: row.id,
-    action: 'compatibility.result.read_by_admin',
-    what: RESULT,
-  }, ip)
-  return toResultJson(row)
+  await authorizeRead(
+    deps,
+    viewer,
+    {
+      ownerId: row.user_id,
+      targetType: 'compatibility_result',
+      targetId: row.id,
+      action: 'compatibility.result.read_by_admin',
+      what: RESULT,
+    },
+    ctx.ip,
+  )
+  return toResult(row)
 }
 
-export async function listResults(app: FastifyInstance, user: SessionUser, query: ListResultsInput): Promise<Page<ResultListItemJson>> {
-  const rows = await listResultsOf(app.db, user.id, query)
-  return toPage(rows, query.limit, toListItemJson, byCreatedAt)
+export async function listResults(
+  deps: CompatibilityDeps,
+  ctx: RequestContext,
+  query: ListResultsInput,
+): Promise<Page<ResultSummary>> {
+  const rows = await listResultsOf(deps.db, signedIn(ctx), query)
+  return toPage(rows, query.limit, toSummary, byCreatedAt)
 }
 
 /**
- * Unlocks with an active purchase for this result, or with an effective premium_plus plan.
- * The purchase on record decides, never the paymentId the client sends, and its payment id is
- * the one recorded. Unlocking an unlocked result changes nothing.
+ * Unlocks with an active purchase for this result, or with an effective premium_plus plan of the
+ * signed-in `user`. The purchase on record decides, never the paymentId the client sends, and its
+ * payment id is the one recorded. Unlocking an unlocked result changes nothing.
  */
-export async function unlockDeepInsights(app: FastifyInstance, user: SessionUser, id: string): Promise<ResultJson> {
-  const now = app.clock.now()
-  const row = await app.db.transaction().execute(async (trx) => {
+export async function unlockDeepInsights(
+  deps: CompatibilityDeps,
+  _ctx: RequestContext,
+  user: SessionUser,
+  id: string,
+): Promise<CompatibilityResult> {
+  const now = deps.clock.now()
+  const row = await deps.db.transaction().execute(async (trx) => {
     const result = await lockResult(trx, id)
     if (!result || result.user_id !== user.id) throw notFound(RESULT)
     if (result.deep_insights_unlocked) return result
@@ -110,23 +156,24 @@ export async function unlockDeepInsights(app: FastifyInstance, user: SessionUser
     if (effectivePlan(user, now) === 'premium_plus') return setUnlocked(trx, id, true, null, now)
     throw paymentRequired(id)
   })
-  return toResultJson(row)
+  return toResult(row)
 }
 
 export async function saveDeepInsights(
-  app: FastifyInstance,
-  user: SessionUser,
+  deps: CompatibilityDeps,
+  ctx: RequestContext,
   id: string,
   content: Record<string, unknown>,
-): Promise<ResultJson> {
-  const row = await saveOwnDeepInsights(app.db, user.id, id, json(content), app.clock.now())
-  if (row) return toResultJson(row)
-  if (await ownsResult(app.db, user.id, id)) throw paymentRequired(id)
+): Promise<CompatibilityResult> {
+  const userId = signedIn(ctx)
+  const row = await saveOwnDeepInsights(deps.db, userId, id, json(content), deps.clock.now())
+  if (row) return toResult(row)
+  if (await ownsResult(deps.db, userId, id)) throw paymentRequired(id)
   throw notFound(RESULT)
 }
 
 /** Throws 404 unless the result exists and is the user's: payments validate resultId at checkout. */
-export async function assertResultOwned(db: Kysely<Database> | Transaction<Database>, userId: string, resultId: string): Promise<void> {
+export async function assertResultOwned(db: Executor, userId: string, resultId: string): Promise<void> {
   if (!(await ownsResult(db, userId, resultId))) throw notFound(RESULT)
 }
 
@@ -137,7 +184,7 @@ export async function assertResultOwned(db: Kysely<Database> | Transaction<Datab
  * another payment already unlocked this result.
  */
 export async function grantDeepInsights(
-  trx: Transaction<Database>,
+  trx: Trx,
   input: { userId: string; resultId: string; paymentId: string | null; now: Date },
 ): Promise<void> {
   const { userId, resultId, paymentId, now } = input
@@ -161,10 +208,7 @@ export async function grantDeepInsights(
     }
     throw conflict('Deep insights of this result are already unlocked by another payment')
   }
-  await trx
-    .insertInto('deep_insights_purchase')
-    .values({ id: newId(), user_id: userId, result_id: resultId, payment_id: paymentId, status: 'active' })
-    .execute()
+  await insertPurchase(trx, { id: newId(), user_id: userId, result_id: resultId, payment_id: paymentId, status: 'active' })
   await setUnlocked(trx, resultId, true, paymentId, now)
 }
 
@@ -173,17 +217,11 @@ export async function grantDeepInsights(
  * stored deep insights stay but are hidden. A premium_plus user may unlock it again through the
  * unlock route. Revoking an unknown or already revoked payment changes nothing.
  */
-export async function revokeDeepInsights(trx: Transaction<Database>, input: { paymentId: string; now: Date }): Promise<void> {
+export async function revokeDeepInsights(trx: Trx, input: { paymentId: string; now: Date }): Promise<void> {
   const purchase = await purchaseByPayment(trx, input.paymentId)
-  if (!purchase || purchase.status !== 'active') return
+  if (purchase?.status !== 'active') return
   // Same lock order as grant and unlock (result first), so concurrent calls cannot deadlock.
   await lockResult(trx, purchase.result_id)
-  const revoked = await trx
-    .updateTable('deep_insights_purchase')
-    .set({ status: 'revoked', revoked_at: input.now })
-    .where('id', '=', purchase.id)
-    .where('status', '=', 'active')
-    .returning('result_id')
-    .executeTakeFirst()
-  if (revoked) await setUnlocked(trx, revoked.result_id, false, null, input.now)
+  const resultId = await revokePurchase(trx, purchase.id, input.now)
+  if (resultId !== undefined) await setUnlocked(trx, resultId, false, null, input.now)
 }

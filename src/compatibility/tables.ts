@@ -30,7 +30,7 @@ export interface CompatibilityResultTable {
   updated_at: Timestamp
 }
 
-export type PurchaseStatus = 'active' | 'revoked'
+type PurchaseStatus = 'active' | 'revoked'
 
 export interface DeepInsightsPurchaseTable {
   id: string

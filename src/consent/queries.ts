@@ -1,26 +1,26 @@
-import type { Kysely, Transaction } from 'kysely'
-import type { Database } from '../../db/schema.js'
-import { newId } from '../shared/ids.js'
-import type { ConsentType } from './tables.js'
 import type { Executor } from '../../db/index.js'
+import { newId } from '../shared/ids.js'
+import type { ConsentRecord } from './service.js'
+import type { ConsentType } from './tables.js'
 
+const columns = ['id', 'type', 'version', 'granted', 'created_at'] as const
 
-export interface ConsentRow {
-  id: string
-  type: ConsentType
-  version: string
-  granted: boolean
-  created_at: Date
-}
+const toRecord = (r: { id: string; type: ConsentType; version: string; granted: boolean; created_at: Date }): ConsentRecord => ({
+  id: r.id,
+  type: r.type,
+  version: r.version,
+  granted: r.granted,
+  createdAt: r.created_at,
+})
 
 export async function insertConsents(
   db: Executor,
   userId: string,
   items: ReadonlyArray<{ type: ConsentType; version: string; granted: boolean }>,
-  meta: { ip: string | null; userAgent: string | null },
-): Promise<ConsentRow[]> {
+  source: { ip: string | null; userAgent: string | null },
+): Promise<ConsentRecord[]> {
   if (items.length === 0) return []
-  return db
+  const rows = await db
     .insertInto('consent_record')
     .values(
       items.map((c) => ({
@@ -29,21 +29,23 @@ export async function insertConsents(
         type: c.type,
         version: c.version,
         granted: c.granted,
-        ip: meta.ip,
-        user_agent: meta.userAgent?.slice(0, 512) ?? null,
+        ip: source.ip,
+        user_agent: source.userAgent?.slice(0, 512) ?? null,
       })),
     )
-    .returning(['id', 'type', 'version', 'granted', 'created_at'])
+    .returning(columns)
     .execute()
+  return rows.map(toRecord)
 }
 
 /** Newest first; records written in one statement share a time, so the id breaks the tie stably. */
-export function listConsents(db: Executor, userId: string): Promise<ConsentRow[]> {
-  return db
+export async function listConsents(db: Executor, userId: string): Promise<ConsentRecord[]> {
+  const rows = await db
     .selectFrom('consent_record')
-    .select(['id', 'type', 'version', 'granted', 'created_at'])
+    .select(columns)
     .where('user_id', '=', userId)
     .orderBy('created_at', 'desc')
     .orderBy('id', 'desc')
     .execute()
+  return rows.map(toRecord)
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import type { ConsentRecord, Consents } from './service.js'
 import { CONSENT_TYPES } from './tables.js'
 
 export const ConsentInput = z.strictObject({
@@ -23,19 +24,38 @@ export const ConsentRecordSchema = z
     createdAt: z.string(),
   })
   .meta({ id: 'ConsentRecord' })
-export type ConsentRecordJson = z.infer<typeof ConsentRecordSchema>
+type ConsentRecordJson = z.infer<typeof ConsentRecordSchema>
 
 const ConsentState = z.object({ granted: z.boolean(), version: z.string(), at: z.string() })
 
 export const ConsentsSchema = z
   .object({
     current: z
-      .object(Object.fromEntries(CONSENT_TYPES.map((t) => [t, ConsentState.optional()])) as Record<
-        (typeof CONSENT_TYPES)[number],
-        z.ZodOptional<typeof ConsentState>
-      >)
+      .object(
+        Object.fromEntries(CONSENT_TYPES.map((t) => [t, ConsentState.optional()])) as Record<
+          (typeof CONSENT_TYPES)[number],
+          z.ZodOptional<typeof ConsentState>
+        >,
+      )
       .describe('The latest decision per consent type; a type never answered is absent'),
     history: z.array(ConsentRecordSchema).describe('Every record, newest first'),
   })
   .meta({ id: 'Consents' })
-export type ConsentsJson = z.infer<typeof ConsentsSchema>
+
+export const toConsentRecordJson = (r: ConsentRecord): ConsentRecordJson => ({
+  id: r.id,
+  type: r.type,
+  version: r.version,
+  granted: r.granted,
+  createdAt: r.createdAt.toISOString(),
+})
+
+export function toConsentsJson(c: Consents): z.infer<typeof ConsentsSchema> {
+  const current = Object.fromEntries(
+    Object.entries(c.current).map(([type, state]) => [
+      type,
+      { granted: state.granted, version: state.version, at: state.at.toISOString() },
+    ]),
+  )
+  return { current, history: c.history.map(toConsentRecordJson) }
+}

@@ -1,32 +1,59 @@
 // GDPR consent: an append-only log per user; the current state is the latest record per type.
-import type { Kysely, Transaction } from 'kysely'
-import type { Database } from '../../db/schema.js'
-import type { RequestMeta } from '../auth/email/service.js'
-import { insertConsents, listConsents, type ConsentRow } from './queries.js'
-import type { ConsentInput, ConsentRecordJson, ConsentsJson } from './schemas.js'
+// Sign-up records its initial consents through recordConsents, so this domain depends on no other.
+import type { DB, Executor } from '../../db/index.js'
+import type { RequestContext } from '../shared/context.js'
+import { unauthorized } from '../shared/errors.js'
+import { insertConsents, listConsents } from './queries.js'
+import type { ConsentInput } from './schemas.js'
+import type { ConsentType } from './tables.js'
 
-export const toConsentJson = (r: ConsentRow): ConsentRecordJson => ({
-  id: r.id,
-  type: r.type,
-  version: r.version,
-  granted: r.granted,
-  createdAt: r.created_at.toISOString(),
-})
+export interface ConsentDeps {
+  db: DB
+}
+
+export interface ConsentRecord {
+  id: string
+  type: ConsentType
+  version: string
+  granted: boolean
+  createdAt: Date
+}
+
+export interface Consents {
+  /** The latest decision per type; a type never answered is absent. */
+  current: Partial<Record<ConsentType, { granted: boolean; version: string; at: Date }>>
+  /** Every record, newest first. */
+  history: ConsentRecord[]
+}
+
+/** Where a decision was made, kept with the record (until the account is deleted). */
+type ConsentSource = Pick<RequestContext, 'ip' | 'userAgent'>
 
 /** Appends consent records; pass the caller's transaction (sign-up records its consents in its own). */
 export async function recordConsents(
-  db: Kysely<Database> | Transaction<Database>,
+  db: Executor,
   userId: string,
   items: readonly ConsentInput[],
-  meta: RequestMeta,
-): Promise<ConsentRecordJson[]> {
-  const rows = await insertConsents(db, userId, items, meta)
-  return rows.map(toConsentJson)
+  source: ConsentSource,
+): Promise<ConsentRecord[]> {
+  return insertConsents(db, userId, items, source)
 }
 
-export async function getConsents(db: Kysely<Database>, userId: string): Promise<ConsentsJson> {
-  const history = (await listConsents(db, userId)).map(toConsentJson)
-  const current: ConsentsJson['current'] = {}
+// The routes' policy requires a session; a request without one never reaches these.
+function signedIn(ctx: RequestContext): string {
+  if (ctx.actorId === null) throw unauthorized()
+  return ctx.actorId
+}
+
+/** One decision of the signed-in user. */
+export async function giveConsent(deps: ConsentDeps, ctx: RequestContext, input: ConsentInput): Promise<ConsentRecord> {
+  const [record] = await recordConsents(deps.db, signedIn(ctx), [input], ctx)
+  return record!
+}
+
+export async function getConsents(deps: ConsentDeps, ctx: RequestContext): Promise<Consents> {
+  const history = await listConsents(deps.db, signedIn(ctx))
+  const current: Consents['current'] = {}
   for (const record of history) {
     // history is newest first: the first record seen of a type is its current state
     current[record.type] ??= { granted: record.granted, version: record.version, at: record.createdAt }

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import { redisStatus } from '../plugins/redis.js'
-import type { RoutePolicy } from '../plugins/route-policy.js'
+import type { RoutePolicy } from '../shared/route-policy.js'
 import { VERSION } from '../shared/version.js'
 
 const HealthBody = z.object({

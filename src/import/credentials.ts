@@ -85,7 +85,7 @@ export async function storedMatches(hasher: PasswordHasher, source: CredentialSo
     case 'kept':
       return stored === source.stored
     case 'plain':
-      return stored !== null && stored.startsWith('$argon2id$') && (await hasher.verify(stored, source.password))
+      return stored?.startsWith('$argon2id$') === true && (await hasher.verify(stored, source.password))
     case 'weak': {
       // The wrapped digest is verified against the digest itself: the password is not known here.
       return stored !== null && hasher.weakDigestMatches(stored, source.algorithm, source.digest)

@@ -2,7 +2,7 @@
 // validation, role mapping, password formats, unknown keys and duplicates within the file.
 import { createHash } from 'node:crypto'
 import type { z } from 'zod'
-import type { Role } from '../auth/tables.js'
+import type { Role } from '../shared/roles.js'
 import { parseCredential, type CredentialAlgorithm, type CredentialSource } from './credentials.js'
 import { silentProgress, type Progress } from './progress.js'
 import type { RowIssue } from './report.js'
@@ -48,7 +48,7 @@ export interface ParsedDocument {
   warnings: RowIssue[]
 }
 
-export const digestOf = (value: unknown): string => createHash('sha256').update(JSON.stringify(value)).digest('hex')
+const digestOf = (value: unknown): string => createHash('sha256').update(JSON.stringify(value)).digest('hex')
 
 const rowId = (raw: unknown): string | null => {
   const id = (raw as { id?: unknown } | null)?.id
@@ -70,13 +70,23 @@ export function parseDocument(document: unknown, progress: Progress = silentProg
     throw new ImportFileError('the file is not a JSON object with sections (users, accounts, ...)')
   }
   const out: ParsedDocument = {
-    users: [], accounts: [], journalEntries: [], compatibilityResults: [], consents: [],
+    users: [],
+    accounts: [],
+    journalEntries: [],
+    compatibilityResults: [],
+    consents: [],
     totals: { users: 0, accounts: 0, journalEntries: 0, compatibilityResults: 0, consents: 0 },
-    rejected: [], warnings: [],
+    rejected: [],
+    warnings: [],
   }
   const unknownSections = Object.keys(document).filter((k) => !(SECTIONS as readonly string[]).includes(k))
   if (unknownSections.length > 0) {
-    out.warnings.push({ section: 'document', index: -1, id: null, reason: `unknown sections ignored: ${unknownSections.join(', ')}` })
+    out.warnings.push({
+      section: 'document',
+      index: -1,
+      id: null,
+      reason: `unknown sections ignored: ${unknownSections.join(', ')}`,
+    })
   }
   for (const section of SECTIONS) {
     const rows = (document as Record<string, unknown>)[section]
@@ -84,7 +94,7 @@ export function parseDocument(document: unknown, progress: Progress = silentProg
     if (!Array.isArray(rows)) throw new ImportFileError(`section "${section}" is not an array`)
     out.totals[section] = rows.length
     progress.start(`validating ${section}`, rows.length)
-    rows.forEach((raw, index) => parseRow(out, section, raw, index))
+    for (const [index, raw] of rows.entries()) parseRow(out, section, raw, index)
     progress.finish()
   }
   rejectDuplicates(out, 'users', out.users, (u) => u.key, 'id')
@@ -100,42 +110,68 @@ function parseRow(out: ParsedDocument, section: SectionName, raw: unknown, index
   const reject = (reason: string): void => {
     out.rejected.push({ section, index, id: rowId(raw), userId: rowUserId(raw), reason })
   }
-  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return reject('not a JSON object')
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) {
+    reject('not a JSON object')
+    return
+  }
   const schema: z.ZodObject = rowSchemas[section]
   const parsed = schema.safeParse(raw)
-  if (!parsed.success) return reject(reasonOf(parsed.error))
+  if (!parsed.success) {
+    reject(reasonOf(parsed.error))
+    return
+  }
 
   const unknown = Object.keys(raw).filter((k) => !(k in schema.shape))
   if (section === 'users') {
     const password = (raw as { password?: unknown }).password
     if (password && typeof password === 'object') {
-      unknown.push(...Object.keys(password).filter((k) => k !== 'algorithm' && k !== 'hash').map((k) => `password.${k}`))
+      unknown.push(
+        ...Object.keys(password)
+          .filter((k) => k !== 'algorithm' && k !== 'hash')
+          .map((k) => `password.${k}`),
+      )
     }
   }
   if (unknown.length > 0) {
-    out.warnings.push({ section, index, id: rowId(raw), userId: rowUserId(raw), reason: `unknown keys ignored: ${unknown.join(', ')}` })
+    out.warnings.push({
+      section,
+      index,
+      id: rowId(raw),
+      userId: rowUserId(raw),
+      reason: `unknown keys ignored: ${unknown.join(', ')}`,
+    })
   }
 
   switch (section) {
     case 'users': {
       const { password, role: previousRole, ...profile } = parsed.data as ImportUserInput
       const credential = parseCredential(password)
-      if ('error' in credential) return reject(credential.error)
+      if ('error' in credential) {
+        reject(credential.error)
+        return
+      }
       const { role, mapping } = mapRole(previousRole)
       if (mapping === 'unknown') {
         out.warnings.push({ section, index, id: profile.id, reason: `unknown role "${previousRole}" imported as member` })
       }
       const row = { ...profile, role }
       out.users.push({
-        index, id: row.id, key: row.id, row, digest: digestOf(row),
-        credential: credential.source, algorithm: credential.algorithm, roleMapping: mapping,
+        index,
+        id: row.id,
+        key: row.id,
+        row,
+        digest: digestOf(row),
+        credential: credential.source,
+        algorithm: credential.algorithm,
+        roleMapping: mapping,
       })
       return
     }
     case 'accounts': {
       const row = parsed.data as ImportAccountInput
       if (row.providerId !== 'idp') {
-        return reject(`unknown providerId "${row.providerId}": only "idp" links are imported (passwords come from users[].password)`)
+        reject(`unknown providerId "${row.providerId}": only "idp" links are imported (passwords come from users[].password)`)
+        return
       }
       out.accounts.push({ index, id: null, key: `${row.providerId}:${row.accountId}`, row, digest: digestOf(row) })
       return
@@ -182,7 +218,13 @@ function rejectDuplicates<T extends ParsedRow<unknown>>(
     for (const row of list) {
       dropped.add(row)
       const r = row.row as { userId?: string }
-      out.rejected.push({ section, index: row.index, id: row.id, userId: r.userId, reason: `duplicate ${what} "${key}" (rows ${at})` })
+      out.rejected.push({
+        section,
+        index: row.index,
+        id: row.id,
+        userId: r.userId,
+        reason: `duplicate ${what} "${key}" (rows ${at})`,
+      })
     }
   }
   if (dropped.size > 0) {

@@ -1,7 +1,6 @@
 // Compares the parsed rows with the database, batch by batch, and decides for each row: create,
 // update, unchanged, skip (deleted in the app since an earlier import) or reject. Reads only.
-import type { Kysely } from 'kysely'
-import type { Database } from '../../db/index.js'
+import type { DB } from '../../db/index.js'
 import type { PasswordHasher } from '../auth/password/password.js'
 import { digestOfStored, storedMatches } from './credentials.js'
 import type { ParsedDocument, ParsedRow, ParsedUser } from './parse.js'
@@ -58,7 +57,7 @@ export interface ImportPlan {
 }
 
 interface Context {
-  db: Kysely<Database>
+  db: DB
   hasher: PasswordHasher
   batchSize: number
   progress: Progress
@@ -88,22 +87,45 @@ export async function mapLimit<T, R>(items: T[], concurrency: number, work: (ite
 }
 
 export async function planImport(
-  db: Kysely<Database>,
+  db: DB,
   hasher: PasswordHasher,
   parsed: ParsedDocument,
   options: { batchSize: number; progress: Progress },
 ): Promise<ImportPlan> {
   const plan: ImportPlan = {
-    users: [], accounts: [], journalEntries: [], compatibilityResults: [], consents: [],
-    rejected: [...parsed.rejected], skipped: [], warnings: [...parsed.warnings], keptSinceChangedInApp: 0,
+    users: [],
+    accounts: [],
+    journalEntries: [],
+    compatibilityResults: [],
+    consents: [],
+    rejected: [...parsed.rejected],
+    skipped: [],
+    warnings: [...parsed.warnings],
+    keptSinceChangedInApp: 0,
   }
   const ctx: Context = { db, hasher, plan, ...options }
   await planUsers(ctx, parsed.users)
   const fileUsers = new Set(plan.users.map((u) => u.parsed.key))
   const userExists = existingUsers(ctx, fileUsers)
   await planAccounts(ctx, parsed.accounts, userExists)
-  await planOwnedRows(ctx, 'journalEntries', 'journal_entry', 'journal_entry', parsed.journalEntries, plan.journalEntries, userExists)
-  await planOwnedRows(ctx, 'compatibilityResults', 'compatibility_result', 'compatibility_result', parsed.compatibilityResults, plan.compatibilityResults, userExists)
+  await planOwnedRows(
+    ctx,
+    'journalEntries',
+    'journal_entry',
+    'journal_entry',
+    parsed.journalEntries,
+    plan.journalEntries,
+    userExists,
+  )
+  await planOwnedRows(
+    ctx,
+    'compatibilityResults',
+    'compatibility_result',
+    'compatibility_result',
+    parsed.compatibilityResults,
+    plan.compatibilityResults,
+    userExists,
+  )
   await planOwnedRows(ctx, 'consents', 'consent', 'consent_record', parsed.consents, plan.consents, userExists)
   return plan
 }
@@ -116,7 +138,10 @@ async function planUsers(ctx: Context, users: ParsedUser[]): Promise<void> {
     const [records, emailsById, idsByEmail, hashes] = await Promise.all([
       findImportRecords(db, 'user', ids),
       findUsersByIds(db, ids),
-      findUserIdsByEmails(db, batch.map((u) => u.row.email)),
+      findUserIdsByEmails(
+        db,
+        batch.map((u) => u.row.email),
+      ),
       findCredentialHashes(db, ids),
     ])
     const decided = await mapLimit(batch, hasher.pool.capacity, async (user): Promise<UserPlan | null> => {
@@ -169,7 +194,9 @@ async function decideCredential(
       source.kind === 'none' ? written !== null : source.kind === 'kept' ? digestOfStored(source.stored) !== written : false
     if (fileChanged) {
       ctx.plan.warnings.push({
-        section: 'users', index: user.index, id: user.key,
+        section: 'users',
+        index: user.index,
+        id: user.key,
         reason: 'the password in the file changed, but the account changed its password in the app since the import: kept',
       })
     }
@@ -188,8 +215,7 @@ function existingUsers(ctx: Context, fileUsers: Set<string>) {
   }
 }
 
-const orphan = (userId: string) =>
-  `orphan: user "${userId}" is neither a valid user of the file nor in the database`
+const orphan = (userId: string) => `orphan: user "${userId}" is neither a valid user of the file nor in the database`
 
 async function planAccounts(
   ctx: Context,
@@ -199,8 +225,16 @@ async function planAccounts(
   ctx.progress.start('checking accounts', rows.length)
   for (const batch of chunks(rows, ctx.batchSize)) {
     const [records, owners, users] = await Promise.all([
-      findImportRecords(ctx.db, 'account', batch.map((r) => r.key)),
-      findProviderAccounts(ctx.db, 'idp', batch.map((r) => r.row.accountId)),
+      findImportRecords(
+        ctx.db,
+        'account',
+        batch.map((r) => r.key),
+      ),
+      findProviderAccounts(
+        ctx.db,
+        'idp',
+        batch.map((r) => r.row.accountId),
+      ),
       userExists(batch.map((r) => r.row.userId)),
     ])
     for (const parsed of batch) {
@@ -210,7 +244,10 @@ async function planAccounts(
       if (record && owner === undefined) {
         ctx.plan.skipped.push({ ...issue, reason: 'link removed in the app since an earlier import; not re-created' })
       } else if (!record && owner !== undefined && owner !== parsed.row.userId) {
-        ctx.plan.rejected.push({ ...issue, reason: `provider account "${parsed.row.accountId}" is already linked to another user (id ${owner})` })
+        ctx.plan.rejected.push({
+          ...issue,
+          reason: `provider account "${parsed.row.accountId}" is already linked to another user (id ${owner})`,
+        })
       } else if ((record?.sourceDigest === parsed.digest || !record) && owner === parsed.row.userId) {
         ctx.plan.accounts.push({ parsed, action: 'unchanged' })
       } else if (!users.has(parsed.row.userId)) {
@@ -246,7 +283,8 @@ async function planOwnedRows<T extends { id: string; userId: string }>(
       const record = records.get(parsed.key)
       const exists = owners.has(parsed.key)
       if (record && !exists) ctx.plan.skipped.push({ ...issue, reason: DELETED_SINCE })
-      else if (!record && exists) ctx.plan.rejected.push({ ...issue, reason: 'id already used by a row that the import did not create' })
+      else if (!record && exists)
+        ctx.plan.rejected.push({ ...issue, reason: 'id already used by a row that the import did not create' })
       else if (record && record.sourceDigest === parsed.digest) into.push({ parsed, action: 'unchanged' })
       else if (!users.has(parsed.row.userId)) ctx.plan.rejected.push({ ...issue, reason: orphan(parsed.row.userId) })
       else into.push({ parsed, action: record ? 'update' : 'create' })

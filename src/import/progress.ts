@@ -21,7 +21,10 @@ abstract class Phase implements Progress {
   protected startedAt = 0
   protected lastDrawn = 0
 
-  constructor(protected readonly out: Output, protected readonly now: () => number) {}
+  constructor(
+    protected readonly out: Output,
+    protected readonly now: () => number,
+  ) {}
 
   start(label: string, total: number): void {
     this.label = label

@@ -1,28 +1,62 @@
 // Kysely functions of the import: chunked reads that compare a batch with the database, and
 // multi-row writes (one statement per table and batch).
-import { sql, type Kysely, type Transaction } from 'kysely'
-import { json, type Database } from '../../db/index.js'
+import { sql } from 'kysely'
+import { json, type Database, type Executor, type Trx } from '../../db/index.js'
 import { CREDENTIAL } from '../auth/queries.js'
-import type { Plan, Role } from '../auth/tables.js'
+import type { Plan } from '../auth/tables.js'
+import type { Role } from '../shared/roles.js'
 import type { ImportSection } from './tables.js'
-import type { Executor } from '../../db/index.js'
 
+/** A column of a batch and its Postgres type. */
+type Column<R> = readonly [keyof R & string, string]
 
 /**
  * The rows of a batch as `select * from unnest($1::text[], $2::...)`: one array parameter per
  * column instead of one parameter per value, which keeps a 1000-row insert cheap to build and parse.
  */
-function unnest<R>(rows: R[], columns: ReadonlyArray<readonly [keyof R & string, string]>) {
+function unnest<R>(rows: R[], columns: ReadonlyArray<Column<R>>) {
   return sql`select * from unnest(${sql.join(columns.map(([column, type]) => sql`${rows.map((r) => r[column])}::${sql.raw(type)}[]`))})`
 }
-const names = <C extends string>(columns: ReadonlyArray<readonly [C, string]>): C[] => columns.map(([c]) => c)
 
-export interface ImportRecord {
+interface OnConflict<R> {
+  /** The unique key an existing row is found by. */
+  key: ReadonlyArray<keyof R & string>
+  /** Columns an existing row keeps besides its key; every other column takes the batch's value. */
+  keep?: ReadonlyArray<keyof R & string>
+  /** When set, an existing row's updated_at becomes this time instead of the batch's value. */
+  touchedAt?: Date
+}
+
+/**
+ * The one upsert of the import: inserts the batch in one statement, and rewrites the rows that
+ * already exist (`on conflict (key) do update set` every column but the key and `keep`).
+ */
+async function upsert<R>(
+  trx: Trx,
+  table: keyof Database & string,
+  columns: ReadonlyArray<Column<R>>,
+  rows: R[],
+  on: OnConflict<R>,
+): Promise<void> {
+  if (rows.length === 0) return
+  const fixed = new Set<string>([...on.key, ...(on.keep ?? [])])
+  const names = columns.map(([column]) => column)
+  const value = (column: string) => (column === 'updated_at' && on.touchedAt ? on.touchedAt : sql.ref(`excluded.${column}`))
+  const set = names.filter((column) => !fixed.has(column)).map((column) => sql`${sql.ref(column)} = ${value(column)}`)
+  await sql`insert into ${sql.table(table)} (${sql.join(names.map((column) => sql.ref(column)))}) ${unnest(rows, columns)}
+    on conflict (${sql.join(on.key.map((column) => sql.ref(column)))}) do update set ${sql.join(set)}`.execute(trx)
+}
+
+interface ImportRecord {
   sourceDigest: string | null
   writtenDigest: string | null
 }
 
-export async function findImportRecords(db: Executor, section: ImportSection, keys: string[]): Promise<Map<string, ImportRecord>> {
+export async function findImportRecords(
+  db: Executor,
+  section: ImportSection,
+  keys: string[],
+): Promise<Map<string, ImportRecord>> {
   if (keys.length === 0) return new Map()
   const rows = await db
     .selectFrom('import_record')
@@ -79,28 +113,32 @@ export async function findOwners(db: Executor, table: OwnedTable, ids: string[])
 }
 
 export async function upsertImportRecords(
-  trx: Transaction<Database>,
+  trx: Trx,
   records: Array<{ section: ImportSection; key: string; sourceDigest: string | null; writtenDigest?: string | null }>,
   now: Date,
 ): Promise<void> {
-  if (records.length === 0) return
   const rows = records.map((r) => ({
-    section: r.section, source_key: r.key, source_digest: r.sourceDigest, written_digest: r.writtenDigest ?? null, created_at: now, updated_at: now,
+    section: r.section,
+    source_key: r.key,
+    source_digest: r.sourceDigest,
+    written_digest: r.writtenDigest ?? null,
+    created_at: now,
+    updated_at: now,
   }))
-  const columns = [
-    ['section', 'text'], ['source_key', 'text'], ['source_digest', 'text'], ['written_digest', 'text'],
-    ['created_at', 'timestamptz'], ['updated_at', 'timestamptz'],
-  ] as const
-  await trx
-    .insertInto('import_record')
-    .columns(names(columns))
-    .expression(unnest(rows, columns))
-    .onConflict((oc) => oc.columns(['section', 'source_key']).doUpdateSet((eb) => ({
-      source_digest: eb.ref('excluded.source_digest'),
-      written_digest: eb.ref('excluded.written_digest'),
-      updated_at: now,
-    })))
-    .execute()
+  await upsert(
+    trx,
+    'import_record',
+    [
+      ['section', 'text'],
+      ['source_key', 'text'],
+      ['source_digest', 'text'],
+      ['written_digest', 'text'],
+      ['created_at', 'timestamptz'],
+      ['updated_at', 'timestamptz'],
+    ],
+    rows,
+    { key: ['section', 'source_key'], keep: ['created_at'], touchedAt: now },
+  )
 }
 
 export interface UserValues {
@@ -118,92 +156,106 @@ export interface UserValues {
 }
 
 /**
- * Creates the new users and rewrites the corrected ones. The reset flag is set only on creation:
- * on an existing user it follows the credential (setResetFlags), not the profile.
+ * Creates the new users and rewrites the corrected ones, a corrected creation date included. The
+ * reset flag is set only on creation: on an existing user it follows the credential
+ * (setResetFlags), not the profile.
  */
-export async function upsertUsers(trx: Transaction<Database>, rows: UserValues[], now: Date): Promise<void> {
-  if (rows.length === 0) return
-  const columns = [
-    ['id', 'text'], ['name', 'text'], ['email', 'text'], ['email_verified', 'boolean'], ['image', 'text'], ['role', 'text'],
-    ['plan', 'text'], ['plan_expires_at', 'timestamptz'], ['password_reset_required', 'boolean'],
-    ['created_at', 'timestamptz'], ['updated_at', 'timestamptz'],
-  ] as const
-  await trx
-    .insertInto('user')
-    .columns(names(columns))
-    .expression(unnest(rows, columns))
-    .onConflict((oc) => oc.column('id').doUpdateSet((eb) => ({
-      name: eb.ref('excluded.name'),
-      email: eb.ref('excluded.email'),
-      email_verified: eb.ref('excluded.email_verified'),
-      image: eb.ref('excluded.image'),
-      role: eb.ref('excluded.role'),
-      plan: eb.ref('excluded.plan'),
-      plan_expires_at: eb.ref('excluded.plan_expires_at'),
-      // A corrected creation date is part of the correction.
-      ...({ created_at: sql`excluded.created_at` } as object),
-      updated_at: now,
-    })))
-    .execute()
+export async function upsertUsers(trx: Trx, rows: UserValues[], now: Date): Promise<void> {
+  await upsert(
+    trx,
+    'user',
+    [
+      ['id', 'text'],
+      ['name', 'text'],
+      ['email', 'text'],
+      ['email_verified', 'boolean'],
+      ['image', 'text'],
+      ['role', 'text'],
+      ['plan', 'text'],
+      ['plan_expires_at', 'timestamptz'],
+      ['password_reset_required', 'boolean'],
+      ['created_at', 'timestamptz'],
+      ['updated_at', 'timestamptz'],
+    ],
+    rows,
+    { key: ['id'], keep: ['password_reset_required'], touchedAt: now },
+  )
 }
 
-export async function setResetFlags(trx: Transaction<Database>, userIds: string[], required: boolean, now: Date): Promise<void> {
+export async function setResetFlags(trx: Trx, userIds: string[], required: boolean, now: Date): Promise<void> {
   if (userIds.length === 0) return
-  await trx
-    .updateTable('user')
-    .set({ password_reset_required: required, updated_at: now })
-    .where('id', 'in', userIds)
-    .execute()
+  await trx.updateTable('user').set({ password_reset_required: required, updated_at: now }).where('id', 'in', userIds).execute()
 }
 
-const ACCOUNT_COLUMNS = [
-  ['id', 'text'], ['user_id', 'text'], ['provider_id', 'text'], ['account_id', 'text'], ['password_hash', 'text'],
-  ['created_at', 'timestamptz'], ['updated_at', 'timestamptz'],
-] as const
+interface AccountValues {
+  id: string
+  user_id: string
+  provider_id: string
+  account_id: string
+  password_hash: string | null
+  created_at: Date
+  updated_at: Date
+}
 
+const ACCOUNT_COLUMNS: ReadonlyArray<Column<AccountValues>> = [
+  ['id', 'text'],
+  ['user_id', 'text'],
+  ['provider_id', 'text'],
+  ['account_id', 'text'],
+  ['password_hash', 'text'],
+  ['created_at', 'timestamptz'],
+  ['updated_at', 'timestamptz'],
+]
+
+/** A rewritten password replaces the hash only: the credential keeps its id, owner and creation time. */
 export async function upsertCredentials(
-  trx: Transaction<Database>,
+  trx: Trx,
   rows: Array<{ id: string; userId: string; passwordHash: string }>,
   now: Date,
 ): Promise<void> {
-  if (rows.length === 0) return
-  await trx
-    .insertInto('account')
-    .columns(names(ACCOUNT_COLUMNS))
-    .expression(unnest(rows.map((r) => ({
-      id: r.id, user_id: r.userId, provider_id: CREDENTIAL, account_id: r.userId, password_hash: r.passwordHash,
-      created_at: now, updated_at: now,
-    })), ACCOUNT_COLUMNS))
-    .onConflict((oc) => oc.columns(['provider_id', 'account_id']).doUpdateSet((eb) => ({
-      password_hash: eb.ref('excluded.password_hash'),
+  await upsert(
+    trx,
+    'account',
+    ACCOUNT_COLUMNS,
+    rows.map((r) => ({
+      id: r.id,
+      user_id: r.userId,
+      provider_id: CREDENTIAL,
+      account_id: r.userId,
+      password_hash: r.passwordHash,
+      created_at: now,
       updated_at: now,
-    })))
-    .execute()
+    })),
+    { key: ['provider_id', 'account_id'], keep: ['id', 'user_id', 'created_at'], touchedAt: now },
+  )
 }
 
-export async function deleteCredentials(trx: Transaction<Database>, userIds: string[]): Promise<void> {
+export async function deleteCredentials(trx: Trx, userIds: string[]): Promise<void> {
   if (userIds.length === 0) return
   await trx.deleteFrom('account').where('provider_id', '=', CREDENTIAL).where('user_id', 'in', userIds).execute()
 }
 
+/** A provider link that moved changes its owner only. */
 export async function upsertProviderAccounts(
-  trx: Transaction<Database>,
+  trx: Trx,
   rows: Array<{ id: string; userId: string; providerId: string; accountId: string }>,
   now: Date,
 ): Promise<void> {
-  if (rows.length === 0) return
-  await trx
-    .insertInto('account')
-    .columns(names(ACCOUNT_COLUMNS))
-    .expression(unnest(rows.map((r) => ({
-      id: r.id, user_id: r.userId, provider_id: r.providerId, account_id: r.accountId, password_hash: null as string | null,
-      created_at: now, updated_at: now,
-    })), ACCOUNT_COLUMNS))
-    .onConflict((oc) => oc.columns(['provider_id', 'account_id']).doUpdateSet((eb) => ({
-      user_id: eb.ref('excluded.user_id'),
+  await upsert(
+    trx,
+    'account',
+    ACCOUNT_COLUMNS,
+    rows.map((r) => ({
+      id: r.id,
+      user_id: r.userId,
+      provider_id: r.providerId,
+      account_id: r.accountId,
+      password_hash: null,
+      created_at: now,
       updated_at: now,
-    })))
-    .execute()
+    })),
+    { key: ['provider_id', 'account_id'], keep: ['id', 'password_hash', 'created_at'], touchedAt: now },
+  )
 }
 
 export interface JournalEntryValues {
@@ -219,28 +271,25 @@ export interface JournalEntryValues {
   updated_at: Date
 }
 
-export async function upsertJournalEntries(trx: Transaction<Database>, rows: JournalEntryValues[]): Promise<void> {
-  if (rows.length === 0) return
-  const columns = [
-    ['id', 'text'], ['user_id', 'text'], ['content', 'text'], ['mood', 'smallint'], ['mood_label', 'text'], ['tags', 'jsonb'],
-    ['entry_date', 'date'], ['prompt_id', 'text'], ['created_at', 'timestamptz'], ['updated_at', 'timestamptz'],
-  ] as const
-  await trx
-    .insertInto('journal_entry')
-    .columns(names(columns))
-    .expression(unnest(rows.map((r) => ({ ...r, tags: json(r.tags) })), columns))
-    .onConflict((oc) => oc.column('id').doUpdateSet((eb) => ({
-      user_id: eb.ref('excluded.user_id'),
-      content: eb.ref('excluded.content'),
-      mood: eb.ref('excluded.mood'),
-      mood_label: eb.ref('excluded.mood_label'),
-      tags: eb.ref('excluded.tags'),
-      entry_date: eb.ref('excluded.entry_date'),
-      prompt_id: eb.ref('excluded.prompt_id'),
-      ...({ created_at: sql`excluded.created_at` } as object),
-      updated_at: eb.ref('excluded.updated_at'),
-    })))
-    .execute()
+export async function upsertJournalEntries(trx: Trx, rows: JournalEntryValues[]): Promise<void> {
+  await upsert(
+    trx,
+    'journal_entry',
+    [
+      ['id', 'text'],
+      ['user_id', 'text'],
+      ['content', 'text'],
+      ['mood', 'smallint'],
+      ['mood_label', 'text'],
+      ['tags', 'jsonb'],
+      ['entry_date', 'date'],
+      ['prompt_id', 'text'],
+      ['created_at', 'timestamptz'],
+      ['updated_at', 'timestamptz'],
+    ],
+    rows.map((r) => ({ ...r, tags: json(r.tags) })),
+    { key: ['id'] },
+  )
 }
 
 export interface CompatibilityResultValues {
@@ -257,36 +306,32 @@ export interface CompatibilityResultValues {
   updated_at: Date
 }
 
-export async function upsertCompatibilityResults(trx: Transaction<Database>, rows: CompatibilityResultValues[]): Promise<void> {
-  if (rows.length === 0) return
-  const columns = [
-    ['id', 'text'], ['user_id', 'text'], ['partner', 'jsonb'], ['systems', 'jsonb'], ['score', 'smallint'], ['summary', 'jsonb'],
-    ['deep_insights', 'jsonb'], ['deep_insights_unlocked', 'boolean'], ['payment_id', 'text'],
-    ['created_at', 'timestamptz'], ['updated_at', 'timestamptz'],
-  ] as const
-  await trx
-    .insertInto('compatibility_result')
-    .columns(names(columns))
-    .expression(unnest(rows.map((r) => ({
+export async function upsertCompatibilityResults(trx: Trx, rows: CompatibilityResultValues[]): Promise<void> {
+  await upsert(
+    trx,
+    'compatibility_result',
+    [
+      ['id', 'text'],
+      ['user_id', 'text'],
+      ['partner', 'jsonb'],
+      ['systems', 'jsonb'],
+      ['score', 'smallint'],
+      ['summary', 'jsonb'],
+      ['deep_insights', 'jsonb'],
+      ['deep_insights_unlocked', 'boolean'],
+      ['payment_id', 'text'],
+      ['created_at', 'timestamptz'],
+      ['updated_at', 'timestamptz'],
+    ],
+    rows.map((r) => ({
       ...r,
       partner: json(r.partner),
       systems: json(r.systems),
       summary: json(r.summary),
       deep_insights: r.deep_insights === null ? null : json(r.deep_insights),
-    })), columns))
-    .onConflict((oc) => oc.column('id').doUpdateSet((eb) => ({
-      user_id: eb.ref('excluded.user_id'),
-      partner: eb.ref('excluded.partner'),
-      systems: eb.ref('excluded.systems'),
-      score: eb.ref('excluded.score'),
-      summary: eb.ref('excluded.summary'),
-      deep_insights: eb.ref('excluded.deep_insights'),
-      deep_insights_unlocked: eb.ref('excluded.deep_insights_unlocked'),
-      payment_id: eb.ref('excluded.payment_id'),
-      ...({ created_at: sql`excluded.created_at` } as object),
-      updated_at: eb.ref('excluded.updated_at'),
-    })))
-    .execute()
+    })),
+    { key: ['id'] },
+  )
 }
 
 export interface ConsentValues {
@@ -298,21 +343,19 @@ export interface ConsentValues {
   created_at: Date
 }
 
-export async function upsertConsents(trx: Transaction<Database>, rows: ConsentValues[]): Promise<void> {
-  if (rows.length === 0) return
-  const columns = [
-    ['id', 'text'], ['user_id', 'text'], ['type', 'text'], ['version', 'text'], ['granted', 'boolean'], ['created_at', 'timestamptz'],
-  ] as const
-  await trx
-    .insertInto('consent_record')
-    .columns(names(columns))
-    .expression(unnest(rows, columns))
-    .onConflict((oc) => oc.column('id').doUpdateSet((eb) => ({
-      user_id: eb.ref('excluded.user_id'),
-      type: eb.ref('excluded.type'),
-      version: eb.ref('excluded.version'),
-      granted: eb.ref('excluded.granted'),
-      ...({ created_at: sql`excluded.created_at` } as object),
-    })))
-    .execute()
+export async function upsertConsents(trx: Trx, rows: ConsentValues[]): Promise<void> {
+  await upsert(
+    trx,
+    'consent_record',
+    [
+      ['id', 'text'],
+      ['user_id', 'text'],
+      ['type', 'text'],
+      ['version', 'text'],
+      ['granted', 'boolean'],
+      ['created_at', 'timestamptz'],
+    ],
+    rows,
+    { key: ['id'] },
+  )
 }

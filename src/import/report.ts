@@ -11,7 +11,7 @@ export interface RowIssue {
   reason: string
 }
 
-export interface SectionCounts {
+interface SectionCounts {
   total: number
   created: number
   updated: number
@@ -32,7 +32,10 @@ export interface ImportReport {
   /** Per section; when not committed (dry run, strict), what a committed run would have done. */
   counts: Record<SectionName, SectionCounts>
   /** Users by the kind of password they arrived with, and how many must reset it. */
-  credentials: Record<'argon2' | 'scrypt' | 'bcrypt' | 'md5' | 'sha1' | 'sha256' | 'plain' | 'none' | 'resetRequired' | 'keptSinceChangedInApp', number>
+  credentials: Record<
+    'argon2' | 'scrypt' | 'bcrypt' | 'md5' | 'sha1' | 'sha256' | 'plain' | 'none' | 'resetRequired' | 'keptSinceChangedInApp',
+    number
+  >
   /** Users by stored role, and how many were mapped from `user` or from an unknown value. */
   roles: { member: number; admin: number; owner: number; mappedFromUser: number; unknownToMember: number }
   /** Rows not imported because they are invalid or conflict with the database. */
@@ -52,7 +55,11 @@ export function summarise(report: ImportReport): string {
   const lines: string[] = []
   const mode = report.dryRun
     ? ' (dry run: nothing written)'
-    : report.committed ? '' : report.strict && !report.error ? ' (--strict and rows rejected: nothing written)' : ' (not completed)'
+    : report.committed
+      ? ''
+      : report.strict && !report.error
+        ? ' (--strict and rows rejected: nothing written)'
+        : ' (not completed)'
   lines.push(`import of ${report.file}${mode} in ${(report.durationMs / 1000).toFixed(1)} s`)
   for (const [section, c] of Object.entries(report.counts)) {
     if (c.total === 0) continue

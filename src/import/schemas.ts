@@ -1,4 +1,4 @@
-// The import format (API.md §6), one zod schema per row. Rows are validated one by one so that a
+// The import format (docs/import.md), one zod schema per row. Rows are validated one by one so that a
 // bad row is reported and the rest still import. Output values are normalised (emails lowercased,
 // date-times as ISO UTC) so that the same source always yields the same digest.
 import { z } from 'zod'
@@ -17,7 +17,7 @@ const dateTime = z.iso
 const calendarDate = z.iso.date({ error: 'not a valid YYYY-MM-DD date' })
 const json = z.record(z.string(), z.unknown())
 
-export const importUserSchema = z.object({
+const importUserSchema = z.object({
   id,
   email: z.string().trim().toLowerCase().max(254, 'longer than 254 characters').pipe(z.email('invalid email')),
   name: orDefault(z.string().max(500), ''),
@@ -31,13 +31,13 @@ export const importUserSchema = z.object({
   password: orDefault(z.object({ algorithm: z.string().trim().toLowerCase(), hash: orDefault(z.string(), null) }), null),
 })
 
-export const importAccountSchema = z.object({
+const importAccountSchema = z.object({
   userId: id,
   providerId: z.string(),
   accountId: z.string().min(1, 'must not be empty').max(255, 'longer than 255 characters'),
 })
 
-export const importJournalEntrySchema = z.object({
+const importJournalEntrySchema = z.object({
   id,
   userId: id,
   content: z.string().min(1, 'must not be empty'),
@@ -54,13 +54,16 @@ export const importJournalEntrySchema = z.object({
 const partner = z.looseObject({
   name: z.string().min(1, 'must not be empty'),
   birthDate: calendarDate,
-  birthTime: z.string().regex(/^([01][0-9]|2[0-3]):[0-5][0-9]$/, 'not HH:MM').optional(),
+  birthTime: z
+    .string()
+    .regex(/^([01][0-9]|2[0-3]):[0-5][0-9]$/, 'not HH:MM')
+    .optional(),
   birthPlace: z
     .looseObject({ name: z.string(), latitude: z.number().min(-90).max(90), longitude: z.number().min(-180).max(180) })
     .optional(),
 })
 
-export const importCompatibilityResultSchema = z.object({
+const importCompatibilityResultSchema = z.object({
   id,
   userId: id,
   partner,
@@ -74,7 +77,7 @@ export const importCompatibilityResultSchema = z.object({
   updatedAt: orDefault(dateTime, null),
 })
 
-export const importConsentSchema = z.object({
+const importConsentSchema = z.object({
   id: orDefault(id, null),
   userId: id,
   type: z.enum(CONSENT_TYPES, { error: `not one of ${CONSENT_TYPES.join(', ')}` }),

@@ -1,9 +1,9 @@
 // One import run: parse the export, compare it with the database, hash what must be hashed, write
 // (unless dry run, or strict with rejections), and report every row that was not imported.
-import type { Kysely } from 'kysely'
-import type { Database } from '../../db/index.js'
-import { recordAudit } from '../shared/audit.js'
+import type { DB } from '../../db/index.js'
 import type { PasswordHasher } from '../auth/password/password.js'
+import { recordAudit } from '../shared/audit.js'
+import { systemClock } from '../shared/clock.js'
 import { requiresReset, storedCredential } from './credentials.js'
 import { parseDocument } from './parse.js'
 import { mapLimit, planImport, type Action, type ImportPlan } from './plan.js'
@@ -12,7 +12,7 @@ import { emptyCounts, type ImportReport, type RowIssue } from './report.js'
 import { SECTIONS, type SectionName } from './schemas.js'
 import { writePlan } from './write.js'
 
-export interface ImportOptions {
+interface ImportOptions {
   /** Shown in the report and the audit event. */
   file: string
   dryRun?: boolean
@@ -27,12 +27,12 @@ export interface ImportOptions {
 export const DEFAULT_BATCH_SIZE = 1000
 
 export async function runImport(
-  db: Kysely<Database>,
+  db: DB,
   hasher: PasswordHasher,
   document: unknown,
   options: ImportOptions,
 ): Promise<ImportReport> {
-  const now = options.now ?? (() => new Date())
+  const now = options.now ?? systemClock.now
   const progress = options.progress ?? silentProgress
   const batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE
   const dryRun = options.dryRun ?? false
@@ -44,7 +44,14 @@ export async function runImport(
 
   const report = (committed: boolean, extra: { refused?: RowIssue[]; error?: string } = {}): ImportReport =>
     buildReport(plan, parsed.totals, {
-      file: options.file, dryRun, strict, committed, startedAt, finishedAt: now(), refused: extra.refused ?? [], error: extra.error,
+      file: options.file,
+      dryRun,
+      strict,
+      committed,
+      startedAt,
+      finishedAt: now(),
+      refused: extra.refused ?? [],
+      error: extra.error,
     })
 
   if (dryRun) return report(false)
@@ -62,14 +69,19 @@ export async function runImport(
 
   try {
     const refused = await writePlan(db, plan, {
-      strict, batchSize, parallel: options.parallel ?? 1, progress, now: startedAt,
-      audit: (trx, refused) => recordAudit(trx, {
-        actorId: null,
-        action: 'import.completed',
-        targetType: 'import',
-        targetId: null,
-        details: { file: options.file, strict, counts: report(true, { refused }).counts },
-      }),
+      strict,
+      batchSize,
+      parallel: options.parallel ?? 1,
+      progress,
+      now: startedAt,
+      audit: (trx, refused) =>
+        recordAudit(trx, {
+          actorId: null,
+          action: 'import.completed',
+          targetType: 'import',
+          targetId: null,
+          details: { file: options.file, strict, counts: report(true, { refused }).counts },
+        }),
     })
     return report(true, { refused })
   } catch (err) {
@@ -83,31 +95,54 @@ export async function runImport(
 }
 
 const SECTION_OF_PLAN: Record<SectionName, keyof Pick<ImportPlan, SectionName>> = {
-  users: 'users', accounts: 'accounts', journalEntries: 'journalEntries', compatibilityResults: 'compatibilityResults', consents: 'consents',
+  users: 'users',
+  accounts: 'accounts',
+  journalEntries: 'journalEntries',
+  compatibilityResults: 'compatibilityResults',
+  consents: 'consents',
 }
 
 function buildReport(
   plan: ImportPlan,
   totals: Record<SectionName, number>,
-  run: { file: string; dryRun: boolean; strict: boolean; committed: boolean; startedAt: Date; finishedAt: Date; refused: RowIssue[]; error?: string },
+  run: {
+    file: string
+    dryRun: boolean
+    strict: boolean
+    committed: boolean
+    startedAt: Date
+    finishedAt: Date
+    refused: RowIssue[]
+    error?: string
+  },
 ): ImportReport {
   const rejected = sortIssues([...plan.rejected, ...run.refused])
   const skipped = sortIssues(plan.skipped)
-  const counts = Object.fromEntries(SECTIONS.map((section) => {
-    const c = emptyCounts()
-    c.total = totals[section]
-    for (const item of plan[SECTION_OF_PLAN[section]] as Array<{ action: Action }>) {
-      if (item.action === 'create') c.created++
-      else if (item.action === 'update') c.updated++
-      else if (item.action === 'unchanged') c.unchanged++
-    }
-    c.rejected = rejected.filter((r) => r.section === section).length
-    c.skipped = skipped.filter((r) => r.section === section).length
-    return [section, c]
-  })) as ImportReport['counts']
+  const counts = Object.fromEntries(
+    SECTIONS.map((section) => {
+      const c = emptyCounts()
+      c.total = totals[section]
+      for (const item of plan[SECTION_OF_PLAN[section]] as Array<{ action: Action }>) {
+        if (item.action === 'create') c.created++
+        else if (item.action === 'update') c.updated++
+        else if (item.action === 'unchanged') c.unchanged++
+      }
+      c.rejected = rejected.filter((r) => r.section === section).length
+      c.skipped = skipped.filter((r) => r.section === section).length
+      return [section, c]
+    }),
+  ) as ImportReport['counts']
 
   const credentials: ImportReport['credentials'] = {
-    argon2: 0, scrypt: 0, bcrypt: 0, md5: 0, sha1: 0, sha256: 0, plain: 0, none: 0, resetRequired: 0,
+    argon2: 0,
+    scrypt: 0,
+    bcrypt: 0,
+    md5: 0,
+    sha1: 0,
+    sha256: 0,
+    plain: 0,
+    none: 0,
+    resetRequired: 0,
     keptSinceChangedInApp: plan.keptSinceChangedInApp,
   }
   const roles: ImportReport['roles'] = { member: 0, admin: 0, owner: 0, mappedFromUser: 0, unknownToMember: 0 }

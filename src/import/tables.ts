@@ -5,7 +5,7 @@ type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>
 
 export type ImportSection = 'user' | 'account' | 'journal_entry' | 'compatibility_result' | 'consent'
 
-export interface ImportRecordTable {
+interface ImportRecordTable {
   section: ImportSection
   source_key: string
   source_digest: string | null

@@ -1,8 +1,7 @@
 // Writes a plan: one transaction per batch, or one transaction for everything (--strict). A batch
 // the database refuses is retried row by row, so one bad row costs only itself.
-import type { Kysely, Transaction } from 'kysely'
-import type { Database } from '../../db/index.js'
-import { recordAudit } from '../shared/audit.js'
+import type { DB, Trx } from '../../db/index.js'
+import { todayUtc } from '../shared/dates.js'
 import { newId } from '../shared/ids.js'
 import { digestOfStored, requiresReset } from './credentials.js'
 import type { ImportPlan, RowPlan, UserPlan } from './plan.js'
@@ -23,8 +22,6 @@ import type { RowIssue } from './report.js'
 import type { SectionName } from './schemas.js'
 import type { ImportSection } from './tables.js'
 
-type Trx = Transaction<Database>
-
 interface Step<T> {
   section: SectionName
   items: T[]
@@ -40,33 +37,69 @@ function usersStep(plan: ImportPlan, now: Date): Step<UserPlan> {
     section: 'users',
     items: plan.users.filter((u) => u.action === 'create' || u.action === 'update'),
     issueOf: (u) => ({ section: 'users', index: u.parsed.index, id: u.parsed.key }),
-    fail: (u) => { u.action = 'failed' },
+    fail: (u) => {
+      u.action = 'failed'
+    },
     write: async (trx, items) => {
       const profiles = items.filter((u) => u.action === 'create' || u.profile === 'write')
-      await upsertUsers(trx, profiles.map((u) => {
-        const row = u.parsed.row
-        const createdAt = dateOr(row.createdAt, now)
-        return {
-          id: row.id, name: row.name, email: row.email, email_verified: row.emailVerified, image: row.image,
-          role: row.role, plan: row.plan, plan_expires_at: row.planExpiresAt ? new Date(row.planExpiresAt) : null,
-          password_reset_required: requiresReset(u.parsed.credential),
-          created_at: createdAt,
-          updated_at: u.action === 'create' ? dateOr(row.updatedAt, createdAt) : now,
-        }
-      }), now)
+      await upsertUsers(
+        trx,
+        profiles.map((u) => {
+          const row = u.parsed.row
+          const createdAt = dateOr(row.createdAt, now)
+          return {
+            id: row.id,
+            name: row.name,
+            email: row.email,
+            email_verified: row.emailVerified,
+            image: row.image,
+            role: row.role,
+            plan: row.plan,
+            plan_expires_at: row.planExpiresAt ? new Date(row.planExpiresAt) : null,
+            password_reset_required: requiresReset(u.parsed.credential),
+            created_at: createdAt,
+            updated_at: u.action === 'create' ? dateOr(row.updatedAt, createdAt) : now,
+          }
+        }),
+        now,
+      )
       const written = items.filter((u) => u.credential === 'write')
-      await upsertCredentials(trx, written.map((u) => ({ id: newId(), userId: u.parsed.key, passwordHash: u.stored! })), now)
+      await upsertCredentials(
+        trx,
+        written.map((u) => ({ id: newId(), userId: u.parsed.key, passwordHash: u.stored! })),
+        now,
+      )
       const deleted = items.filter((u) => u.credential === 'delete')
-      await deleteCredentials(trx, deleted.map((u) => u.parsed.key))
+      await deleteCredentials(
+        trx,
+        deleted.map((u) => u.parsed.key),
+      )
       // On an existing user the reset flag follows the credential just written.
       const existing = [...written, ...deleted].filter((u) => u.action === 'update')
-      await setResetFlags(trx, existing.filter((u) => u.credential === 'write' && requiresReset(u.parsed.credential)).map((u) => u.parsed.key), true, now)
-      await setResetFlags(trx, existing.filter((u) => u.credential === 'delete' || !requiresReset(u.parsed.credential)).map((u) => u.parsed.key), false, now)
+      await setResetFlags(
+        trx,
+        existing.filter((u) => u.credential === 'write' && requiresReset(u.parsed.credential)).map((u) => u.parsed.key),
+        true,
+        now,
+      )
+      await setResetFlags(
+        trx,
+        existing.filter((u) => u.credential === 'delete' || !requiresReset(u.parsed.credential)).map((u) => u.parsed.key),
+        false,
+        now,
+      )
       // One record per user: the profile's digest and the digest of the credential last written.
-      await upsertImportRecords(trx, items.map((u) => ({
-        section: 'user' as const, key: u.parsed.key, sourceDigest: u.parsed.digest,
-        writtenDigest: u.credential === 'write' ? digestOfStored(u.stored!) : u.credential === 'delete' ? null : u.writtenDigest,
-      })), now)
+      await upsertImportRecords(
+        trx,
+        items.map((u) => ({
+          section: 'user' as const,
+          key: u.parsed.key,
+          sourceDigest: u.parsed.digest,
+          writtenDigest:
+            u.credential === 'write' ? digestOfStored(u.stored!) : u.credential === 'delete' ? null : u.writtenDigest,
+        })),
+        now,
+      )
     },
   }
 }
@@ -80,51 +113,87 @@ function rowsStep<T extends { userId: string }>(
     section,
     items: rows.filter((r) => r.action === 'create' || r.action === 'update'),
     issueOf: (r) => ({ section, index: r.parsed.index, id: r.parsed.id, userId: r.parsed.row.userId }),
-    fail: (r) => { r.action = 'failed' },
+    fail: (r) => {
+      r.action = 'failed'
+    },
     write,
   }
 }
 
+// biome-ignore lint/suspicious/noExplicitAny: each step has its own row type; writePlan runs them all alike
 function steps(plan: ImportPlan, now: Date): Array<Step<any>> {
-  const records = (section: ImportSection) =>
-    (trx: Trx, items: RowPlan<unknown>[]) =>
-      upsertImportRecords(trx, items.map((r) => ({ section, key: r.parsed.key, sourceDigest: r.parsed.digest })), now)
+  const records = (section: ImportSection) => (trx: Trx, items: RowPlan<unknown>[]) =>
+    upsertImportRecords(
+      trx,
+      items.map((r) => ({ section, key: r.parsed.key, sourceDigest: r.parsed.digest })),
+      now,
+    )
   return [
     usersStep(plan, now),
     rowsStep('accounts', plan.accounts, async (trx, items) => {
-      await upsertProviderAccounts(trx, items.map(({ parsed: { row } }) => ({ id: newId(), ...row })), now)
+      await upsertProviderAccounts(
+        trx,
+        items.map(({ parsed: { row } }) => ({ id: newId(), ...row })),
+        now,
+      )
       await records('account')(trx, items)
     }),
     rowsStep('journalEntries', plan.journalEntries, async (trx, items) => {
-      await upsertJournalEntries(trx, items.map(({ parsed: { row }, action }) => {
-        const createdAt = dateOr(row.createdAt, now)
-        return {
-          id: row.id, user_id: row.userId, content: row.content, mood: row.mood, mood_label: row.moodLabel, tags: row.tags,
-          // Without a calendar date, the entry belongs to the UTC day it was written.
-          entry_date: row.entryDate ?? createdAt.toISOString().slice(0, 10),
-          prompt_id: row.promptId, created_at: createdAt,
-          updated_at: action === 'create' ? dateOr(row.updatedAt, createdAt) : now,
-        }
-      }))
+      await upsertJournalEntries(
+        trx,
+        items.map(({ parsed: { row }, action }) => {
+          const createdAt = dateOr(row.createdAt, now)
+          return {
+            id: row.id,
+            user_id: row.userId,
+            content: row.content,
+            mood: row.mood,
+            mood_label: row.moodLabel,
+            tags: row.tags,
+            // Without a calendar date, the entry belongs to the UTC day it was written.
+            entry_date: row.entryDate ?? todayUtc(createdAt),
+            prompt_id: row.promptId,
+            created_at: createdAt,
+            updated_at: action === 'create' ? dateOr(row.updatedAt, createdAt) : now,
+          }
+        }),
+      )
       await records('journal_entry')(trx, items)
     }),
     rowsStep('compatibilityResults', plan.compatibilityResults, async (trx, items) => {
-      await upsertCompatibilityResults(trx, items.map(({ parsed: { row }, action }) => {
-        const createdAt = dateOr(row.createdAt, now)
-        return {
-          id: row.id, user_id: row.userId, partner: row.partner, systems: row.systems, score: row.score,
-          summary: row.summary, deep_insights: row.deepInsights, deep_insights_unlocked: row.deepInsightsUnlocked,
-          payment_id: row.paymentId, created_at: createdAt,
-          updated_at: action === 'create' ? dateOr(row.updatedAt, createdAt) : now,
-        }
-      }))
+      await upsertCompatibilityResults(
+        trx,
+        items.map(({ parsed: { row }, action }) => {
+          const createdAt = dateOr(row.createdAt, now)
+          return {
+            id: row.id,
+            user_id: row.userId,
+            partner: row.partner,
+            systems: row.systems,
+            score: row.score,
+            summary: row.summary,
+            deep_insights: row.deepInsights,
+            deep_insights_unlocked: row.deepInsightsUnlocked,
+            payment_id: row.paymentId,
+            created_at: createdAt,
+            updated_at: action === 'create' ? dateOr(row.updatedAt, createdAt) : now,
+          }
+        }),
+      )
       await records('compatibility_result')(trx, items)
     }),
     rowsStep('consents', plan.consents, async (trx, items) => {
-      await upsertConsents(trx, items.map(({ parsed: { row } }) => ({
-        id: row.id, user_id: row.userId, type: row.type, version: row.version, granted: row.granted,
-        created_at: dateOr(row.createdAt, now),
-      })))
+      await upsertConsents(
+        trx,
+        items.map(({ parsed: { row } }) => ({
+          id: row.id,
+          user_id: row.userId,
+          type: row.type,
+          version: row.version,
+          granted: row.granted,
+          created_at: dateOr(row.createdAt, now),
+        })),
+      )
       await records('consent')(trx, items)
     }),
   ]
@@ -139,7 +208,7 @@ function rowError(err: unknown): string | null {
   return `refused by the database: ${e.message ?? e.code}`
 }
 
-export interface WriteOptions {
+interface WriteOptions {
   strict: boolean
   batchSize: number
   /** Batch transactions in flight at once (not with `strict`: that is one transaction). */
@@ -154,7 +223,7 @@ export interface WriteOptions {
  * Writes every create/update of the plan. Rows refused at write time are marked failed and
  * returned. With `strict`, one transaction: any refusal rolls everything back and is thrown.
  */
-export async function writePlan(db: Kysely<Database>, plan: ImportPlan, options: WriteOptions): Promise<RowIssue[]> {
+export async function writePlan(db: DB, plan: ImportPlan, options: WriteOptions): Promise<RowIssue[]> {
   const { batchSize, progress } = options
   const all = steps(plan, options.now)
   if (options.strict) {

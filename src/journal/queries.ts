@@ -1,10 +1,8 @@
-import type { Kysely, Transaction } from 'kysely'
-import type { Database } from '../../db/schema.js'
+// SQL of the journal. Every write of a member names the owner, so an id never reaches another's row.
+import { sql, type Insertable, type Updateable } from 'kysely'
+import type { Executor } from '../../db/index.js'
 import { newestFirst, type PageRequest } from '../shared/pagination.js'
 import type { JournalEntryRow, JournalEntryTable } from './tables.js'
-import type { Insertable, Updateable } from 'kysely'
-import type { Executor } from '../../db/index.js'
-
 
 export async function insertEntry(db: Executor, values: Insertable<JournalEntryTable>): Promise<JournalEntryRow> {
   return db.insertInto('journal_entry').values(values).returningAll().executeTakeFirstOrThrow()
@@ -14,7 +12,6 @@ export async function findEntry(db: Executor, id: string): Promise<JournalEntryR
   return db.selectFrom('journal_entry').selectAll().where('id', '=', id).executeTakeFirst()
 }
 
-/** Updates only the user's own entry: a member's id never reaches somebody else's row. */
 export async function updateOwnEntry(
   db: Executor,
   userId: string,
@@ -31,15 +28,11 @@ export async function updateOwnEntry(
 }
 
 export async function deleteOwnEntry(db: Executor, userId: string, id: string): Promise<boolean> {
-  const result = await db
-    .deleteFrom('journal_entry')
-    .where('id', '=', id)
-    .where('user_id', '=', userId)
-    .executeTakeFirst()
+  const result = await db.deleteFrom('journal_entry').where('id', '=', id).where('user_id', '=', userId).executeTakeFirst()
   return result.numDeletedRows > 0n
 }
 
-export interface EntryFilter {
+interface EntryFilter {
   from?: string
   to?: string
   mood?: number
@@ -56,4 +49,14 @@ export async function listEntriesOf(
   if (options.to) query = query.where('entry_date', '<=', options.to)
   if (options.mood !== undefined) query = query.where('mood', '=', options.mood)
   return newestFirst(query, options).execute()
+}
+
+/** The user's profile locale. The column belongs to the profile domain (migration 0002_profile). */
+export async function findUserLocale(db: Executor, userId: string): Promise<string | null> {
+  const row = await db
+    .selectFrom('user')
+    .select(sql<string | null>`locale`.as('locale'))
+    .where('id', '=', userId)
+    .executeTakeFirst()
+  return row?.locale ?? null
 }

@@ -3,24 +3,28 @@ import type { FastifyInstance } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import { currentUser } from '../auth/guard.js'
-import { ErrorSchema } from '../auth/schemas.js'
+import { ErrorSchema } from '../shared/errors.js'
+import { contextOf } from '../shared/context.js'
+import { IdParams } from '../shared/validation.js'
 import {
   CreateEntryBody,
   EntryPageSchema,
   EntrySchema,
-  IdParams,
   ListEntriesQuery,
   PromptSchema,
   TodayPromptQuery,
+  toEntryJson,
+  toEntryPageJson,
   UpdateEntryBody,
 } from './schemas.js'
-import { createEntry, deleteEntry, listEntries, readEntry, todayPrompt, updateEntry } from './service.js'
+import { createEntry, deleteEntry, listEntries, readEntry, todayPrompt, updateEntry, type JournalDeps } from './service.js'
 
 const tags = ['journal']
 const errors = { 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema }
 
 export default async function journalRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>()
+  const deps: JournalDeps = { db: fastify.db, clock: fastify.clock }
 
   app.post(
     '/api/v1/journal/entries',
@@ -34,8 +38,8 @@ export default async function journalRoutes(fastify: FastifyInstance) {
       },
     },
     async (request, reply) => {
-      const entry = await createEntry(app, currentUser(request), request.body)
-      return reply.code(201).send(entry)
+      const entry = await createEntry(deps, contextOf(request), currentUser(request), request.body)
+      return reply.code(201).send(toEntryJson(entry))
     },
   )
 
@@ -45,12 +49,12 @@ export default async function journalRoutes(fastify: FastifyInstance) {
       schema: {
         operationId: 'listEntries',
         tags,
-        summary: 'The user\'s entries, newest first, by cursor',
+        summary: "The user's entries, newest first, by cursor",
         querystring: ListEntriesQuery,
         response: { 200: EntryPageSchema, ...errors },
       },
     },
-    async (request) => listEntries(app, currentUser(request), request.query),
+    async (request) => toEntryPageJson(await listEntries(deps, contextOf(request), request.query)),
   )
 
   app.get(
@@ -64,7 +68,7 @@ export default async function journalRoutes(fastify: FastifyInstance) {
         response: { 200: EntrySchema, ...errors },
       },
     },
-    async (request) => readEntry(app, currentUser(request), request.params.id, request.ip),
+    async (request) => toEntryJson(await readEntry(deps, contextOf(request), currentUser(request), request.params.id)),
   )
 
   app.patch(
@@ -73,13 +77,13 @@ export default async function journalRoutes(fastify: FastifyInstance) {
       schema: {
         operationId: 'updateEntry',
         tags,
-        summary: 'Change some fields of the user\'s entry',
+        summary: "Change some fields of the user's entry",
         params: IdParams,
         body: UpdateEntryBody,
         response: { 200: EntrySchema, ...errors },
       },
     },
-    async (request) => updateEntry(app, currentUser(request), request.params.id, request.body),
+    async (request) => toEntryJson(await updateEntry(deps, contextOf(request), request.params.id, request.body)),
   )
 
   app.delete(
@@ -88,13 +92,13 @@ export default async function journalRoutes(fastify: FastifyInstance) {
       schema: {
         operationId: 'deleteEntry',
         tags,
-        summary: 'Delete the user\'s entry',
+        summary: "Delete the user's entry",
         params: IdParams,
         response: { 204: z.null().describe('Deleted'), ...errors },
       },
     },
     async (request, reply) => {
-      await deleteEntry(app, currentUser(request), request.params.id)
+      await deleteEntry(deps, contextOf(request), request.params.id)
       return reply.code(204).send(null)
     },
   )
@@ -110,6 +114,6 @@ export default async function journalRoutes(fastify: FastifyInstance) {
         response: { 200: PromptSchema, 400: ErrorSchema, 401: ErrorSchema },
       },
     },
-    async (request) => todayPrompt(app, currentUser(request), request.query),
+    async (request) => todayPrompt(deps, contextOf(request), request.query),
   )
 }

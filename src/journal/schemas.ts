@@ -1,30 +1,7 @@
 import { z } from 'zod'
-import { CursorParam, Limit } from '../shared/pagination.js'
-
-// Postgres text cannot hold NUL, and a lone surrogate cannot be stored as UTF-8 or in jsonb:
-// refused here so they are a 400, never a database error.
-const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
-export const isStorableText = (s: string): boolean => !UNSTORABLE.test(s)
-
-export const PlainText = (min: number, max: number) =>
-  z.string().trim().min(min).max(max).refine(isStorableText, { message: 'Contains characters that cannot be stored' })
-
-function isRealDate(s: string): boolean {
-  const [y, m, d] = s.split('-').map(Number) as [number, number, number]
-  const date = new Date(Date.UTC(y, m - 1, d))
-  return date.getUTCFullYear() === y && date.getUTCMonth() === m - 1 && date.getUTCDate() === d
-}
-
-/** A calendar date `YYYY-MM-DD` that exists (no 2023-02-29), years 1900..2999. */
-export const CalendarDate = z
-  .string()
-  .regex(/^(19|2\d)\d{2}-\d{2}-\d{2}$/, { message: 'Expected a date YYYY-MM-DD' })
-  .refine(isRealDate, { message: 'Not a real calendar date' })
-
-export const todayUtc = (now: Date): string => now.toISOString().slice(0, 10)
-
-// Printable ASCII only: a NUL or stray byte in an id would be a database error, not a 404.
-export const IdParams = z.strictObject({ id: z.string().regex(/^[\x21-\x7e]{1,200}$/, { message: 'Not an id' }) })
+import { CursorParam, Limit, type Page } from '../shared/pagination.js'
+import { CalendarDate, PlainText } from '../shared/validation.js'
+import type { JournalEntry } from './service.js'
 
 const Mood = z.number().int().min(1).max(5)
 const MoodLabel = PlainText(1, 50)
@@ -85,7 +62,7 @@ export const TodayPromptQuery = z.strictObject({
     .max(35)
     .optional()
     .describe('id or en (regional tags such as id-ID are accepted); defaults to the profile locale, else en'),
-  date: CalendarDate.optional().describe('The client\'s local date; defaults to today (UTC)'),
+  date: CalendarDate.optional().describe("The client's local date; defaults to today (UTC)"),
 })
 
 export const PromptSchema = z
@@ -95,4 +72,13 @@ export const PromptSchema = z
 export type CreateEntryInput = z.infer<typeof CreateEntryBody>
 export type UpdateEntryInput = z.infer<typeof UpdateEntryBody>
 export type ListEntriesInput = z.infer<typeof ListEntriesQuery>
-export type EntryJson = z.infer<typeof EntrySchema>
+export type TodayPromptInput = z.infer<typeof TodayPromptQuery>
+type EntryJson = z.infer<typeof EntrySchema>
+
+export const toEntryJson = (entry: JournalEntry): EntryJson => ({
+  ...entry,
+  createdAt: entry.createdAt.toISOString(),
+  updatedAt: entry.updatedAt.toISOString(),
+})
+
+export const toEntryPageJson = (page: Page<JournalEntry>) => ({ items: page.items.map(toEntryJson), nextCursor: page.nextCursor })

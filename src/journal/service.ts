@@ -1,41 +1,65 @@
 // Journal rules: entries are counted against the plan in the transaction that stores them, and a
 // member only ever reaches their own entries.
-import type { FastifyInstance } from 'fastify'
-import { sql } from 'kysely'
-import { json } from '../../db/index.js'
+import { json, type DB } from '../../db/index.js'
 import type { SessionUser } from '../auth/session/sessions.js'
+import type { Clock } from '../shared/clock.js'
+import { signedIn, type RequestContext } from '../shared/context.js'
+import { todayUtc } from '../shared/dates.js'
 import { notFound } from '../shared/errors.js'
 import { newId } from '../shared/ids.js'
-import { consumeUsage } from '../usage/service.js'
-import { byCreatedAt, toPage, type Page } from '../shared/pagination.js'
 import { authorizeRead } from '../shared/moderation.js'
-import { promptLocale, promptOfDay } from './prompts.js'
-import { deleteOwnEntry, findEntry, insertEntry, listEntriesOf, updateOwnEntry } from './queries.js'
-import { todayUtc, type CreateEntryInput, type EntryJson, type ListEntriesInput, type UpdateEntryInput } from './schemas.js'
+import { byCreatedAt, toPage, type Page } from '../shared/pagination.js'
+import { consumeUsage } from '../usage/service.js'
+import { promptLocale, promptOfDay, type DailyPrompt } from './prompts.js'
+import { deleteOwnEntry, findEntry, findUserLocale, insertEntry, listEntriesOf, updateOwnEntry } from './queries.js'
+import type { CreateEntryInput, ListEntriesInput, TodayPromptInput, UpdateEntryInput } from './schemas.js'
 import type { JournalEntryRow } from './tables.js'
+
+export interface JournalDeps {
+  db: DB
+  clock: Clock
+}
+
+export interface JournalEntry {
+  id: string
+  userId: string
+  content: string
+  mood: number
+  moodLabel: string | null
+  tags: string[]
+  /** 'YYYY-MM-DD' */
+  entryDate: string
+  promptId: string | null
+  createdAt: Date
+  updatedAt: Date
+}
 
 const ENTRY = 'Journal entry'
 
-export function toEntryJson(row: JournalEntryRow): EntryJson {
-  return {
-    id: row.id,
-    userId: row.user_id,
-    content: row.content,
-    mood: row.mood,
-    moodLabel: row.mood_label,
-    tags: row.tags,
-    entryDate: row.entry_date,
-    promptId: row.prompt_id,
-    createdAt: row.created_at.toISOString(),
-    updatedAt: row.updated_at.toISOString(),
-  }
-}
+const toEntry = (row: JournalEntryRow): JournalEntry => ({
+  id: row.id,
+  userId: row.user_id,
+  content: row.content,
+  mood: row.mood,
+  moodLabel: row.mood_label,
+  tags: row.tags,
+  entryDate: row.entry_date,
+  promptId: row.prompt_id,
+  createdAt: row.created_at,
+  updatedAt: row.updated_at,
+})
 
 const uniqueTags = (tags: string[]): string[] => [...new Set(tags)]
 
-export async function createEntry(app: FastifyInstance, user: SessionUser, input: CreateEntryInput): Promise<EntryJson> {
-  const now = app.clock.now()
-  const row = await app.db.transaction().execute(async (trx) => {
+/** An entry of the signed-in `user`, whose plan decides whether it is within the day's limit. */
+export async function createEntry(
+  deps: JournalDeps,
+  _ctx: RequestContext,
+  user: SessionUser,
+  input: CreateEntryInput,
+): Promise<JournalEntry> {
+  const now = deps.clock.now()
+  const row = await deps.db.transaction().execute(async (trx) => {
     // Counted first and rolled back with the insert: a refused or failed entry costs nothing.
     await consumeUsage(trx, user, 'journalEntries', 1, now)
     return insertEntry(trx, {
@@ -51,60 +75,58 @@ export async function createEntry(app: FastifyInstance, user: SessionUser, input
       updated_at: now,
     })
   })
-  return toEntryJson(row)
+  return toEntry(row)
 }
 
-export async function readEntry(app: FastifyInstance, viewer: SessionUser, id: string, ip: string): Promise<EntryJson> {
-  const row = await findEntry(app.db, id)
+/** The owner's entry; any entry for an admin or owner `viewer`, audited. */
+export async function readEntry(deps: JournalDeps, ctx: RequestContext, viewer: SessionUser, id: string): Promise<JournalEntry> {
+  const row = await findEntry(deps.db, id)
   if (!row) throw notFound(ENTRY)
-  await authorizeRead(app, viewer, {
-    ownerId: row.user_id,
-    targetType: 'journal_entry',
-    targetId: row.id,
-    action: 'journal.entry.read_by_admin',
-    what: ENTRY,
-  }, ip)
-  return toEntryJson(row)
+  await authorizeRead(
+    deps,
+    viewer,
+    {
+      ownerId: row.user_id,
+      targetType: 'journal_entry',
+      targetId: row.id,
+      action: 'journal.entry.read_by_admin',
+      what: ENTRY,
+    },
+    ctx.ip,
+  )
+  return toEntry(row)
 }
 
-export async function updateEntry(app: FastifyInstance, user: SessionUser, id: string, input: UpdateEntryInput): Promise<EntryJson> {
-  const row = await updateOwnEntry(app.db, user.id, id, {
+export async function updateEntry(
+  deps: JournalDeps,
+  ctx: RequestContext,
+  id: string,
+  input: UpdateEntryInput,
+): Promise<JournalEntry> {
+  const row = await updateOwnEntry(deps.db, signedIn(ctx), id, {
     ...(input.content !== undefined && { content: input.content }),
     ...(input.mood !== undefined && { mood: input.mood }),
     ...(input.moodLabel !== undefined && { mood_label: input.moodLabel }),
     ...(input.tags !== undefined && { tags: json(uniqueTags(input.tags)) }),
     ...(input.entryDate !== undefined && { entry_date: input.entryDate }),
     ...(input.promptId !== undefined && { prompt_id: input.promptId }),
-    updated_at: app.clock.now(),
+    updated_at: deps.clock.now(),
   })
   if (!row) throw notFound(ENTRY)
-  return toEntryJson(row)
+  return toEntry(row)
 }
 
-export async function deleteEntry(app: FastifyInstance, user: SessionUser, id: string): Promise<void> {
-  if (!(await deleteOwnEntry(app.db, user.id, id))) throw notFound(ENTRY)
+export async function deleteEntry(deps: JournalDeps, ctx: RequestContext, id: string): Promise<void> {
+  if (!(await deleteOwnEntry(deps.db, signedIn(ctx), id))) throw notFound(ENTRY)
 }
 
-export async function listEntries(app: FastifyInstance, user: SessionUser, query: ListEntriesInput): Promise<Page<EntryJson>> {
-  const rows = await listEntriesOf(app.db, user.id, query)
-  return toPage(rows, query.limit, toEntryJson, byCreatedAt)
+export async function listEntries(deps: JournalDeps, ctx: RequestContext, query: ListEntriesInput): Promise<Page<JournalEntry>> {
+  const rows = await listEntriesOf(deps.db, signedIn(ctx), query)
+  return toPage(rows, query.limit, toEntry, byCreatedAt)
 }
 
-export async function todayPrompt(
-  app: FastifyInstance,
-  user: SessionUser,
-  query: { locale?: string; date?: string },
-) {
-  const locale = query.locale ?? (await profileLocale(app, user.id))
-  return promptOfDay(query.date ?? todayUtc(app.clock.now()), promptLocale(locale))
-}
-
-// The locale column belongs to the profile domain (migration 0002_profile).
-async function profileLocale(app: FastifyInstance, userId: string): Promise<string | null> {
-  const row = await app.db
-    .selectFrom('user')
-    .select(sql<string | null>`locale`.as('locale'))
-    .where('id', '=', userId)
-    .executeTakeFirst()
-  return row?.locale ?? null
+/** The asked locale, else the user's profile locale, else English; the asked date, else today (UTC). */
+export async function todayPrompt(deps: JournalDeps, ctx: RequestContext, query: TodayPromptInput): Promise<DailyPrompt> {
+  const locale = query.locale ?? (await findUserLocale(deps.db, signedIn(ctx)))
+  return promptOfDay(query.date ?? todayUtc(deps.clock.now()), promptLocale(locale))
 }

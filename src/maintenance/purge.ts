@@ -4,11 +4,12 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { DB } from '../../db/index.js'
+import { deleteExpiredBatch } from './queries.js'
 
 /** Batches per table and call: one run cannot loop forever (at most 200 × batchSize rows per table). */
-export const MAX_BATCHES = 200
+const MAX_BATCHES = 200
 
-export interface PurgeCounts {
+interface PurgeCounts {
   sessions: number
   verifications: number
 }
@@ -28,26 +29,7 @@ export async function purgeExpired(db: DB, now: Date, batchSize = 500): Promise<
 async function purgeTable(db: DB, table: 'session' | 'verification', now: Date, batchSize: number): Promise<number> {
   let total = 0
   for (let batch = 0; batch < MAX_BATCHES; batch++) {
-    // The batch is a MATERIALIZED CTE, not `id in (select ... limit n for update skip locked)`: the
-    // planner may rescan such a subquery once per outer row (nested-loop semi-join), and with skip
-    // locked every rescan picks other rows, so one statement could delete far more than the batch.
-    const result = await db
-      .with(
-        (cte) => cte('batch').materialized(),
-        (q) =>
-          q
-            .selectFrom(table)
-            .select('id')
-            .where('expires_at', '<=', now)
-            .orderBy('expires_at')
-            .limit(batchSize)
-            .forUpdate()
-            .skipLocked(),
-      )
-      .deleteFrom(table)
-      .where('id', 'in', (eb) => eb.selectFrom('batch').select('batch.id'))
-      .executeTakeFirst()
-    const deleted = Number(result.numDeletedRows)
+    const deleted = await deleteExpiredBatch(db, table, now, batchSize)
     total += deleted
     // Fewer than a batch: nothing is left, or what is left is locked by a concurrent run.
     if (deleted < batchSize) break
@@ -76,10 +58,14 @@ export default fp(
         .then(() => purgeExpired(app.db, app.clock.now()))
         .then(
           (counts) => {
-            if (counts.sessions > 0 || counts.verifications > 0) app.log.info({ purged: counts }, 'expired sessions and verification tokens purged')
+            if (counts.sessions > 0 || counts.verifications > 0)
+              app.log.info({ purged: counts }, 'expired sessions and verification tokens purged')
           },
           (err: unknown) => {
-            app.log.warn({ err: { message: err instanceof Error ? err.message : String(err) } }, 'purge of expired sessions and verification tokens failed')
+            app.log.warn(
+              { err: { message: err instanceof Error ? err.message : String(err) } },
+              'purge of expired sessions and verification tokens failed',
+            )
           },
         )
         .finally(() => {

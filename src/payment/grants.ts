@@ -1,21 +1,17 @@
 // What a paid payment gives and what a refund takes back, always inside the transition's transaction.
-import { sql, type Transaction } from 'kysely'
-import type { Database } from '../../db/schema.js'
+import type { Trx } from '../../db/index.js'
 import type { Plan } from '../auth/tables.js'
 import { grantDeepInsights, revokeDeepInsights } from '../compatibility/service.js'
 import { AppError } from '../shared/errors.js'
 import { effectivePlan } from '../usage/plans.js'
 import { PLAN_DAYS, PRODUCT_TABLE, isProduct } from './products.js'
-import { lockUserPlan, setUserPlan } from './queries.js'
+import { lockUserPlan, setUserPlan, underSavepoint } from './queries.js'
 import type { PaymentRow } from './tables.js'
 
-type Trx = Transaction<Database>
 type PaidPlan = Exclude<Plan, 'free'>
 const DAY_MS = 24 * 60 * 60 * 1000
 
-export type GrantOutcome =
-  | { granted: true; details: Record<string, unknown> }
-  | { granted: false; reason: string }
+type GrantOutcome = { granted: true; details: Record<string, unknown> } | { granted: false; reason: string }
 
 /**
  * Plan days: 30 days from the later of now and the current expiry when the user already has this
@@ -34,7 +30,10 @@ async function grantPlan(trx: Trx, userId: string, plan: PaidPlan, now: Date): P
   const from = active === plan && user.plan_expires_at ? Math.max(now.getTime(), user.plan_expires_at.getTime()) : now.getTime()
   const expiresAt = new Date(from + PLAN_DAYS * DAY_MS)
   await setUserPlan(trx, userId, plan, expiresAt, now)
-  return { granted: true, details: { plan, previousPlan: user.plan, previousExpiresAt: user.plan_expires_at, planExpiresAt: expiresAt } }
+  return {
+    granted: true,
+    details: { plan, previousPlan: user.plan, previousExpiresAt: user.plan_expires_at, planExpiresAt: expiresAt },
+  }
 }
 
 /** A refund shortens the plan by the days it bought; if nothing is left, the user is back on free. */
@@ -60,19 +59,14 @@ export async function grantFor(trx: Trx, payment: PaymentRow, now: Date): Promis
   if (!isProduct(payment.product)) return { granted: false, reason: 'unknown_product' }
   const plan = PRODUCT_TABLE[payment.product].plan
   if (!plan && !payment.result_id) return { granted: false, reason: 'no_result' }
-  await sql`savepoint payment_grant`.execute(trx)
+  const userId = payment.user_id
   try {
-    let outcome: GrantOutcome
-    if (plan) {
-      outcome = await grantPlan(trx, payment.user_id, plan, now)
-    } else {
-      await grantDeepInsights(trx, { userId: payment.user_id, resultId: payment.result_id!, paymentId: payment.id, now })
-      outcome = { granted: true, details: { resultId: payment.result_id } }
-    }
-    await sql`release savepoint payment_grant`.execute(trx)
-    return outcome
+    return await underSavepoint(trx, async (): Promise<GrantOutcome> => {
+      if (plan) return grantPlan(trx, userId, plan, now)
+      await grantDeepInsights(trx, { userId, resultId: payment.result_id!, paymentId: payment.id, now })
+      return { granted: true, details: { resultId: payment.result_id } }
+    })
   } catch (err) {
-    await sql`rollback to savepoint payment_grant`.execute(trx)
     if (err instanceof AppError && (err.status === 409 || err.status === 404)) {
       return { granted: false, reason: err.status === 409 ? 'conflict' : 'result_not_found' }
     }

@@ -2,10 +2,19 @@
 // The order id is our payment id. Amounts are whole rupiah.
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { Clock } from '../shared/clock.js'
-import { badSignature, gatewayError, type CheckoutRequest, type CheckoutSession, type GatewayState, type PaymentGateway, type PaymentRef, type WebhookNotice } from './gateway.js'
+import {
+  badSignature,
+  gatewayError,
+  type CheckoutRequest,
+  type CheckoutSession,
+  type GatewayState,
+  type PaymentGateway,
+  type PaymentRef,
+  type WebhookNotice,
+} from './gateway.js'
 import type { PaymentStatus } from './tables.js'
 
-export interface MidtransOptions {
+interface MidtransOptions {
   serverKey: string
   production: boolean
   /** One base for both Snap and the Core API (tests). */
@@ -50,7 +59,10 @@ export class MidtransGateway implements PaymentGateway {
   private readonly apiBase: string
   private readonly authorization: string
 
-  constructor(private readonly options: MidtransOptions, private readonly clock: Clock) {
+  constructor(
+    private readonly options: MidtransOptions,
+    private readonly clock: Clock,
+  ) {
     this.snapBase = options.apiBase ?? (options.production ? 'https://app.midtrans.com' : 'https://app.sandbox.midtrans.com')
     this.apiBase = options.apiBase ?? (options.production ? 'https://api.midtrans.com' : 'https://api.sandbox.midtrans.com')
     this.authorization = `Basic ${Buffer.from(`${options.serverKey}:`).toString('base64')}`
@@ -115,10 +127,17 @@ export class MidtransGateway implements PaymentGateway {
       throw badSignature('Notification is not valid JSON')
     }
     const { order_id: orderId, status_code: statusCode, gross_amount: grossAmount, signature_key: signatureKey } = body ?? {}
-    if (typeof orderId !== 'string' || typeof statusCode !== 'string' || typeof grossAmount !== 'string' || typeof signatureKey !== 'string') {
+    if (
+      typeof orderId !== 'string' ||
+      typeof statusCode !== 'string' ||
+      typeof grossAmount !== 'string' ||
+      typeof signatureKey !== 'string'
+    ) {
       throw badSignature('Notification is missing its signature fields')
     }
-    const expected = createHash('sha512').update(orderId + statusCode + grossAmount + this.options.serverKey).digest()
+    const expected = createHash('sha512')
+      .update(orderId + statusCode + grossAmount + this.options.serverKey)
+      .digest()
     const given = Buffer.from(signatureKey, 'hex')
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw badSignature()
     const transactionStatus = typeof body.transaction_status === 'string' ? body.transaction_status : 'unknown'

@@ -4,7 +4,7 @@ import type { Plan } from '../auth/tables.js'
 export const PRODUCTS = ['deep_insights', 'premium_month', 'premium_plus_month'] as const
 export type Product = (typeof PRODUCTS)[number]
 
-export interface ProductInfo {
+interface ProductInfo {
   name: string
   amount: number
   currency: 'IDR'

@@ -1,13 +1,11 @@
 // SQL of the payment domain. Every status change is one compare-and-set UPDATE.
-import type { Kysely, Transaction } from 'kysely'
-import type { Database } from '../../db/schema.js'
+import { sql } from 'kysely'
+import type { Executor, Trx } from '../../db/index.js'
 import type { Plan } from '../auth/tables.js'
 import { newestFirst, type PageRequest } from '../shared/pagination.js'
 import type { PaymentRow, PaymentStatus, Provider } from './tables.js'
-import type { Executor } from '../../db/index.js'
 
-
-export type NewPayment = {
+type NewPayment = {
   id: string
   userId: string
   product: string
@@ -93,29 +91,38 @@ export async function listUserPayments(db: Executor, userId: string, page: PageR
 }
 
 export async function lockUserPlan(db: Executor, userId: string) {
-  return db
-    .selectFrom('user')
-    .select(['plan', 'plan_expires_at'])
-    .where('id', '=', userId)
-    .forUpdate()
-    .executeTakeFirst()
+  return db.selectFrom('user').select(['plan', 'plan_expires_at']).where('id', '=', userId).forUpdate().executeTakeFirst()
 }
 
 export async function findUserPlan(db: Executor, userId: string) {
   return db.selectFrom('user').select(['plan', 'plan_expires_at']).where('id', '=', userId).executeTakeFirst()
 }
 
-export async function setUserPlan(
-  db: Executor,
-  userId: string,
-  plan: Plan,
-  expiresAt: Date | null,
-  now: Date,
-): Promise<void> {
+export async function setUserPlan(db: Executor, userId: string, plan: Plan, expiresAt: Date | null, now: Date): Promise<void> {
   await db.updateTable('user').set({ plan, plan_expires_at: expiresAt, updated_at: now }).where('id', '=', userId).execute()
 }
 
 export async function isResultUnlocked(db: Executor, resultId: string): Promise<boolean> {
-  const row = await db.selectFrom('compatibility_result').select('deep_insights_unlocked').where('id', '=', resultId).executeTakeFirst()
+  const row = await db
+    .selectFrom('compatibility_result')
+    .select('deep_insights_unlocked')
+    .where('id', '=', resultId)
+    .executeTakeFirst()
   return row?.deep_insights_unlocked === true
+}
+
+/**
+ * Runs `work` under a savepoint of the caller's transaction: if it throws, its writes are rolled
+ * back and the transaction goes on.
+ */
+export async function underSavepoint<T>(trx: Trx, work: () => Promise<T>): Promise<T> {
+  await sql`savepoint payment_grant`.execute(trx)
+  try {
+    const result = await work()
+    await sql`release savepoint payment_grant`.execute(trx)
+    return result
+  } catch (err) {
+    await sql`rollback to savepoint payment_grant`.execute(trx)
+    throw err
+  }
 }

@@ -4,25 +4,37 @@ import type { FastifyInstance } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import { currentUser } from '../auth/guard.js'
-import { ErrorSchema, iso } from '../auth/schemas.js'
+import { ErrorSchema } from '../shared/errors.js'
+import { PUBLIC } from '../shared/route-policy.js'
+import { contextOf } from '../shared/context.js'
 import { AppError } from '../shared/errors.js'
-import { PUBLIC } from '../plugins/route-policy.js'
 import { resolveRedirect } from '../shared/redirect.js'
 import { renderSandboxPage } from './sandbox.js'
-import { CheckoutBody, CheckoutResponse, ListQuery, PaymentIdParams, PaymentSchema, ProviderParams, VerifyResponse } from './schemas.js'
-import { buildGateways, createCheckout, listPayments, processWebhook, sandboxCheckout, verifyPayment, type PaymentDeps, type PaymentView } from './service.js'
+import {
+  CheckoutBody,
+  CheckoutResponse,
+  ListQuery,
+  PaymentIdParams,
+  PaymentPageSchema,
+  ProviderParams,
+  toCheckoutJson,
+  toPaymentPageJson,
+  toPaymentStatusJson,
+  VerifyResponse,
+} from './schemas.js'
+import {
+  buildGateways,
+  createCheckout,
+  listPayments,
+  processWebhook,
+  sandboxCheckout,
+  verifyPayment,
+  type PaymentDeps,
+} from './service.js'
 
 const tags = ['payments']
 // Gateways' event payloads (a Stripe event with its expanded objects) can exceed the 64 KiB default.
 const WEBHOOK_BODY_LIMIT = 512 * 1024
-
-const paymentJson = (p: PaymentView) => ({
-  ...p,
-  grantedAt: iso(p.grantedAt),
-  expiresAt: p.expiresAt.toISOString(),
-  createdAt: p.createdAt.toISOString(),
-  updatedAt: p.updatedAt.toISOString(),
-})
 
 export default async function paymentRoutes(fastify: FastifyInstance) {
   const deps: PaymentDeps = {
@@ -35,96 +47,119 @@ export default async function paymentRoutes(fastify: FastifyInstance) {
   await fastify.register(async function memberRoutes(scope) {
     const app = scope.withTypeProvider<ZodTypeProvider>()
 
-    app.post('/api/v1/payments/checkout', {
-      schema: {
-        operationId: 'createCheckout',
-        tags,
-        summary: 'Start a purchase: creates a pending payment and returns the gateway page to send the browser to',
-        body: CheckoutBody,
-        response: { 201: CheckoutResponse, 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema, 502: ErrorSchema, 503: ErrorSchema },
+    app.post(
+      '/api/v1/payments/checkout',
+      {
+        schema: {
+          operationId: 'createCheckout',
+          tags,
+          summary: 'Start a purchase: creates a pending payment and returns the gateway page to send the browser to',
+          body: CheckoutBody,
+          response: {
+            201: CheckoutResponse,
+            400: ErrorSchema,
+            401: ErrorSchema,
+            403: ErrorSchema,
+            404: ErrorSchema,
+            409: ErrorSchema,
+            502: ErrorSchema,
+            503: ErrorSchema,
+          },
+        },
       },
-    }, async (request, reply) => {
-      const body = request.body
-      // Only the resolved URL is stored and handed to the gateway.
-      const returnUrl = resolveRedirect(body.returnUrl, app.redirectRules, 'returnUrl')
-      const user = currentUser(request)
-      const checkout = await createCheckout(deps, user, { ...body, returnUrl }, { ip: request.ip, log: request.log })
-      return reply.code(201).send({ ...checkout, expiresAt: checkout.expiresAt.toISOString() })
-    })
+      async (request, reply) => {
+        // Only the resolved URL is stored and handed to the gateway.
+        const returnUrl = resolveRedirect(request.body.returnUrl, app.redirectRules, 'returnUrl')
+        const checkout = await createCheckout(deps, contextOf(request), currentUser(request), { ...request.body, returnUrl })
+        return reply.code(201).send(toCheckoutJson(checkout))
+      },
+    )
 
-    app.post('/api/v1/payments/:paymentId/verify', {
-      schema: {
-        operationId: 'verifyPayment',
-        tags,
-        summary: 'Ask the gateway (server-to-server) for the payment\'s status and apply it',
-        params: PaymentIdParams,
-        body: z.strictObject({}).optional(),
-        response: { 200: VerifyResponse, 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema, 502: ErrorSchema },
+    app.post(
+      '/api/v1/payments/:paymentId/verify',
+      {
+        schema: {
+          operationId: 'verifyPayment',
+          tags,
+          summary: "Ask the gateway (server-to-server) for the payment's status and apply it",
+          params: PaymentIdParams,
+          body: z.strictObject({}).optional(),
+          response: { 200: VerifyResponse, 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema, 502: ErrorSchema },
+        },
       },
-    }, async (request) => {
-      const result = await verifyPayment(deps, currentUser(request).id, request.params.paymentId, { ip: request.ip, log: request.log })
-      return { ...result, grantedAt: iso(result.grantedAt) }
-    })
+      async (request) => toPaymentStatusJson(await verifyPayment(deps, contextOf(request), request.params.paymentId)),
+    )
 
-    app.get('/api/v1/payments', {
-      schema: {
-        operationId: 'listPayments',
-        tags,
-        summary: 'The signed-in user\'s payments, newest first',
-        querystring: ListQuery,
-        response: { 200: z.object({ items: z.array(PaymentSchema), nextCursor: z.string().nullable() }), 400: ErrorSchema, 401: ErrorSchema },
+    app.get(
+      '/api/v1/payments',
+      {
+        schema: {
+          operationId: 'listPayments',
+          tags,
+          summary: "The signed-in user's payments, newest first",
+          querystring: ListQuery,
+          response: { 200: PaymentPageSchema, 400: ErrorSchema, 401: ErrorSchema },
+        },
       },
-    }, async (request) => {
-      const page = await listPayments(deps, currentUser(request).id, request.query.limit, request.query.cursor)
-      return { items: page.items.map(paymentJson), nextCursor: page.nextCursor }
-    })
+      async (request) => toPaymentPageJson(await listPayments(deps, contextOf(request), request.query)),
+    )
   })
 
   // The webhook's signature covers the exact bytes: this scope keeps the body as a raw Buffer.
   await fastify.register(async function webhookRoutes(scope) {
     scope.removeContentTypeParser('application/json')
-    scope.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit: WEBHOOK_BODY_LIMIT }, (_request, body, done) => done(null, body))
+    scope.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit: WEBHOOK_BODY_LIMIT }, (_request, body, done) =>
+      done(null, body),
+    )
     const app = scope.withTypeProvider<ZodTypeProvider>()
 
-    app.post('/api/v1/payments/webhook/:provider', {
-      bodyLimit: WEBHOOK_BODY_LIMIT,
-      // The gateway authenticates by its signature over the body, and sends its own Origin or none.
-      config: { policy: { access: 'public', checkOrigin: false } },
-      schema: {
-        operationId: 'processWebhook',
-        tags,
-        summary: 'Gateway notifications (public; authenticated by the gateway\'s signature over the raw body)',
-        params: ProviderParams,
-        response: { 200: z.object({ received: z.literal(true) }), 400: ErrorSchema, 404: ErrorSchema },
+    app.post(
+      '/api/v1/payments/webhook/:provider',
+      {
+        bodyLimit: WEBHOOK_BODY_LIMIT,
+        // The gateway authenticates by its signature over the body, and sends its own Origin or none.
+        config: { policy: { access: 'public', checkOrigin: false } },
+        schema: {
+          operationId: 'processWebhook',
+          tags,
+          summary: "Gateway notifications (public; authenticated by the gateway's signature over the raw body)",
+          params: ProviderParams,
+          response: { 200: z.object({ received: z.literal(true) }), 400: ErrorSchema, 404: ErrorSchema },
+        },
       },
-    }, async (request) => {
-      const raw = request.body
-      if (!Buffer.isBuffer(raw) || raw.length === 0) throw new AppError(400, 'BAD_REQUEST', 'Webhook body is missing')
-      await processWebhook(deps, request.params.provider, raw, request.headers, { ip: request.ip, log: request.log })
-      return { received: true as const }
-    })
+      async (request) => {
+        const raw = request.body
+        if (!Buffer.isBuffer(raw) || raw.length === 0) throw new AppError(400, 'BAD_REQUEST', 'Webhook body is missing')
+        await processWebhook(deps, contextOf(request), request.params.provider, raw, request.headers)
+        return { received: true as const }
+      },
+    )
   })
 
   if (deps.gateways.byProvider.has('sandbox')) {
     const app = fastify.withTypeProvider<ZodTypeProvider>()
-    app.get('/api/v1/payments/sandbox/:paymentId', {
-      config: { policy: PUBLIC },
-      schema: {
-        operationId: 'sandboxCheckoutPage',
-        tags,
-        summary: 'The sandbox gateway\'s confirm page (HTML; development only)',
-        params: PaymentIdParams,
-        response: { 200: z.string().describe('text/html'), 404: ErrorSchema },
+    app.get(
+      '/api/v1/payments/sandbox/:paymentId',
+      {
+        config: { policy: PUBLIC },
+        schema: {
+          operationId: 'sandboxCheckoutPage',
+          tags,
+          summary: "The sandbox gateway's confirm page (HTML; development only)",
+          params: PaymentIdParams,
+          response: { 200: z.string().describe('text/html'), 404: ErrorSchema },
+        },
       },
-    }, async (request, reply) => {
-      const page = renderSandboxPage(await sandboxCheckout(deps, request.params.paymentId))
-      return reply
-        .header('content-security-policy', page.csp)
-        .header('x-frame-options', 'DENY')
-        .header('referrer-policy', 'no-referrer')
-        .type('text/html; charset=utf-8')
-        .serializer((payload: unknown) => String(payload)) // HTML as is, not a JSON string
-        .send(page.html)
-    })
+      async (request, reply) => {
+        const page = renderSandboxPage(await sandboxCheckout(deps, contextOf(request), request.params.paymentId))
+        return reply
+          .header('content-security-policy', page.csp)
+          .header('x-frame-options', 'DENY')
+          .header('referrer-policy', 'no-referrer')
+          .type('text/html; charset=utf-8')
+          .serializer((payload: unknown) => String(payload)) // HTML as is, not a JSON string
+          .send(page.html)
+      },
+    )
   }
 }

@@ -6,13 +6,22 @@ import type { IncomingHttpHeaders } from 'node:http'
 import { z } from 'zod'
 import type { Clock } from '../shared/clock.js'
 import { newId } from '../shared/ids.js'
-import { badSignature, header, type CheckoutRequest, type CheckoutSession, type GatewayState, type PaymentGateway, type PaymentRef, type WebhookNotice } from './gateway.js'
+import {
+  badSignature,
+  header,
+  type CheckoutRequest,
+  type CheckoutSession,
+  type GatewayState,
+  type PaymentGateway,
+  type PaymentRef,
+  type WebhookNotice,
+} from './gateway.js'
 import { CHECKOUT_TTL_MINUTES } from './products.js'
 import type { PaymentStatus } from './tables.js'
 
-export const SANDBOX_SIGNATURE_HEADER = 'x-sandbox-signature'
-export const SANDBOX_WEBHOOK_PATH = '/api/v1/payments/webhook/sandbox'
-export const sandboxPagePath = (paymentId: string) => `/api/v1/payments/sandbox/${encodeURIComponent(paymentId)}`
+const SANDBOX_SIGNATURE_HEADER = 'x-sandbox-signature'
+const SANDBOX_WEBHOOK_PATH = '/api/v1/payments/webhook/sandbox'
+const sandboxPagePath = (paymentId: string) => `/api/v1/payments/sandbox/${encodeURIComponent(paymentId)}`
 
 // The page's signatures stay valid as long as the checkout is open, not Stripe's 5 minutes.
 const TOLERANCE_SECONDS = CHECKOUT_TTL_MINUTES * 60
@@ -24,7 +33,7 @@ const SandboxEvent = z.strictObject({
   amount: z.number().int().nonnegative(),
   currency: z.string().min(3).max(3),
 })
-export type SandboxEvent = z.infer<typeof SandboxEvent>
+type SandboxEvent = z.infer<typeof SandboxEvent>
 
 /** A key of its own, so a sandbox signature can never double as a session cookie signature. */
 export function sandboxKey(authSecret: string): Buffer {
@@ -44,7 +53,11 @@ export class SandboxGateway implements PaymentGateway {
   /** The simulated gateway's own ledger: per process, forgotten on restart (development only). */
   private readonly ledger = new Map<string, GatewayState>()
 
-  constructor(authSecret: string, private readonly baseUrl: string, private readonly clock: Clock) {
+  constructor(
+    authSecret: string,
+    private readonly baseUrl: string,
+    private readonly clock: Clock,
+  ) {
     this.key = sandboxKey(authSecret)
   }
 
@@ -93,7 +106,7 @@ export class SandboxGateway implements PaymentGateway {
 const escapeHtml = (s: string) =>
   s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!)
 
-export interface SandboxPageInput {
+interface SandboxPageInput {
   productName: string
   amount: number
   pay: { body: string; signature: string }

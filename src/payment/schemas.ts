@@ -1,9 +1,10 @@
 import { z } from 'zod'
-import { CursorParam, Limit } from '../shared/pagination.js'
+import { iso } from '../shared/dates.js'
+import { CursorParam, Limit, type Page } from '../shared/pagination.js'
+import { Id } from '../shared/validation.js'
 import { PRODUCTS } from './products.js'
+import type { Checkout, PaymentStatusView, PaymentView } from './service.js'
 import { PAYMENT_STATUSES, PROVIDERS } from './tables.js'
-
-const Id = z.string().min(1).max(200)
 
 export const CheckoutBody = z
   .strictObject({
@@ -37,7 +38,7 @@ export const VerifyResponse = z.object({
   grantedAt: z.string().nullable(),
 })
 
-export const PaymentSchema = z
+const PaymentSchema = z
   .object({
     id: z.string(),
     product: z.string(),
@@ -53,4 +54,23 @@ export const PaymentSchema = z
   })
   .meta({ id: 'Payment' })
 
+export const PaymentPageSchema = z.object({ items: z.array(PaymentSchema), nextCursor: z.string().nullable() })
+
 export const ListQuery = z.strictObject({ limit: Limit, cursor: CursorParam.optional() })
+
+export const toCheckoutJson = (checkout: Checkout) => ({ ...checkout, expiresAt: checkout.expiresAt.toISOString() })
+
+export const toPaymentStatusJson = (status: PaymentStatusView) => ({ ...status, grantedAt: iso(status.grantedAt) })
+
+const toPaymentJson = (payment: PaymentView) => ({
+  ...payment,
+  grantedAt: iso(payment.grantedAt),
+  expiresAt: payment.expiresAt.toISOString(),
+  createdAt: payment.createdAt.toISOString(),
+  updatedAt: payment.updatedAt.toISOString(),
+})
+
+export const toPaymentPageJson = (page: Page<PaymentView>) => ({
+  items: page.items.map(toPaymentJson),
+  nextCursor: page.nextCursor,
+})

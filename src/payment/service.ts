@@ -1,31 +1,34 @@
-// Payments: checkout, and the ONE path by which a payment changes status. The webhook and
-// verify-payment both end in syncWithGateway(): ask the gateway server-to-server, then apply what it
-// says with compare-and-set updates, the grant in the same transaction. Nothing the browser says counts.
+// Payments: checkout, verify, webhook and listing. The webhook and verify-payment both ask the
+// gateway server-to-server, then apply what it says with applyGatewayState() (transitions.ts).
+// Nothing the browser says counts.
 import type { FastifyBaseLogger } from 'fastify'
 import type { DB } from '../../db/index.js'
-import type { Database } from '../../db/schema.js'
-import type { Transaction } from 'kysely'
-import { recordAudit } from '../shared/audit.js'
-import type { Clock } from '../shared/clock.js'
 import { assertResultOwned } from '../compatibility/service.js'
 import type { Config } from '../config.js'
+import type { Clock } from '../shared/clock.js'
+import { signedIn, type RequestContext } from '../shared/context.js'
 import { AppError, conflict, notFound } from '../shared/errors.js'
 import { newId } from '../shared/ids.js'
-import { byCreatedAt, toPage, type Cursor, type Page } from '../shared/pagination.js'
+import { byCreatedAt, toPage, type Page, type PageRequest } from '../shared/pagination.js'
 import { effectivePlan } from '../usage/plans.js'
-import type { GatewayState, PaymentGateway, WebhookNotice } from './gateway.js'
-import { grantFor, revokeFor } from './grants.js'
+import type { CheckoutSession, PaymentGateway, WebhookNotice } from './gateway.js'
 import { MidtransGateway } from './midtrans.js'
 import { CHECKOUT_TTL_MINUTES, PRODUCT_TABLE, type Product } from './products.js'
 import {
-  compareAndSetStatus, findPayment, findUserPayment, findUserPlan, insertPayment, isResultUnlocked, listUserPayments,
-  recordWebhookEvent, setGrantedAt, setProviderRef,
+  compareAndSetStatus,
+  findPayment,
+  findUserPayment,
+  findUserPlan,
+  insertPayment,
+  isResultUnlocked,
+  listUserPayments,
+  recordWebhookEvent,
+  setProviderRef,
 } from './queries.js'
 import { SandboxGateway } from './sandbox.js'
 import { StripeGateway } from './stripe.js'
+import { applyGatewayState } from './transitions.js'
 import type { PaymentRow, PaymentStatus, Provider } from './tables.js'
-
-type Trx = Transaction<Database>
 
 export interface Gateways {
   /** The gateway new checkouts use (PAYMENT_GATEWAY); undefined when payments are not configured. */
@@ -45,13 +48,20 @@ export function buildGateways(config: Config, clock: Clock): Gateways {
   const byProvider = new Map<Provider, PaymentGateway>()
   const { stripe, midtrans, gateway } = config.payments
   if (stripe.secretKey && stripe.webhookSecret) {
-    byProvider.set('stripe', new StripeGateway({ secretKey: stripe.secretKey, webhookSecret: stripe.webhookSecret, apiBase: stripe.apiBase }))
+    byProvider.set(
+      'stripe',
+      new StripeGateway({ secretKey: stripe.secretKey, webhookSecret: stripe.webhookSecret, apiBase: stripe.apiBase }),
+    )
   }
   if (midtrans.serverKey) {
-    byProvider.set('midtrans', new MidtransGateway({ serverKey: midtrans.serverKey, production: midtrans.production, apiBase: midtrans.apiBase }, clock))
+    byProvider.set(
+      'midtrans',
+      new MidtransGateway({ serverKey: midtrans.serverKey, production: midtrans.production, apiBase: midtrans.apiBase }, clock),
+    )
   }
   // The sandbox accepts self-signed "payments": never in production (config refuses it there too).
-  if (config.env !== 'production') byProvider.set('sandbox', new SandboxGateway(config.auth.secrets[0]!, config.auth.baseUrl, clock))
+  if (config.env !== 'production')
+    byProvider.set('sandbox', new SandboxGateway(config.auth.secrets[0]!, config.auth.baseUrl, clock))
   if (gateway === 'stripe' && !byProvider.has('stripe')) {
     throw new Error('PAYMENT_GATEWAY=stripe needs STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET')
   }
@@ -73,7 +83,7 @@ export interface PaymentView {
   updatedAt: Date
 }
 
-export const toPaymentView = (p: PaymentRow): PaymentView => ({
+const toPaymentView = (p: PaymentRow): PaymentView => ({
   id: p.id,
   product: p.product,
   amount: p.amount,
@@ -88,7 +98,7 @@ export const toPaymentView = (p: PaymentRow): PaymentView => ({
 })
 
 /** Where the gateway sends the browser back: the returnUrl (relative = on the web front end) plus our id. */
-export function returnUrls(returnUrl: string, webOrigin: string, paymentId: string): { success: string; cancel: string } {
+function returnUrls(returnUrl: string, webOrigin: string, paymentId: string): { success: string; cancel: string } {
   const success = new URL(returnUrl, webOrigin)
   success.searchParams.set('paymentId', paymentId)
   const cancel = new URL(success)
@@ -96,12 +106,20 @@ export function returnUrls(returnUrl: string, webOrigin: string, paymentId: stri
   return { success: success.toString(), cancel: cancel.toString() }
 }
 
+export interface Checkout {
+  paymentId: string
+  provider: Provider
+  redirectUrl: string
+  expiresAt: Date
+}
+
+/** A pending payment of the signed-in `user` (their email goes to the gateway's page) and its gateway page. */
 export async function createCheckout(
   deps: PaymentDeps,
+  ctx: RequestContext,
   user: { id: string; email: string },
   input: { product: Product; resultId?: string; returnUrl: string },
-  ctx: RequestContext,
-) {
+): Promise<Checkout> {
   const gateway = deps.gateways.active
   if (!gateway) throw new AppError(503, 'SERVICE_UNAVAILABLE', 'Payments are not configured')
   const product = PRODUCT_TABLE[input.product]
@@ -121,16 +139,33 @@ export async function createCheckout(
   const id = newId()
   const expiresAt = new Date(now.getTime() + CHECKOUT_TTL_MINUTES * 60_000)
   await insertPayment(deps.db, {
-    id, userId: user.id, product: input.product, amount: product.amount, currency: product.currency,
-    provider: gateway.provider, resultId: input.resultId ?? null, returnUrl: input.returnUrl, now, expiresAt,
+    id,
+    userId: user.id,
+    product: input.product,
+    amount: product.amount,
+    currency: product.currency,
+    provider: gateway.provider,
+    resultId: input.resultId ?? null,
+    returnUrl: input.returnUrl,
+    now,
+    expiresAt,
   })
   const urls = returnUrls(input.returnUrl, deps.webOrigin, id)
-  let session
+  let session: CheckoutSession
   try {
-    session = await askGateway(ctx.log, gateway.provider, () => gateway.createCheckout({
-      paymentId: id, product: input.product, productName: product.name, amount: product.amount, currency: product.currency,
-      successUrl: urls.success, cancelUrl: urls.cancel, expiresAt, customerEmail: user.email,
-    }))
+    session = await askGateway(ctx.log, gateway.provider, () =>
+      gateway.createCheckout({
+        paymentId: id,
+        product: input.product,
+        productName: product.name,
+        amount: product.amount,
+        currency: product.currency,
+        successUrl: urls.success,
+        cancelUrl: urls.cancel,
+        expiresAt,
+        customerEmail: user.email,
+      }),
+    )
   } catch (err) {
     // No checkout exists at the gateway: the record must not stay pending forever.
     await compareAndSetStatus(deps.db, id, 'pending', 'failed', deps.clock.now())
@@ -140,92 +175,6 @@ export async function createCheckout(
   return { paymentId: id, provider: gateway.provider, redirectUrl: session.redirectUrl, expiresAt }
 }
 
-interface Step {
-  from: PaymentStatus
-  to: PaymentStatus
-  grant: boolean
-}
-
-/**
- * The next single transition from our status towards the gateway's. Money that moved wins: a capture
- * after "expired" or "failed" still becomes paid. A refund is only recorded for a paid payment; a
- * refund seen before we recorded the payment (a lost or late capture notice) first records "paid"
- * without granting anything, then "refunded", so the user ends with nothing and the history is true.
- */
-function nextStep(current: PaymentStatus, target: PaymentStatus): Step | null {
-  switch (target) {
-    case 'paid':
-      return current === 'pending' || current === 'failed' || current === 'expired' ? { from: current, to: 'paid', grant: true } : null
-    case 'failed':
-    case 'expired':
-      return current === 'pending' ? { from: current, to: target, grant: false } : null
-    case 'refunded':
-      if (current === 'paid') return { from: 'paid', to: 'refunded', grant: false }
-      return current === 'refunded' ? null : { from: current, to: 'paid', grant: false }
-    default:
-      return null
-  }
-}
-
-interface Actor {
-  source: 'webhook' | 'verify'
-  actorId: string | null
-  ip: string | null
-  log: FastifyBaseLogger
-}
-
-/** Applies the gateway's state to our record, one compare-and-set at a time, inside `trx`. */
-async function applyGatewayState(trx: Trx, paymentId: string, state: GatewayState, now: Date, actor: Actor): Promise<PaymentRow | undefined> {
-  // A few rounds at most: pending -> paid -> refunded, plus a retry when a concurrent writer won.
-  for (let round = 0; round < 6; round++) {
-    const current = await findPayment(trx, paymentId)
-    if (!current) return undefined
-    const step = nextStep(current.status, state.status)
-    if (!step) return current
-
-    if (step.to === 'paid' && (state.amount !== current.amount || state.currency !== current.currency)) {
-      actor.log.warn(
-        { paymentId, expected: { amount: current.amount, currency: current.currency }, gateway: { amount: state.amount, currency: state.currency } },
-        'payment amount mismatch: refused',
-      )
-      await recordAudit(trx, {
-        actorId: actor.actorId, action: 'payment.amount_mismatch', targetType: 'payment', targetId: paymentId, ip: actor.ip,
-        details: { source: actor.source, provider: current.provider, expected: { amount: current.amount, currency: current.currency }, received: { amount: state.amount, currency: state.currency } },
-      })
-      return current
-    }
-
-    const moved = await compareAndSetStatus(trx, paymentId, step.from, step.to, now)
-    if (!moved) continue // another request moved it first: decide again from what it left
-
-    let details: Record<string, unknown> = {}
-    let result = moved
-    if (step.to === 'paid' && step.grant) {
-      const outcome = await grantFor(trx, moved, now)
-      if (outcome.granted) {
-        await setGrantedAt(trx, paymentId, now)
-        result = { ...moved, granted_at: now }
-        details = { granted: true, ...outcome.details }
-      } else {
-        details = { granted: false, reason: outcome.reason }
-        actor.log.warn({ paymentId, reason: outcome.reason }, 'payment paid but nothing granted: needs a refund')
-        await recordAudit(trx, {
-          actorId: actor.actorId, action: 'payment.grant_skipped', targetType: 'payment', targetId: paymentId, ip: actor.ip,
-          details: { source: actor.source, product: moved.product, reason: outcome.reason },
-        })
-      }
-    } else if (step.to === 'refunded') {
-      details = await revokeFor(trx, moved, now)
-    }
-    await recordAudit(trx, {
-      actorId: actor.actorId, action: `payment.${step.to}`, targetType: 'payment', targetId: paymentId, ip: actor.ip,
-      details: { source: actor.source, from: step.from, provider: moved.provider, product: moved.product, amount: moved.amount, ...details },
-    })
-    if (result.status === state.status) return result
-  }
-  return findPayment(trx, paymentId)
-}
-
 export interface PaymentStatusView {
   paymentId: string
   status: PaymentStatus
@@ -233,7 +182,12 @@ export interface PaymentStatusView {
   grantedAt: Date | null
 }
 
-const statusView = (p: PaymentRow): PaymentStatusView => ({ paymentId: p.id, status: p.status, product: p.product, grantedAt: p.granted_at })
+const statusView = (p: PaymentRow): PaymentStatusView => ({
+  paymentId: p.id,
+  status: p.status,
+  product: p.product,
+  grantedAt: p.granted_at,
+})
 
 /** Logs why a gateway call failed (the client only sees a generic 502) and rethrows. */
 async function askGateway<T>(log: FastifyBaseLogger, provider: Provider, call: () => Promise<T>): Promise<T> {
@@ -248,37 +202,40 @@ async function askGateway<T>(log: FastifyBaseLogger, provider: Provider, call: (
   }
 }
 
-export interface RequestContext {
-  ip: string | null
-  log: FastifyBaseLogger
-}
-
-export async function verifyPayment(deps: PaymentDeps, userId: string, paymentId: string, ctx: RequestContext): Promise<PaymentStatusView> {
-  const payment = await findUserPayment(deps.db, userId, paymentId)
+/** Asks the gateway about a payment of the signed-in user and applies what it says. */
+export async function verifyPayment(deps: PaymentDeps, ctx: RequestContext, paymentId: string): Promise<PaymentStatusView> {
+  const payment = await findUserPayment(deps.db, signedIn(ctx), paymentId)
   if (!payment) throw notFound('Payment')
   const gateway = deps.gateways.byProvider.get(payment.provider)
   // Refunded is final; a gateway no longer configured cannot be asked.
   if (payment.status === 'refunded' || !gateway) return statusView(payment)
   const state = await askGateway(ctx.log, payment.provider, () =>
-    gateway.fetchStatus({ id: payment.id, providerRef: payment.provider_ref, amount: payment.amount, expiresAt: payment.expires_at }),
+    gateway.fetchStatus({
+      id: payment.id,
+      providerRef: payment.provider_ref,
+      amount: payment.amount,
+      expiresAt: payment.expires_at,
+    }),
   )
-  const updated = await deps.db.transaction().execute((trx) =>
-    applyGatewayState(trx, payment.id, state, deps.clock.now(), { source: 'verify', actorId: userId, ip: ctx.ip, log: ctx.log }),
-  )
+  const updated = await deps.db
+    .transaction()
+    .execute((trx) => applyGatewayState(trx, ctx, 'verify', payment.id, state, deps.clock.now()))
   return statusView(updated ?? payment)
 }
 
 /** 200 for every verified notification (duplicates, unknown payments and ignored event types included). */
 export async function processWebhook(
   deps: PaymentDeps,
+  ctx: RequestContext,
   provider: Provider,
   rawBody: Buffer,
   headers: Record<string, string | string[] | undefined>,
-  ctx: RequestContext,
 ): Promise<void> {
   const gateway = deps.gateways.byProvider.get(provider)
   if (!gateway) throw notFound('Payment provider')
   const log = ctx.log
+  // The gateway acts here, not whoever's session cookie came along with the request.
+  const gatewayCtx: RequestContext = { ...ctx, actorId: null }
   const notice: WebhookNotice = await askGateway(log, provider, () => gateway.parseWebhook(rawBody, headers))
   const payment = notice.paymentId ? await findPayment(deps.db, notice.paymentId) : undefined
   const known = payment && payment.provider === provider ? payment : undefined
@@ -291,27 +248,34 @@ export async function processWebhook(
 
   await deps.db.transaction().execute(async (trx) => {
     const fresh = await recordWebhookEvent(trx, {
-      id: newId(), provider, eventKey: notice.eventKey, eventType: notice.eventType, paymentId: known?.id ?? null,
+      id: newId(),
+      provider,
+      eventKey: notice.eventKey,
+      eventType: notice.eventType,
+      paymentId: known?.id ?? null,
     })
     if (!fresh) {
       log.info({ provider, eventKey: notice.eventKey }, 'duplicate webhook ignored')
       return
     }
     if (!known || !state) {
-      log.warn({ provider, eventType: notice.eventType, paymentId: notice.paymentId }, 'webhook for no payment of ours: acknowledged, ignored')
+      log.warn(
+        { provider, eventType: notice.eventType, paymentId: notice.paymentId },
+        'webhook for no payment of ours: acknowledged, ignored',
+      )
       return
     }
-    await applyGatewayState(trx, known.id, state, deps.clock.now(), { source: 'webhook', actorId: null, ip: ctx.ip, log })
+    await applyGatewayState(trx, gatewayCtx, 'webhook', known.id, state, deps.clock.now())
   })
 }
 
-export async function listPayments(deps: PaymentDeps, userId: string, limit: number, cursor?: Cursor): Promise<Page<PaymentView>> {
-  const rows = await listUserPayments(deps.db, userId, { limit, cursor })
-  return toPage(rows, limit, toPaymentView, byCreatedAt)
+export async function listPayments(deps: PaymentDeps, ctx: RequestContext, page: PageRequest): Promise<Page<PaymentView>> {
+  const rows = await listUserPayments(deps.db, signedIn(ctx), page)
+  return toPage(rows, page.limit, toPaymentView, byCreatedAt)
 }
 
 /** The data the sandbox's confirm page needs, for a payment still open. */
-export async function sandboxCheckout(deps: PaymentDeps, paymentId: string) {
+export async function sandboxCheckout(deps: PaymentDeps, _ctx: RequestContext, paymentId: string) {
   const gateway = deps.gateways.byProvider.get('sandbox')
   const payment = await findPayment(deps.db, paymentId)
   if (!(gateway instanceof SandboxGateway) || !payment || payment.provider !== 'sandbox') throw notFound('Payment')

@@ -1,13 +1,23 @@
 // Stripe Checkout Sessions through the official SDK. STRIPE_API_BASE points the SDK elsewhere (tests).
 import type { IncomingHttpHeaders } from 'node:http'
 import Stripe from 'stripe'
-import { badSignature, gatewayError, header, type CheckoutRequest, type CheckoutSession, type GatewayState, type PaymentGateway, type PaymentRef, type WebhookNotice } from './gateway.js'
+import {
+  badSignature,
+  gatewayError,
+  header,
+  type CheckoutRequest,
+  type CheckoutSession,
+  type GatewayState,
+  type PaymentGateway,
+  type PaymentRef,
+  type WebhookNotice,
+} from './gateway.js'
 
 // IDR is not on Stripe's zero-decimal list: Stripe expects amounts in sen (rupiah x 100), so
 // 49000 IDR is sent as unit_amount 4900000 and read back divided by 100.
 const MINOR_UNITS = 100
 
-export interface StripeOptions {
+interface StripeOptions {
   secretKey: string
   webhookSecret: string
   apiBase?: string
@@ -90,7 +100,11 @@ export class StripeGateway implements PaymentGateway {
     }
     if (session.status === 'expired') return { status: 'expired', amount, currency }
     // A completed session still unpaid is an asynchronous method (bank transfer) in flight, or failed.
-    if (session.status === 'complete' && intent && (intent.status === 'canceled' || intent.status === 'requires_payment_method')) {
+    if (
+      session.status === 'complete' &&
+      intent &&
+      (intent.status === 'canceled' || intent.status === 'requires_payment_method')
+    ) {
       return { status: 'failed', amount, currency }
     }
     return { status: 'pending', amount, currency }

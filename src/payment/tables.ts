@@ -8,7 +8,7 @@ export type PaymentStatus = (typeof PAYMENT_STATUSES)[number]
 export const PROVIDERS = ['sandbox', 'stripe', 'midtrans'] as const
 export type Provider = (typeof PROVIDERS)[number]
 
-export interface PaymentTable {
+interface PaymentTable {
   id: string
   /** Null once the account is deleted: payments are kept, anonymised. */
   user_id: string | null
@@ -29,7 +29,7 @@ export interface PaymentTable {
   expires_at: Date
 }
 
-export interface WebhookEventTable {
+interface WebhookEventTable {
   id: string
   provider: Provider
   /** The gateway's event id (or a key built from the notification): unique per provider. */

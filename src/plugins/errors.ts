@@ -14,9 +14,25 @@ export interface ErrorBody {
 }
 
 // Connection-level failures of node-postgres / PGlite: the database is unreachable, not a bug.
-const DB_DOWN_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN',
-  '57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006', '53300'])
-const DB_DOWN_MESSAGE = /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|database did not answer|PGlite is closed|Connection ended|Query read timeout/i
+const DB_DOWN_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  '57P01',
+  '57P02',
+  '57P03',
+  '08000',
+  '08001',
+  '08003',
+  '08004',
+  '08006',
+  '53300',
+])
+const DB_DOWN_MESSAGE =
+  /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|database did not answer|PGlite is closed|Connection ended|Query read timeout/i
 
 export function isDatabaseDown(err: unknown): boolean {
   if (!err || typeof err !== 'object') return false
@@ -55,17 +71,35 @@ export function clientError(err: NodeJS.ErrnoException, socket: Socket): void {
     return
   }
   const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400
-  const message = status === 431 ? 'Request headers are too large' : status === 408 ? 'The request took too long' : 'The request could not be read'
+  const message =
+    status === 431
+      ? 'Request headers are too large'
+      : status === 408
+        ? 'The request took too long'
+        : 'The request could not be read'
   const body = JSON.stringify({ code: 'BAD_REQUEST', status, message })
-  const headers = { ...ALWAYS, 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' }
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n${body}`)
+  const headers = {
+    ...ALWAYS,
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+    connection: 'close',
+  }
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${Object.entries(headers)
+      .map(([k, v]) => `${k}: ${v}\r\n`)
+      .join('')}\r\n${body}`,
+  )
 }
 
 function fromFastifyError(err: FastifyError): AppError | undefined {
   if (err.validation) {
     const issues = err.validation.map((v) => {
       const issuePath = (v.params as { issue?: { path?: PropertyKey[] } } | undefined)?.issue?.path
-      const path = issuePath ? issuePath.map(String).join('.') : String(v.instancePath ?? '').replace(/^\//, '').replaceAll('/', '.')
+      const path = issuePath
+        ? issuePath.map(String).join('.')
+        : String(v.instancePath ?? '')
+            .replace(/^\//, '')
+            .replaceAll('/', '.')
       return { path: [err.validationContext, path].filter(Boolean).join('.'), message: v.message ?? 'Invalid value' }
     })
     const first = issues[0]
@@ -100,11 +134,7 @@ export function sendError(reply: FastifyReply, error: AppError): FastifyReply {
   const body: ErrorBody = { code: error.code, status: error.status, message: error.message }
   if (error.data) body.data = error.data
   // A serializer-free send: the route's response schema must not apply to an error body.
-  return reply
-    .code(error.status)
-    .type('application/json; charset=utf-8')
-    .serializer(JSON.stringify)
-    .send(body)
+  return reply.code(error.status).type('application/json; charset=utf-8').serializer(JSON.stringify).send(body)
 }
 
 export default fp(
@@ -135,7 +165,11 @@ export default fp(
     // An `Expect` other than 100-continue: Node would answer 417 by itself, without our headers.
     app.server.on('checkExpectation', (_request, response) => {
       const body = JSON.stringify({ code: 'BAD_REQUEST', status: 417, message: 'Expectation not supported' })
-      response.writeHead(417, { ...ALWAYS, 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) })
+      response.writeHead(417, {
+        ...ALWAYS,
+        'content-type': 'application/json; charset=utf-8',
+        'content-length': Buffer.byteLength(body),
+      })
       response.end(body)
     })
 

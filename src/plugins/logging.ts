@@ -1,8 +1,10 @@
-// Pino options: JSON, one line per request with its id; secrets never reach the log.
+// Pino options: one line per request with its id; secrets never reach the log. JSON, except in
+// development on a terminal, where pino-pretty makes the lines readable.
 import { LogController, type FastifyReply, type FastifyRequest } from 'fastify'
 import type { LoggerOptions } from 'pino'
 
-const SENSITIVE_QUERY = /^(token|code|state|password|secret|signature|id_token|access_token|refresh_token|session_token|api_key|key)$/i
+const SENSITIVE_QUERY =
+  /^(token|code|state|password|secret|signature|id_token|access_token|refresh_token|session_token|api_key|key)$/i
 const MAX_URL = 512
 
 /** The URL with the values of sensitive query parameters replaced. */
@@ -31,8 +33,21 @@ export function redactUrl(url: string): string {
 
 // Keys whose values never reach the log, at the top level of a log object and one level down
 // (pino's wildcards match exactly one level, so both are listed).
-const SENSITIVE_KEYS = ['password', 'newPassword', 'currentPassword', 'token', 'secret', 'cookie',
-  'authorization', 'passwordHash', 'password_hash', 'clientSecret', 'serverKey', 'secretKey', 'webhookSecret']
+const SENSITIVE_KEYS = [
+  'password',
+  'newPassword',
+  'currentPassword',
+  'token',
+  'secret',
+  'cookie',
+  'authorization',
+  'passwordHash',
+  'password_hash',
+  'clientSecret',
+  'serverKey',
+  'secretKey',
+  'webhookSecret',
+]
 
 export const REDACT_PATHS = [
   'req.headers.cookie',
@@ -46,9 +61,13 @@ export const REDACT_PATHS = [
   ...SENSITIVE_KEYS.map((key) => `*.${key}`),
 ]
 
-export function loggerOptions(level: string): LoggerOptions {
+export function loggerOptions(level: string, options: { pretty?: boolean } = {}): LoggerOptions {
   return {
     level,
+    // A worker thread formats the lines; redaction has already happened by then.
+    ...(options.pretty
+      ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' } } }
+      : {}),
     redact: { paths: REDACT_PATHS, censor: '[Redacted]' },
     serializers: {
       // An allow-list: only these request fields are logged, never headers wholesale.
@@ -68,7 +87,7 @@ export function loggerOptions(level: string): LoggerOptions {
 }
 
 /**
- * One line per request at info (DESIGN.md), written when it is answered: id, method, URL, status
+ * One line per request at info (docs/operations.md, "Logs"), written when it is answered: id, method, URL, status
  * and time. Fastify's default wrote two, the first without the status and the second without the
  * method or URL. The arrival is logged at debug only, for a request that never gets an answer.
  */

@@ -26,9 +26,7 @@ export class Mailer {
     private readonly log: FastifyBaseLogger,
     private readonly production: boolean,
   ) {
-    this.transport = config.smtpUrl
-      ? nodemailer.createTransport(config.smtpUrl, { from: config.from })
-      : undefined
+    this.transport = config.smtpUrl ? nodemailer.createTransport(config.smtpUrl, { from: config.from }) : undefined
   }
 
   /** Sends now; rejects when the SMTP server refuses or cannot be reached. */
@@ -51,7 +49,9 @@ export class Mailer {
    */
   sendInBackground(message: MailMessage): void {
     const sending = this.send(message)
-      .catch((err: Error) => this.log.error({ err: { message: err.message }, subject: message.subject }, 'mail could not be sent'))
+      .catch((err: Error) =>
+        this.log.error({ err: { message: err.message }, subject: message.subject }, 'mail could not be sent'),
+      )
       .finally(() => this.pending.delete(sending))
     this.pending.add(sending)
   }

@@ -66,11 +66,15 @@ export default fp(
     }
 
     // Public to the route policy: access is decided here (loopback or the token), and a scraper is never throttled.
-    app.get('/metrics', { schema: { hide: true }, config: { policy: { access: 'public', rateLimit: { global: false } } } }, async (request, reply) => {
-      if (!allowed(request)) throw forbidden('Metrics are served to loopback or with METRICS_TOKEN')
-      reply.type(register.contentType)
-      return register.metrics()
-    })
+    app.get(
+      '/metrics',
+      { schema: { hide: true }, config: { policy: { access: 'public', rateLimit: { global: false } } } },
+      async (request, reply) => {
+        if (!allowed(request)) throw forbidden('Metrics are served to loopback or with METRICS_TOKEN')
+        reply.type(register.contentType)
+        return register.metrics()
+      },
+    )
   },
   { name: 'metrics' },
 )

@@ -5,7 +5,7 @@ import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod'
 import { VERSION } from '../shared/version.js'
-import type { RoutePolicy } from './route-policy.js'
+import type { RoutePolicy } from '../shared/route-policy.js'
 
 const PUBLIC_DOCUMENT: RoutePolicy = { access: 'public', cacheable: true }
 
@@ -35,7 +35,12 @@ export default fp(
         const out = jsonSchemaTransform(input)
         const policy: RoutePolicy = { access: 'session', ...input.route.config?.policy }
         const access = policy.access
-        const who = access === 'public' ? 'Public.' : access === 'session' ? 'Needs a session.' : `Needs the role ${access!.roles.join(' or ')}.`
+        const who =
+          access === 'public'
+            ? 'Public.'
+            : access === 'session'
+              ? 'Needs a session.'
+              : `Needs the role ${access!.roles.join(' or ')}.`
         const schema = out.schema as Record<string, unknown>
         return {
           ...out,

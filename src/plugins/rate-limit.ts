@@ -10,6 +10,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Redis } from 'ioredis'
 import { AppError } from '../shared/errors.js'
+import type { EmailBudget, IpBudget } from '../shared/route-policy.js'
 
 const MINUTE = 60_000
 const HOUR = 60 * MINUTE
@@ -21,9 +22,6 @@ interface Budget {
 
 /** Counts one request against a budget; `retryAfter` in seconds when it is spent. */
 export type Check = (request: FastifyRequest) => Promise<{ exceeded: boolean; retryAfter: number }>
-
-export type IpBudget = 'signIn' | 'signUp'
-export type EmailBudget = 'signIn' | 'mail'
 
 export interface RateLimits {
   global: Check
@@ -57,7 +55,10 @@ export function clientKey(ip: string): string {
   const left = head ? head.split(':') : []
   const right = tail ? tail.split(':') : []
   const groups = ip.includes('::') ? [...left, ...Array(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right] : left
-  return `${groups.slice(0, 4).map((g) => g.toLowerCase().replace(/^0+(?=.)/, '')).join(':')}::/64`
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.toLowerCase().replace(/^0+(?=.)/, ''))
+    .join(':')}::/64`
 }
 
 export const rateLimited = (retryAfter: number) =>
@@ -93,7 +94,10 @@ export class AttemptCounter {
            if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
            if n > tonumber(ARGV[2]) then redis.call('DECR', KEYS[1]) end
            return {n, redis.call('PTTL', KEYS[1])}`,
-          1, this.prefix + key, this.budget.windowMs, this.budget.max,
+          1,
+          this.prefix + key,
+          this.budget.windowMs,
+          this.budget.max,
         )) as [number, number]
         return count > this.budget.max ? Math.max(1, Math.ceil(ttl / 1000)) : 0
       } catch {
@@ -103,7 +107,10 @@ export class AttemptCounter {
     const now = this.now()
     if (this.memory.size > 10_000) for (const [k, e] of this.memory) if (e.resetAt <= now) this.memory.delete(k)
     let entry = this.memory.get(key)
-    if (!entry || entry.resetAt <= now) this.memory.set(key, (entry = { count: 0, resetAt: now + this.budget.windowMs }))
+    if (!entry || entry.resetAt <= now) {
+      entry = { count: 0, resetAt: now + this.budget.windowMs }
+      this.memory.set(key, entry)
+    }
     if (entry.count >= this.budget.max) return Math.max(1, Math.ceil((entry.resetAt - now) / 1000))
     entry.count++
     return 0

@@ -8,33 +8,13 @@
 // Also here: trusted origins, the CSRF rule and CORS by hand (no CORS plugin).
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
-import type { SessionCookie } from '../auth/session/cookies.js'
-import type { SessionManager, SignedInUser, ValidSession } from '../auth/session/sessions.js'
-import type { Role } from '../auth/tables.js'
 import { AppError, forbidden, unauthorized } from '../shared/errors.js'
 import type { RedirectRules } from '../shared/redirect.js'
-import { emailOf, rateLimited, type EmailBudget, type IpBudget } from './rate-limit.js'
-
-export interface RoutePolicy {
-  /** Who may call: anyone, any signed-in user (the default), or a signed-in user with one of the roles. */
-  access?: 'public' | 'session' | { roles: readonly Role[] }
-  /**
-   * `false` exempts the route from the origin rule. Only for public routes that authenticate the
-   * caller otherwise (the payment gateways' signed webhooks).
-   */
-  checkOrigin?: false
-  /** Budgets on top of the global per-IP one; `global: false` only for health probes and metrics. */
-  rateLimit?: { global?: false; perIp?: IpBudget; perEmail?: EmailBudget }
-  /** The route checks the current password: wrong answers are limited per account. */
-  reverifiesPassword?: true
-  /** Responses may be stored by caches (the public API document); every other response is no-store. */
-  cacheable?: true
-}
+import { PUBLIC, type RoutePolicy } from '../shared/route-policy.js'
+import { emailOf, rateLimited } from './rate-limit.js'
 
 const POLICY_KEYS = new Set(['access', 'checkOrigin', 'rateLimit', 'reverifiesPassword', 'cacheable'])
 
-export const PUBLIC: RoutePolicy = Object.freeze({ access: 'public' })
-export const ADMIN: RoutePolicy = Object.freeze({ access: Object.freeze({ roles: Object.freeze(['admin', 'owner'] as const) }) })
 const DEFAULT: RoutePolicy = Object.freeze({ access: 'session' })
 // An unmatched request is a 404 to everyone; the origin rule still applies.
 const NOT_FOUND: RoutePolicy = PUBLIC
@@ -49,10 +29,6 @@ declare module 'fastify' {
     redirectRules: RedirectRules
     /** Every route registered, as Fastify's onRoute hook saw it (policy check at start, route-walking tests). */
     registeredRoutes: readonly RegisteredRoute[]
-  }
-  interface FastifyRequest {
-    user: SignedInUser | null
-    session: ValidSession['session'] | null
   }
 }
 
@@ -80,7 +56,8 @@ function checkPolicy(route: RegisteredRoute): void {
   if (policy.checkOrigin === false && !isPublic) throw new Error(`Route ${where}: only a public route may skip the origin check`)
   if (policy.reverifiesPassword && isPublic) throw new Error(`Route ${where}: a public route has no password to re-verify`)
   if (policy.cacheable && !isPublic) throw new Error(`Route ${where}: a cacheable route must be public (it sees no session)`)
-  if (typeof policy.access === 'object' && policy.access.roles.length === 0) throw new Error(`Route ${where}: no role may call it`)
+  if (typeof policy.access === 'object' && policy.access.roles.length === 0)
+    throw new Error(`Route ${where}: no role may call it`)
 }
 
 export function originOf(value: string | undefined): string | null {
@@ -100,31 +77,39 @@ const ALLOWED_HEADERS = 'Content-Type, Authorization, X-Request-Id'
 export interface RoutePolicyOptions {
   trustedOrigins: readonly string[]
   webOrigin: string
-  sessions: SessionManager
-  cookie: SessionCookie
+  /**
+   * Looks the request's session up and sets request.user and request.session (and the cookie it
+   * renews or clears): the session module's, handed in so this pipeline depends on no domain.
+   */
+  loadSession(request: FastifyRequest, reply: FastifyReply): Promise<void>
 }
 
 export default fp(
   async function routePolicy(app: FastifyInstance, opts: RoutePolicyOptions) {
     const trusted: ReadonlySet<string> = new Set(opts.trustedOrigins)
-    const { sessions, cookie } = opts
+    const { loadSession } = opts
     app.decorate('trustedOrigins', trusted)
     app.decorate('redirectRules', { base: opts.webOrigin, trustedOrigins: trusted })
-    app.decorateRequest('user', null)
-    app.decorateRequest('session', null)
 
     const routes: RegisteredRoute[] = []
     app.decorate('registeredRoutes', routes)
     app.addHook('onRoute', (route) => {
       // A snapshot of method and URL: Fastify reuses the options object for a prefix's "/" twin.
-      routes.push({ method: route.method, url: route.url, get config() { return route.config } })
+      routes.push({
+        method: route.method,
+        url: route.url,
+        get config() {
+          return route.config
+        },
+      })
     })
     // Checked once every plugin has added its routes (and third-party routes got their policy).
     app.addHook('onReady', async () => routes.forEach(checkPolicy))
 
     /**
-     * API.md §3. Any request to an /api/auth route, and any state-changing request to any route,
-     * whose Origin is present and untrusted is refused. Without an Origin, a state-changing request
+     * The origin rule (docs/http-contract.md, "Trusted origins, CSRF and CORS"). Any request to an
+     * /api/auth route, and any state-changing request to any route, whose Origin is present and
+     * untrusted is refused. Without an Origin, a state-changing request
      * is judged by its Referer, and one that carries a cookie but neither header is refused.
      */
     const checkOrigin = (request: FastifyRequest, origin: string | undefined, originTrusted: boolean): void => {
@@ -151,19 +136,6 @@ export default fp(
       if (request.headers.cookie !== undefined) {
         throw new AppError(403, 'MISSING_OR_NULL_ORIGIN', 'Origin header is required')
       }
-    }
-
-    const loadSession = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
-      if (!cookie.present(request)) return
-      const token = cookie.read(request)
-      const valid = token ? await sessions.validate(token) : null
-      if (!valid) {
-        cookie.clear(reply) // forged, expired or revoked: tell the browser to drop it
-        return
-      }
-      request.user = valid.user
-      request.session = valid.session
-      if (valid.fresh) cookie.set(reply, token!, { rememberMe: true, expiresAt: valid.session.expiresAt })
     }
 
     // One hook, in the order that keeps the cheap refusals first: CORS and origin, the per-IP

@@ -39,7 +39,9 @@ export class RunningHandlers {
     this.started()
     setImmediate(() => {
       task()
-        .catch((err: Error) => log.error({ err: { message: err.message, code: (err as { code?: unknown }).code } }, `${what} failed`))
+        .catch((err: Error) =>
+          log.error({ err: { message: err.message, code: (err as { code?: unknown }).code } }, `${what} failed`),
+        )
         .finally(() => this.ended())
     })
   }

@@ -2,7 +2,8 @@
 import type { FastifyInstance } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { currentUser } from '../auth/guard.js'
-import { ErrorSchema } from '../auth/schemas.js'
+import { ErrorSchema } from '../shared/errors.js'
+import { contextOf } from '../shared/context.js'
 import { ProfileSchema, toProfileJson, updateProfileBody } from './schemas.js'
 import { updateProfile } from './service.js'
 
@@ -10,6 +11,7 @@ const tags = ['profile']
 
 export default async function profileRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>()
+  const deps = { db: app.db, clock: app.clock }
 
   app.get(
     '/api/v1/getProfile',
@@ -21,7 +23,7 @@ export default async function profileRoutes(fastify: FastifyInstance) {
         response: { 200: ProfileSchema, 401: ErrorSchema },
       },
     },
-    // Read with the session, in its one query (src/auth/sessions.ts).
+    // Read with the session, in its one query (src/auth/session/queries.ts).
     async (request) => toProfileJson(currentUser(request).profile),
   )
 
@@ -42,8 +44,7 @@ export default async function profileRoutes(fastify: FastifyInstance) {
       },
     },
     async (request) => {
-      const user = currentUser(request)
-      const profile = await updateProfile(app.db, user, request.body, { now: app.clock.now(), ip: request.ip })
+      const profile = await updateProfile(deps, contextOf(request), currentUser(request), request.body)
       return toProfileJson(profile)
     },
   )

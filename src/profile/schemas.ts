@@ -1,6 +1,7 @@
 import { z } from 'zod'
+import type { Profile } from '../auth/queries.js'
 import type { Clock } from '../shared/clock.js'
-import type { Profile } from './service.js'
+import { todayUtc } from '../shared/dates.js'
 
 const MIN_BIRTH_DATE = '1900-01-01'
 
@@ -45,9 +46,7 @@ export function canonicalLocale(value: string): string | undefined {
   }
 }
 
-const todayUtc = (now: Date) => now.toISOString().slice(0, 10)
-
-export const BirthPlaceSchema = z
+const BirthPlaceSchema = z
   .strictObject({
     name: text(1, 200),
     latitude: z.number().min(-90).max(90),
@@ -55,12 +54,6 @@ export const BirthPlaceSchema = z
   })
   .meta({ id: 'BirthPlace', examples: [{ name: 'Yogyakarta, Indonesia', latitude: -7.7956, longitude: 110.3695 }] })
 
-/**
- * The body of updateProfile. A factory because "today" (the latest birth date) comes from the
- * app's clock, which tests inject. Every field is optional; nullable ones are cleared with null.
- * No transforms: zod drops the examples of a transforming schema from the OpenAPI document, so
- * the service stores locale and time zone in their canonical spelling.
- */
 /** One example profile for the OpenAPI document (the update body and the profile share it). */
 const EXAMPLE_PROFILE = {
   name: 'Sari Wulandari',
@@ -72,6 +65,12 @@ const EXAMPLE_PROFILE = {
   timezone: 'Asia/Jakarta',
 }
 
+/**
+ * The body of updateProfile. A factory because "today" (the latest birth date) comes from the
+ * app's clock, which tests inject. Every field is optional; nullable ones are cleared with null.
+ * No transforms: zod drops the examples of a transforming schema from the OpenAPI document, so
+ * the service stores locale and time zone in their canonical spelling.
+ */
 export function updateProfileBody(clock: Clock) {
   return z
     .strictObject({
@@ -113,10 +112,7 @@ export function updateProfileBody(clock: Clock) {
     })
     .partial()
     .meta({
-      examples: [
-        EXAMPLE_PROFILE,
-        { birthTime: null, birthPlace: null },
-      ],
+      examples: [EXAMPLE_PROFILE, { birthTime: null, birthPlace: null }],
     })
 }
 
@@ -130,9 +126,7 @@ export const ProfileSchema = z
     image: z.string().nullable(),
     birthDate: z.string().nullable().describe('YYYY-MM-DD'),
     birthTime: z.string().nullable().describe('HH:MM, 24-hour, local time at the birth place'),
-    birthPlace: z
-      .object({ name: z.string(), latitude: z.number(), longitude: z.number() })
-      .nullable(),
+    birthPlace: z.object({ name: z.string(), latitude: z.number(), longitude: z.number() }).nullable(),
     gender: z.enum(['male', 'female', 'other']).nullable(),
     locale: z.string().nullable().describe('BCP-47 language tag'),
     timezone: z.string().nullable().describe('IANA time zone'),

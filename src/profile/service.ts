@@ -1,34 +1,26 @@
 // The profile of the signed-in user. There are no id parameters: every function takes the session's
 // user, so nobody can read or change another user's profile through these routes.
 import { json, type DB } from '../../db/index.js'
-import { recordAudit } from '../shared/audit.js'
+import type { Profile } from '../auth/queries.js'
 import type { SignedInUser } from '../auth/session/sessions.js'
+import { recordAudit } from '../shared/audit.js'
+import type { Clock } from '../shared/clock.js'
+import type { RequestContext } from '../shared/context.js'
 import { unauthorized } from '../shared/errors.js'
-import { toProfile, updateProfileRow, type ProfileChanges } from './queries.js'
+import { updateProfileRow, type ProfileChanges } from './queries.js'
 import { canonicalLocale, ianaZone, type UpdateProfileInput } from './schemas.js'
-import type { BirthPlace, Gender } from './tables.js'
 
-export interface Profile {
-  id: string
-  email: string
-  name: string
-  image: string | null
-  birthDate: string | null
-  birthTime: string | null
-  birthPlace: BirthPlace | null
-  gender: Gender | null
-  locale: string | null
-  timezone: string | null
-  createdAt: Date
-  updatedAt: Date
+export interface ProfileDeps {
+  db: DB
+  clock: Clock
 }
 
 /** Applies a partial update (undefined = keep, null = clear) and returns the profile as stored. */
 export async function updateProfile(
-  db: DB,
+  deps: ProfileDeps,
+  ctx: RequestContext,
   user: SignedInUser,
   input: UpdateProfileInput,
-  meta: { now: Date; ip: string | null },
 ): Promise<Profile> {
   const changes: ProfileChanges = {
     name: input.name,
@@ -44,12 +36,18 @@ export async function updateProfile(
   if (fields.length === 0) return user.profile
   const userId = user.id
 
-  const row = await db.transaction().execute(async (trx) => {
-    const updated = await updateProfileRow(trx, userId, { ...changes, updated_at: meta.now })
+  return deps.db.transaction().execute(async (trx) => {
+    const updated = await updateProfileRow(trx, userId, { ...changes, updated_at: deps.clock.now() })
     if (!updated) throw unauthorized()
     // Field names only: birth data is personal and has no place in the audit log.
-    await recordAudit(trx, { actorId: userId, action: 'profile.updated', targetType: 'user', targetId: userId, ip: meta.ip, details: { fields } })
+    await recordAudit(trx, {
+      actorId: userId,
+      action: 'profile.updated',
+      targetType: 'user',
+      targetId: userId,
+      ip: ctx.ip,
+      details: { fields },
+    })
     return updated
   })
-  return toProfile(row)
 }

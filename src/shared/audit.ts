@@ -20,7 +20,9 @@ function scrub(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(scrub)
   if (value && typeof value === 'object' && !(value instanceof Date)) {
     return Object.fromEntries(
-      Object.entries(value).filter(([k]) => !SECRET_KEY.test(k)).map(([k, v]) => [k, scrub(v)]),
+      Object.entries(value)
+        .filter(([k]) => !SECRET_KEY.test(k))
+        .map(([k, v]) => [k, scrub(v)]),
     )
   }
   return value

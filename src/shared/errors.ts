@@ -1,3 +1,5 @@
+import { z } from 'zod'
+
 // The one error type. Every failure reaches the client as
 // { code, status, message, data? } through src/plugins/errors.ts.
 
@@ -53,6 +55,15 @@ export const unauthorized = (message = 'Sign-in required') => new AppError(401, 
 export const forbidden = (message = 'Forbidden') => new AppError(403, 'FORBIDDEN', message)
 export const notFound = (what = 'Record') => new AppError(404, 'NOT_FOUND', `${what} not found`)
 export const conflict = (message: string) => new AppError(409, 'CONFLICT', message)
-export const badRequest = (message: string) => new AppError(400, 'BAD_REQUEST', message)
 export const serviceUnavailable = (message: string, retryAfter = 5) =>
   new AppError(503, 'SERVICE_UNAVAILABLE', message, { retryAfter })
+
+/** The one error shape, as the OpenAPI document describes every error answer. */
+export const ErrorSchema = z
+  .object({
+    code: z.string(),
+    status: z.number().int(),
+    message: z.string(),
+    data: z.record(z.string(), z.unknown()).optional(),
+  })
+  .meta({ id: 'Error' })

@@ -1,11 +1,17 @@
 // Admins and owners may read any user's journal entry or compatibility result for moderation.
 // Each such read is audited before the record leaves the service; anyone else gets a 404.
-import type { FastifyInstance } from 'fastify'
+import type { Executor } from '../../db/index.js'
 import { recordAudit } from './audit.js'
-import type { SessionUser } from '../auth/session/sessions.js'
+import type { Role } from './roles.js'
 import { notFound } from './errors.js'
 
-export const canModerate = (user: SessionUser): boolean => user.role === 'admin' || user.role === 'owner'
+/** Who is reading: the signed-in user's id and role. */
+export interface Viewer {
+  id: string
+  role: Role
+}
+
+export const canModerate = (user: Viewer): boolean => user.role === 'admin' || user.role === 'owner'
 
 /**
  * Lets `viewer` see a record owned by `ownerId`, or throws 404 (never 403: a member must not
@@ -13,14 +19,14 @@ export const canModerate = (user: SessionUser): boolean => user.role === 'admin'
  * if that write fails the read fails, so no moderation read goes unrecorded.
  */
 export async function authorizeRead(
-  app: FastifyInstance,
-  viewer: SessionUser,
+  deps: { db: Executor },
+  viewer: Viewer,
   record: { ownerId: string; targetType: string; targetId: string; action: string; what: string },
-  ip: string,
+  ip: string | null,
 ): Promise<void> {
   if (record.ownerId === viewer.id) return
   if (!canModerate(viewer)) throw notFound(record.what)
-  await recordAudit(app.db, {
+  await recordAudit(deps.db, {
     actorId: viewer.id,
     action: record.action,
     targetType: record.targetType,

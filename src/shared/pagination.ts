@@ -34,7 +34,11 @@ const BASE64URL = /^[A-Za-z0-9_-]+$/
 const EXACT_ISO = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3})(\d{3})?Z$/
 const CursorBody = z.strictObject({
   c: z.string().regex(EXACT_ISO),
-  i: z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/),
+  i: z
+    .string()
+    .min(1)
+    .max(200)
+    .regex(/^[\x21-\x7e]+$/),
 })
 
 export function encodeCursor(at: Date | string, id: string): string {
@@ -74,12 +78,15 @@ export const CursorParam = z
     }
     return cursor
   })
-  .describe('Opaque cursor from the previous page\'s nextCursor')
+  .describe("Opaque cursor from the previous page's nextCursor")
 
 export const Limit = z.coerce.number().int().min(1).max(100).default(20)
 
 /** The (created_at, id) key of rows whose created_at is timestamptz(3). */
-export const byCreatedAt = (row: { created_at: Date; id: string }): { at: Date; id: string } => ({ at: row.created_at, id: row.id })
+export const byCreatedAt = (row: { created_at: Date; id: string }): { at: Date; id: string } => ({
+  at: row.created_at,
+  id: row.id,
+})
 
 /**
  * The one keyset query: rows strictly before the cursor, newest first by (`time`, id), `limit + 1`
@@ -91,8 +98,13 @@ export function newestFirst<DB, TB extends keyof DB, O>(
   time = 'created_at',
 ): SelectQueryBuilder<DB, TB, O> {
   const { cursor } = page
-  const narrowed = cursor ? query.where(sql<boolean>`(${sql.ref(time)}, ${sql.ref('id')}) < (${cursorTime(cursor)}, ${cursor.id})`) : query
-  return narrowed.orderBy(sql.ref(time), 'desc').orderBy(sql.ref('id'), 'desc').limit(page.limit + 1)
+  const narrowed = cursor
+    ? query.where(sql<boolean>`(${sql.ref(time)}, ${sql.ref('id')}) < (${cursorTime(cursor)}, ${cursor.id})`)
+    : query
+  return narrowed
+    .orderBy(sql.ref(time), 'desc')
+    .orderBy(sql.ref('id'), 'desc')
+    .limit(page.limit + 1)
 }
 
 /** Turns `limit + 1` fetched rows into a page: the extra row only says that another page exists. */

@@ -11,3 +11,24 @@ export const Id = z.string().regex(/^[\x21-\x7e]{1,200}$/, { message: 'Not an id
 
 /** `/:id` path parameters. */
 export const IdParams = z.strictObject({ id: Id })
+
+// Postgres text cannot hold NUL, and a lone surrogate cannot be stored as UTF-8 or in jsonb:
+// refused here so they are a 400, never a database error.
+const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
+export const isStorableText = (s: string): boolean => !UNSTORABLE.test(s)
+
+/** Text a user writes, trimmed, `min`..`max` characters, storable. */
+export const PlainText = (min: number, max: number) =>
+  z.string().trim().min(min).max(max).refine(isStorableText, { message: 'Contains characters that cannot be stored' })
+
+function isRealDate(s: string): boolean {
+  const [y, m, d] = s.split('-').map(Number) as [number, number, number]
+  const date = new Date(Date.UTC(y, m - 1, d))
+  return date.getUTCFullYear() === y && date.getUTCMonth() === m - 1 && date.getUTCDate() === d
+}
+
+/** A calendar date `YYYY-MM-DD` that exists (no 2023-02-29), years 1900..2999. */
+export const CalendarDate = z
+  .string()
+  .regex(/^(19|2\d)\d{2}-\d{2}-\d{2}$/, { message: 'Expected a date YYYY-MM-DD' })
+  .refine(isRealDate, { message: 'Not a real calendar date' })

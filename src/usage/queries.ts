@@ -1,16 +1,13 @@
-import type { Kysely, Transaction } from 'kysely'
-import { preparedStatement } from '../../db/prepared.js'
-import type { Database } from '../../db/schema.js'
 import type { Executor } from '../../db/index.js'
+import { preparedStatement } from '../../db/prepared.js'
 
-
-export interface CounterKey {
+interface CounterKey {
   userId: string
   metric: string
   periodStart: Date
 }
 
-export interface CounterAttempt {
+interface CounterAttempt {
   /** The new count, or undefined when the limit refused and nothing was written. */
   used: number | undefined
   /** The count this statement saw before it acted (its snapshot); 0 when there was no counter yet. */
@@ -46,9 +43,9 @@ const ADD_IN_TRANSACTION = preparedStatement<AttemptRow>('usage_add', addToCount
 /**
  * A count of its own commits asynchronously: `synchronous_commit` off, for this statement's implicit
  * transaction only (set_config with is_local). The commit no longer waits for the WAL flush, which
- * held the counter's row lock and a pooled connection (bench: +35% increments/s). The cost: a
- * database crash can forget the last fraction of a second of counts, so a user might get a call or
- * two beyond the limit once. A count is never corrupted, concurrent calls still cannot pass the
+ * held the counter's row lock and a pooled connection, so more increments go through per second
+ * (measured in docs/benchmarks.md). The cost: a database crash can forget the last fraction of a
+ * second of counts, so a user might get a call or two beyond the limit once. A count is never corrupted, concurrent calls still cannot pass the
  * limit, and counts taken inside another write stay as durable as that write.
  */
 const ADD_ON_ITS_OWN = preparedStatement<AttemptRow>(

@@ -2,7 +2,8 @@
 import type { FastifyInstance } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { currentUser } from '../auth/guard.js'
-import { ErrorSchema } from '../auth/schemas.js'
+import { ErrorSchema } from '../shared/errors.js'
+import { contextOf } from '../shared/context.js'
 import {
   IncrementBody,
   IncrementParams,
@@ -12,12 +13,13 @@ import {
   toUsageResultJson,
   UsageResultSchema,
 } from './schemas.js'
-import { consumeUsage, getPlanAndUsage } from './service.js'
+import { getPlanAndUsage, incrementUsage, type UsageDeps } from './service.js'
 
 const tags = ['usage']
 
 export default async function usageRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>()
+  const deps: UsageDeps = { db: app.db, clock: app.clock }
 
   app.get(
     '/api/v1/getPlanAndUsage',
@@ -29,7 +31,7 @@ export default async function usageRoutes(fastify: FastifyInstance) {
         response: { 200: PlanAndUsageSchema, 401: ErrorSchema },
       },
     },
-    async (request) => toPlanAndUsageJson(await getPlanAndUsage(app.db, currentUser(request), app.clock.now())),
+    async (request) => toPlanAndUsageJson(await getPlanAndUsage(deps, contextOf(request), currentUser(request))),
   )
 
   app.post(
@@ -54,8 +56,9 @@ export default async function usageRoutes(fastify: FastifyInstance) {
     },
     async (request) => {
       const amount = request.body?.amount ?? 1
-      const result = await consumeUsage(app.db, currentUser(request), request.params.metric, amount, app.clock.now())
-      return toUsageResultJson(result)
+      return toUsageResultJson(
+        await incrementUsage(deps, contextOf(request), currentUser(request), request.params.metric, amount),
+      )
     },
   )
 }

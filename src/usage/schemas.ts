@@ -3,7 +3,7 @@ import { PLANS } from '../auth/tables.js'
 import { METRICS } from './plans.js'
 import { MAX_AMOUNT, type PlanAndUsage, type UsageResult } from './service.js'
 
-export const MetricSchema = z.enum(METRICS).meta({ id: 'UsageMetric' })
+const MetricSchema = z.enum(METRICS).meta({ id: 'UsageMetric' })
 
 export const IncrementParams = z.strictObject({ metric: MetricSchema })
 
@@ -18,7 +18,10 @@ const resetsAt = z.string().describe('ISO-8601 UTC: the start of the next UTC da
 export const PlanAndUsageSchema = z
   .object({
     plan: z.enum(PLANS).describe('The plan in force: a paid plan whose planExpiresAt has passed counts as free'),
-    planExpiresAt: z.string().nullable().describe('When the paid plan ends (in the past once it lapsed); null when it does not lapse'),
+    planExpiresAt: z
+      .string()
+      .nullable()
+      .describe('When the paid plan ends (in the past once it lapsed); null when it does not lapse'),
     usage: z.array(
       z.object({
         metric: MetricSchema,

@@ -1,14 +1,18 @@
 // Plan-limit enforcement: the one function every domain calls to count usage.
-import type { Kysely, Transaction } from 'kysely'
-import type { Database } from '../../db/schema.js'
+import type { DB, Executor } from '../../db/index.js'
 import type { Plan } from '../auth/tables.js'
+import type { Clock } from '../shared/clock.js'
+import type { RequestContext } from '../shared/context.js'
 import { AppError } from '../shared/errors.js'
-import { addToCounter, readCounter, readCounters } from './queries.js'
 import { currentPeriod, effectivePlan, METRIC_PERIOD, METRICS, PLAN_LIMITS, type Metric, type Period } from './plans.js'
-import type { Executor } from '../../db/index.js'
+import { addToCounter, readCounter, readCounters } from './queries.js'
 
+export interface UsageDeps {
+  db: DB
+  clock: Clock
+}
 
-export interface UsageSubject {
+interface UsageSubject {
   id: string
   plan: Plan
   planExpiresAt: Date | null
@@ -22,7 +26,7 @@ export interface UsageResult {
   resetsAt: Date
 }
 
-export interface MetricUsage {
+interface MetricUsage {
   metric: Metric
   used: number
   limit: number | null
@@ -43,7 +47,8 @@ export const MAX_AMOUNT = 1000
 /**
  * Counts `amount` of `metric` for the user, or throws 402 PLAN_LIMIT_REACHED and counts nothing.
  * The check and the increment are one statement, so the limit holds under concurrency and across
- * instances. Pass the caller's transaction to roll the count back with the act it pays for.
+ * instances. Other domains call it inside the transaction of the act it pays for, with that act's
+ * `now`, so the count rolls back with the act.
  */
 export async function consumeUsage(
   db: Executor,
@@ -66,8 +71,7 @@ export async function consumeUsage(
   if (used === undefined) {
     // The snapshot already showed the counter too full: that count is the answer. Otherwise a
     // concurrent call filled it after the snapshot, and only a fresh read tells how far.
-    const current =
-      attempt && limit !== null && attempt.seen + amount > limit ? attempt.seen : await readCounter(db, key)
+    const current = attempt && limit !== null && attempt.seen + amount > limit ? attempt.seen : await readCounter(db, key)
     throw new AppError(402, 'PLAN_LIMIT_REACHED', `The ${metric} limit of your plan is reached`, {
       data: { metric, limit, used: current, resetsAt: resetsAt.toISOString() },
     })
@@ -75,15 +79,27 @@ export async function consumeUsage(
   return { metric, used, limit, remaining: limit === null ? null : Math.max(0, limit - used), resetsAt }
 }
 
-export async function readUsed(db: Executor, userId: string, metric: Metric, periodStart: Date): Promise<number> {
-  return readCounter(db, { userId, metric, periodStart })
+/** A count of its own, asked for by the user (POST /api/v1/usage/{metric}/increment). */
+export async function incrementUsage(
+  deps: UsageDeps,
+  _ctx: RequestContext,
+  user: UsageSubject,
+  metric: Metric,
+  amount: number,
+): Promise<UsageResult> {
+  return consumeUsage(deps.db, user, metric, amount, deps.clock.now())
 }
 
 /** The effective plan and, for every metric, the count of its current period against the limit. */
-export async function getPlanAndUsage(db: Executor, user: UsageSubject, now: Date): Promise<PlanAndUsage> {
+export async function getPlanAndUsage(deps: UsageDeps, _ctx: RequestContext, user: UsageSubject): Promise<PlanAndUsage> {
+  const now = deps.clock.now()
   const plan = effectivePlan(user, now)
   const periods = METRICS.map((metric) => ({ metric, ...currentPeriod(metric, now) }))
-  const counts = await readCounters(db, user.id, periods.map((p) => ({ metric: p.metric, periodStart: p.start })))
+  const counts = await readCounters(
+    deps.db,
+    user.id,
+    periods.map((p) => ({ metric: p.metric, periodStart: p.start })),
+  )
   return {
     plan,
     planExpiresAt: user.planExpiresAt,

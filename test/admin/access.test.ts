@@ -11,37 +11,65 @@ const owner = await signUpWithRole(app, 'owner')
 const routes: Array<{ name: string; method: 'GET' | 'POST'; url: (target: string) => string; body?: unknown; action: string }> = [
   { name: 'listUsers', method: 'GET', url: () => '/api/v1/admin/users', action: 'admin.users.listed' },
   { name: 'getUser', method: 'GET', url: (id) => `/api/v1/admin/users/${id}`, action: 'admin.user.viewed' },
-  { name: 'makeUserAdmin', method: 'POST', url: (id) => `/api/v1/admin/users/${id}/make-admin`, body: {}, action: 'admin.user.role_changed' },
-  { name: 'setUserRole', method: 'POST', url: (id) => `/api/v1/admin/users/${id}/role`, body: { role: 'member' }, action: 'admin.user.role_changed' },
-  { name: 'setUserPremiumPlus', method: 'POST', url: (id) => `/api/v1/admin/users/${id}/premium-plus`, body: {}, action: 'admin.user.plan_changed' },
-  { name: 'setUserPlan', method: 'POST', url: (id) => `/api/v1/admin/users/${id}/plan`, body: { plan: 'premium' }, action: 'admin.user.plan_changed' },
-  { name: 'revokeUserSessions', method: 'POST', url: (id) => `/api/v1/admin/users/${id}/revoke-sessions`, body: {}, action: 'admin.user.sessions_revoked' },
+  {
+    name: 'makeUserAdmin',
+    method: 'POST',
+    url: (id) => `/api/v1/admin/users/${id}/make-admin`,
+    body: {},
+    action: 'admin.user.role_changed',
+  },
+  {
+    name: 'setUserRole',
+    method: 'POST',
+    url: (id) => `/api/v1/admin/users/${id}/role`,
+    body: { role: 'member' },
+    action: 'admin.user.role_changed',
+  },
+  {
+    name: 'setUserPremiumPlus',
+    method: 'POST',
+    url: (id) => `/api/v1/admin/users/${id}/premium-plus`,
+    body: {},
+    action: 'admin.user.plan_changed',
+  },
+  {
+    name: 'setUserPlan',
+    method: 'POST',
+    url: (id) => `/api/v1/admin/users/${id}/plan`,
+    body: { plan: 'premium' },
+    action: 'admin.user.plan_changed',
+  },
+  {
+    name: 'revokeUserSessions',
+    method: 'POST',
+    url: (id) => `/api/v1/admin/users/${id}/revoke-sessions`,
+    body: {},
+    action: 'admin.user.sessions_revoked',
+  },
   { name: 'getUsageAnalytics', method: 'GET', url: () => '/api/v1/admin/analytics/usage', action: 'admin.analytics.viewed' },
   { name: 'listAuditEvents', method: 'GET', url: () => '/api/v1/admin/audit', action: 'admin.audit.listed' },
 ]
 
 const auditCount = async (actorId: string, action: string) =>
-  (await app.db.selectFrom('audit_event').select('id').where('actor_id', '=', actorId).where('action', '=', action).execute()).length
+  (await app.db.selectFrom('audit_event').select('id').where('actor_id', '=', actorId).where('action', '=', action).execute())
+    .length
 
+// That no session is 401 and a member 403 on every admin route is proven for every route by
+// test/foundation/route-policy.test.ts; here, what the refusal leaves behind and what an admin's call writes.
 for (const route of routes) {
-  t.test(`${route.name}: no session is 401, a member is 403, admin and owner get 200`, async (t) => {
+  t.test(`${route.name}: a member's call changes nothing and is not audited, admin and owner get 200`, async (t) => {
     const target: TestUser = await signUp(app)
     const roleBefore = async () =>
-      (await app.db.selectFrom('user').select(['role', 'plan']).where('id', '=', target.id).executeTakeFirstOrThrow())
-
-    const anonymous = await call(app, route.method, route.url(target.id), { body: route.body })
-    t.equal(anonymous.statusCode, 401)
-    t.equal(anonymous.json().code, 'UNAUTHORIZED')
+      await app.db.selectFrom('user').select(['role', 'plan']).where('id', '=', target.id).executeTakeFirstOrThrow()
 
     const before = await roleBefore()
-    const asMember = await call(app, route.method, route.url(target.id), { cookie: member.cookie, body: route.body })
-    t.equal(asMember.statusCode, 403)
-    t.match(asMember.json(), { code: 'FORBIDDEN', status: 403 })
+    await call(app, route.method, route.url(target.id), { cookie: member.cookie, body: route.body })
     t.same(await roleBefore(), before, 'a refused act changes nothing')
 
     // Even a malformed request from a member is 403, not a 400 that would describe the schema.
     const probing = await call(app, route.method, `${route.url(target.id)}${route.method === 'GET' ? '?bogus=1' : ''}`, {
-      cookie: member.cookie, body: route.method === 'POST' ? { bogus: true } : undefined,
+      cookie: member.cookie,
+      body: route.method === 'POST' ? { bogus: true } : undefined,
     })
     t.equal(probing.statusCode, 403)
 
@@ -78,8 +106,4 @@ t.test('admin routes appear in the OpenAPI document under their operation ids', 
   t.equal(doc.paths['/api/v1/admin/users/{id}/plan'].post.operationId, 'setUserPlan')
   t.equal(doc.paths['/api/v1/admin/analytics/usage'].get.operationId, 'getUsageAnalytics')
   t.equal(doc.paths['/api/v1/admin/audit'].get.operationId, 'listAuditEvents')
-  t.equal(doc.paths['/api/v1/consent'].post.operationId, 'recordConsent')
-  t.equal(doc.paths['/api/v1/consent'].get.operationId, 'getConsents')
-  t.equal(doc.paths['/api/v1/me/export'].get.operationId, 'exportMyData')
-  t.equal(doc.paths['/api/v1/me'].delete.operationId, 'deleteMyAccount')
 })

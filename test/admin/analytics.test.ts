@@ -22,33 +22,56 @@ await app.db
   .insertInto('user')
   .values(januaryUsers.map((u) => ({ ...u, name: u.id, email: `${u.id}@example.com` })))
   .execute()
-await app.db.insertInto('session').values([
-  { id: 's-expired', token_hash: 'h-expired', user_id: 'jan-a', expires_at: past },
-  { id: 's-live', token_hash: 'h-live', user_id: 'jan-b', expires_at: future },
-]).execute()
+await app.db
+  .insertInto('session')
+  .values([
+    { id: 's-expired', token_hash: 'h-expired', user_id: 'jan-a', expires_at: past },
+    { id: 's-live', token_hash: 'h-live', user_id: 'jan-b', expires_at: future },
+  ])
+  .execute()
 
-await app.db.insertInto('usage_counter').values([
-  { user_id: 'jan-a', metric: 'aiMessages', period_start: new Date('2026-01-10T00:00:00Z'), used: 3 },
-  { user_id: 'jan-b', metric: 'aiMessages', period_start: new Date('2026-01-10T00:00:00Z'), used: 5 },
-  { user_id: 'jan-a', metric: 'aiMessages', period_start: new Date('2026-01-12T00:00:00Z'), used: 4 },
-  { user_id: 'jan-a', metric: 'aiMessages', period_start: new Date('2026-01-14T00:00:00Z'), used: 6 }, // after the range
-  { user_id: 'jan-a', metric: 'journalEntries', period_start: new Date('2026-01-08T00:00:00Z'), used: 9 }, // before it
-  { user_id: 'jan-a', metric: 'compatibilityChecks', period_start: new Date('2026-01-01T00:00:00Z'), used: 2 }, // month overlaps
-  { user_id: 'jan-c', metric: 'compatibilityChecks', period_start: new Date('2026-01-01T00:00:00Z'), used: 1 },
-  { user_id: 'jan-c', metric: 'compatibilityChecks', period_start: new Date('2025-12-01T00:00:00Z'), used: 7 }, // month before
-]).execute()
+await app.db
+  .insertInto('usage_counter')
+  .values([
+    { user_id: 'jan-a', metric: 'aiMessages', period_start: new Date('2026-01-10T00:00:00Z'), used: 3 },
+    { user_id: 'jan-b', metric: 'aiMessages', period_start: new Date('2026-01-10T00:00:00Z'), used: 5 },
+    { user_id: 'jan-a', metric: 'aiMessages', period_start: new Date('2026-01-12T00:00:00Z'), used: 4 },
+    { user_id: 'jan-a', metric: 'aiMessages', period_start: new Date('2026-01-14T00:00:00Z'), used: 6 }, // after the range
+    { user_id: 'jan-a', metric: 'journalEntries', period_start: new Date('2026-01-08T00:00:00Z'), used: 9 }, // before it
+    { user_id: 'jan-a', metric: 'compatibilityChecks', period_start: new Date('2026-01-01T00:00:00Z'), used: 2 }, // month overlaps
+    { user_id: 'jan-c', metric: 'compatibilityChecks', period_start: new Date('2026-01-01T00:00:00Z'), used: 1 },
+    { user_id: 'jan-c', metric: 'compatibilityChecks', period_start: new Date('2025-12-01T00:00:00Z'), used: 7 }, // month before
+  ])
+  .execute()
 
-const payment = (id: string, product: string, amount: number, status: 'paid' | 'pending' | 'refunded', grantedAt: string | null) =>
-  ({ id, user_id: 'jan-a', product, amount, status, provider: 'sandbox' as const, return_url: '/x', granted_at: grantedAt === null ? null : new Date(grantedAt),
-    expires_at: future })
-await app.db.insertInto('payment').values([
-  payment('p1', 'deep_insights', 49000, 'paid', '2026-01-09T10:00:00Z'),
-  payment('p2', 'deep_insights', 49000, 'paid', '2026-01-13T23:00:00Z'),
-  payment('p3', 'premium_month', 79000, 'paid', '2026-01-11T00:00:00Z'),
-  payment('p4', 'premium_month', 79000, 'paid', '2026-01-14T00:00:00Z'), // after the range
-  payment('p5', 'premium_plus_month', 149000, 'pending', null),
-  payment('p6', 'premium_plus_month', 149000, 'refunded', '2026-01-10T00:00:00Z'),
-]).execute()
+const payment = (
+  id: string,
+  product: string,
+  amount: number,
+  status: 'paid' | 'pending' | 'refunded',
+  grantedAt: string | null,
+) => ({
+  id,
+  user_id: 'jan-a',
+  product,
+  amount,
+  status,
+  provider: 'sandbox' as const,
+  return_url: '/x',
+  granted_at: grantedAt === null ? null : new Date(grantedAt),
+  expires_at: future,
+})
+await app.db
+  .insertInto('payment')
+  .values([
+    payment('p1', 'deep_insights', 49000, 'paid', '2026-01-09T10:00:00Z'),
+    payment('p2', 'deep_insights', 49000, 'paid', '2026-01-13T23:00:00Z'),
+    payment('p3', 'premium_month', 79000, 'paid', '2026-01-11T00:00:00Z'),
+    payment('p4', 'premium_month', 79000, 'paid', '2026-01-14T00:00:00Z'), // after the range
+    payment('p5', 'premium_plus_month', 149000, 'pending', null),
+    payment('p6', 'premium_plus_month', 149000, 'refunded', '2026-01-10T00:00:00Z'),
+  ])
+  .execute()
 
 const analytics = (query: string, cookie = admin.cookie) => call(app, 'GET', `/api/v1/admin/analytics/usage?${query}`, { cookie })
 
@@ -86,9 +109,16 @@ t.test('owners read the same analytics, and the read is audited', async (t) => {
   const a = (await analytics('from=2026-01-09&to=2026-01-13')).json()
   const b = (await analytics('from=2026-01-09&to=2026-01-13', owner.cookie)).json()
   t.same(b, a)
-  const events = await app.db.selectFrom('audit_event').select(['actor_id', 'details'])
-    .where('action', '=', 'admin.analytics.viewed').where('actor_id', '=', owner.id).execute()
-  t.same(events.map((e) => e.details), [{ range: { from: '2026-01-09', to: '2026-01-13' } }])
+  const events = await app.db
+    .selectFrom('audit_event')
+    .select(['actor_id', 'details'])
+    .where('action', '=', 'admin.analytics.viewed')
+    .where('actor_id', '=', owner.id)
+    .execute()
+  t.same(
+    events.map((e) => e.details),
+    [{ range: { from: '2026-01-09', to: '2026-01-13' } }],
+  )
 })
 
 t.test('a one-day range and the default range of the last 30 days', async (t) => {
@@ -102,14 +132,24 @@ t.test('a one-day range and the default range of the last 30 days', async (t) =>
   t.equal(recent.range.to, today)
   t.equal(recent.users.signupsPerDay.length, 30)
   const signedUpToday = recent.users.signupsPerDay.find((d: { date: string }) => d.date === today).count
-  const fromDb = await app.db.selectFrom('user').select('id').where('created_at', '>=', new Date(`${today}T00:00:00Z`)).execute()
+  const fromDb = await app.db
+    .selectFrom('user')
+    .select('id')
+    .where('created_at', '>=', new Date(`${today}T00:00:00Z`))
+    .execute()
   t.equal(signedUpToday, fromDb.length)
   t.equal(signedUpToday, 2 + members.length)
 })
 
 t.test('analytics refuse bad ranges', async (t) => {
-  for (const query of ['from=2026-01-13&to=2026-01-09', 'from=2024-01-01&to=2026-01-01', 'from=yesterday', 'to=2026-13-01',
-    'from=2026-01-01T00:00:00Z', 'metric=aiMessages']) {
+  for (const query of [
+    'from=2026-01-13&to=2026-01-09',
+    'from=2024-01-01&to=2026-01-01',
+    'from=yesterday',
+    'to=2026-13-01',
+    'from=2026-01-01T00:00:00Z',
+    'metric=aiMessages',
+  ]) {
     const res = await analytics(query)
     t.equal(res.statusCode, 400, query)
     t.equal(res.json().code, 'VALIDATION_ERROR')

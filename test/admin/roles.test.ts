@@ -10,7 +10,13 @@ const roleOf = async (id: string) =>
   (await app.db.selectFrom('user').select('role').where('id', '=', id).executeTakeFirstOrThrow()).role
 const whoami = (user: TestUser) => call(app, 'GET', '/api/v1/whoami', { cookie: user.cookie })
 const auditOf = (targetId: string, action: string) =>
-  app.db.selectFrom('audit_event').selectAll().where('target_id', '=', targetId).where('action', '=', action).orderBy('at').execute()
+  app.db
+    .selectFrom('audit_event')
+    .selectAll()
+    .where('target_id', '=', targetId)
+    .where('action', '=', action)
+    .orderBy('at')
+    .execute()
 
 t.test('a promotion takes effect on the very next request of the target', async (t) => {
   const target = await signUp(app)
@@ -85,12 +91,20 @@ t.test('nobody can change, re-plan or log out the owner through the API', async 
   }
   const after = await app.db.selectFrom('user').selectAll().where('id', '=', owner.id).executeTakeFirstOrThrow()
   t.same(after, before, 'the owner row is untouched')
-  t.equal((await app.db.selectFrom('session').select('id').where('user_id', '=', owner.id).execute()).length, sessionsBefore.length)
+  t.equal(
+    (await app.db.selectFrom('session').select('id').where('user_id', '=', owner.id).execute()).length,
+    sessionsBefore.length,
+  )
   t.equal((await whoami(owner)).json().role, 'owner')
 })
 
 t.test('nobody changes their own role', async (t) => {
-  for (const [actor, role] of [[admin, 'member'], [admin, 'admin'], [owner, 'admin'], [owner, 'member']] as const) {
+  for (const [actor, role] of [
+    [admin, 'member'],
+    [admin, 'admin'],
+    [owner, 'admin'],
+    [owner, 'member'],
+  ] as const) {
     const res = await call(app, 'POST', `/api/v1/admin/users/${actor.id}/role`, { cookie: actor.cookie, body: { role } })
     t.equal(res.statusCode, 403)
     t.equal(res.json().code, 'FORBIDDEN')
@@ -104,7 +118,10 @@ t.test('nobody changes their own role', async (t) => {
 t.test('the owner role cannot be granted through the API', async (t) => {
   const target = await signUp(app)
   for (const actor of [admin, owner]) {
-    const res = await call(app, 'POST', `/api/v1/admin/users/${target.id}/role`, { cookie: actor.cookie, body: { role: 'owner' } })
+    const res = await call(app, 'POST', `/api/v1/admin/users/${target.id}/role`, {
+      cookie: actor.cookie,
+      body: { role: 'owner' },
+    })
     t.equal(res.statusCode, 403)
     t.equal(res.json().code, 'FORBIDDEN')
   }
@@ -119,9 +136,15 @@ t.test('setUserRole validates its body', async (t) => {
     t.equal(res.statusCode, 400, JSON.stringify(body))
     t.equal(res.json().code, 'VALIDATION_ERROR')
   }
-  const longId = await call(app, 'POST', `/api/v1/admin/users/${'x'.repeat(201)}/role`, { cookie: admin.cookie, body: { role: 'admin' } })
+  const longId = await call(app, 'POST', `/api/v1/admin/users/${'x'.repeat(201)}/role`, {
+    cookie: admin.cookie,
+    body: { role: 'admin' },
+  })
   t.ok(longId.statusCode >= 400 && longId.statusCode < 500, 'an oversized id is a client error')
-  const extra = await call(app, 'POST', `/api/v1/admin/users/${target.id}/make-admin`, { cookie: admin.cookie, body: { role: 'owner' } })
+  const extra = await call(app, 'POST', `/api/v1/admin/users/${target.id}/make-admin`, {
+    cookie: admin.cookie,
+    body: { role: 'owner' },
+  })
   t.equal(extra.statusCode, 400, 'make-admin takes no keys')
   t.equal(await roleOf(target.id), 'member')
 })
@@ -143,10 +166,13 @@ t.test('revoke-sessions ends every session of the user and counts them', async (
   const again = await call(app, 'POST', `/api/v1/admin/users/${target.id}/revoke-sessions`, { cookie: admin.cookie })
   t.same(again.json(), { revoked: 0 }, 'works without a body too')
   const events = await auditOf(target.id, 'admin.user.sessions_revoked')
-  t.same(events.map((e) => e.details), [
-    { before: { sessions: 3 }, after: { sessions: 0 }, revoked: 3 },
-    { before: { sessions: 0 }, after: { sessions: 0 }, revoked: 0 },
-  ])
+  t.same(
+    events.map((e) => e.details),
+    [
+      { before: { sessions: 3 }, after: { sessions: 0 }, revoked: 3 },
+      { before: { sessions: 0 }, after: { sessions: 0 }, revoked: 0 },
+    ],
+  )
   t.equal(events[0]!.actor_id, admin.id)
   t.equal(events[0]!.ip, '127.0.0.1')
 })
@@ -154,7 +180,10 @@ t.test('revoke-sessions ends every session of the user and counts them', async (
 t.test('plan changes apply at once and are audited with before and after', async (t) => {
   const target = await signUp(app)
   const expiresAt = new Date(Date.now() + 7 * 86_400_000).toISOString()
-  const plus = await call(app, 'POST', `/api/v1/admin/users/${target.id}/premium-plus`, { cookie: admin.cookie, body: { expiresAt } })
+  const plus = await call(app, 'POST', `/api/v1/admin/users/${target.id}/premium-plus`, {
+    cookie: admin.cookie,
+    body: { expiresAt },
+  })
   t.equal(plus.statusCode, 200)
   t.match(plus.json(), { plan: 'premium_plus', planExpiresAt: expiresAt })
   t.equal((await whoami(target)).json().plan, 'premium_plus')
@@ -162,7 +191,10 @@ t.test('plan changes apply at once and are audited with before and after', async
   const forever = await call(app, 'POST', `/api/v1/admin/users/${target.id}/premium-plus`, { cookie: owner.cookie, body: {} })
   t.match(forever.json(), { plan: 'premium_plus', planExpiresAt: null })
 
-  const premium = await call(app, 'POST', `/api/v1/admin/users/${target.id}/plan`, { cookie: admin.cookie, body: { plan: 'premium', expiresAt } })
+  const premium = await call(app, 'POST', `/api/v1/admin/users/${target.id}/plan`, {
+    cookie: admin.cookie,
+    body: { plan: 'premium', expiresAt },
+  })
   t.match(premium.json(), { plan: 'premium', planExpiresAt: expiresAt })
   const free = await call(app, 'POST', `/api/v1/admin/users/${target.id}/plan`, { cookie: admin.cookie, body: { plan: 'free' } })
   t.match(free.json(), { plan: 'free', planExpiresAt: null })
@@ -171,13 +203,28 @@ t.test('plan changes apply at once and are audited with before and after', async
   t.same(
     events.map((e) => [e.details.before, e.details.after]),
     [
-      [{ plan: 'free', planExpiresAt: null }, { plan: 'premium_plus', planExpiresAt: expiresAt }],
-      [{ plan: 'premium_plus', planExpiresAt: expiresAt }, { plan: 'premium_plus', planExpiresAt: null }],
-      [{ plan: 'premium_plus', planExpiresAt: null }, { plan: 'premium', planExpiresAt: expiresAt }],
-      [{ plan: 'premium', planExpiresAt: expiresAt }, { plan: 'free', planExpiresAt: null }],
+      [
+        { plan: 'free', planExpiresAt: null },
+        { plan: 'premium_plus', planExpiresAt: expiresAt },
+      ],
+      [
+        { plan: 'premium_plus', planExpiresAt: expiresAt },
+        { plan: 'premium_plus', planExpiresAt: null },
+      ],
+      [
+        { plan: 'premium_plus', planExpiresAt: null },
+        { plan: 'premium', planExpiresAt: expiresAt },
+      ],
+      [
+        { plan: 'premium', planExpiresAt: expiresAt },
+        { plan: 'free', planExpiresAt: null },
+      ],
     ],
   )
-  t.same(events.map((e) => e.actor_id), [admin.id, owner.id, admin.id, admin.id])
+  t.same(
+    events.map((e) => e.actor_id),
+    [admin.id, owner.id, admin.id, admin.id],
+  )
 })
 
 t.test('plan routes refuse a past expiry, an expiry on free, unknown plans and unknown keys', async (t) => {
@@ -198,7 +245,11 @@ t.test('plan routes refuse a past expiry, an expiry on free, unknown plans and u
     t.equal(res.statusCode, 400, `${url} ${JSON.stringify(body)}`)
     t.equal(res.json().code, 'VALIDATION_ERROR')
   }
-  const row = await app.db.selectFrom('user').select(['plan', 'plan_expires_at']).where('id', '=', target.id).executeTakeFirstOrThrow()
+  const row = await app.db
+    .selectFrom('user')
+    .select(['plan', 'plan_expires_at'])
+    .where('id', '=', target.id)
+    .executeTakeFirstOrThrow()
   t.same(row, { plan: 'free', plan_expires_at: null })
   t.equal((await auditOf(target.id, 'admin.user.plan_changed')).length, 0)
 })
@@ -207,10 +258,19 @@ t.test('audit events never hold a password, token or secret', async (t) => {
   // recordAudit drops secret-looking keys at any depth, whatever the caller passes.
   const id = `scrub-${Date.now()}`
   await recordAudit(app.db, {
-    actorId: admin.id, action: 'test.scrub', targetType: 'user', targetId: id,
+    actorId: admin.id,
+    action: 'test.scrub',
+    targetType: 'user',
+    targetId: id,
     details: {
-      password: 'hunter2hunter2', newPassword: 'x', token: 't', sessionToken: 's', clientSecret: 'c', passwordHash: 'h',
-      cookie: 'better-auth.session_token=abc', authorization: 'Bearer x',
+      password: 'hunter2hunter2',
+      newPassword: 'x',
+      token: 't',
+      sessionToken: 's',
+      clientSecret: 'c',
+      passwordHash: 'h',
+      cookie: 'better-auth.session_token=abc',
+      authorization: 'Bearer x',
       nested: { currentPassword: 'p', keep: 'ok', list: [{ refreshToken: 'r', kept: 1 }] },
       role: 'admin',
     },

@@ -29,7 +29,10 @@ t.test('listUsers finds by exact email, case-insensitively', async (t) => {
   await signUp(app, { email: `x${target.email}` }) // contains the address, but is not it
   const res = await list(`email=${encodeURIComponent(target.email.toUpperCase())}`)
   t.equal(res.statusCode, 200)
-  t.same(res.json().items.map((u: { id: string }) => u.id), [target.id])
+  t.same(
+    res.json().items.map((u: { id: string }) => u.id),
+    [target.id],
+  )
   t.equal(res.json().nextCursor, null)
   t.same((await list('email=nobody%40example.com')).json().items, [])
 })
@@ -41,10 +44,19 @@ t.test('listUsers searches text in email or name, wildcards taken literally', as
   const percent = await signUp(app, { name: `${marker} 100% sure` })
   const underscore = await signUp(app, { name: `${marker} snake_case` })
 
-  const found = (await list(`q=${marker}&limit=100`)).json().items.map((u: { id: string }) => u.id).sort()
+  const found = (await list(`q=${marker}&limit=100`))
+    .json()
+    .items.map((u: { id: string }) => u.id)
+    .sort()
   t.same(found, [byName.id, byEmail.id, percent.id, underscore.id].sort())
-  t.same((await list(`q=${encodeURIComponent('%')}&limit=100`)).json().items.map((u: { id: string }) => u.id), [percent.id])
-  t.same((await list(`q=_&limit=100`)).json().items.map((u: { id: string }) => u.id), [underscore.id])
+  t.same(
+    (await list(`q=${encodeURIComponent('%')}&limit=100`)).json().items.map((u: { id: string }) => u.id),
+    [percent.id],
+  )
+  t.same(
+    (await list(`q=_&limit=100`)).json().items.map((u: { id: string }) => u.id),
+    [underscore.id],
+  )
   t.same((await list(`q=${encodeURIComponent('\\')}`)).json().items, [])
 })
 
@@ -72,7 +84,13 @@ t.test('listUsers pages newest first without gaps or repeats, stable under inser
   const seeded: string[] = []
   for (let i = 0; i < 5; i++) seeded.push((await signUp(app, { name: `${marker} ${i}` })).id)
   const expected = (
-    await app.db.selectFrom('user').select('id').where('name', 'like', `${marker}%`).orderBy('created_at', 'desc').orderBy('id', 'desc').execute()
+    await app.db
+      .selectFrom('user')
+      .select('id')
+      .where('name', 'like', `${marker}%`)
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .execute()
   ).map((r) => r.id)
   t.same([...expected].sort(), [...seeded].sort())
   t.same(expected, [...seeded].reverse(), 'newest first')
@@ -93,7 +111,12 @@ t.test('listUsers pages newest first without gaps or repeats, stable under inser
 t.test('listUsers pages correctly through users created within the same millisecond', async (t) => {
   const marker = `tie${Date.now()}`
   // Microsecond timestamps: a cursor that kept only milliseconds would lose or repeat rows here.
-  const stamps = ['2020-01-01T00:00:00.000100Z', '2020-01-01T00:00:00.000200Z', '2020-01-01T00:00:00.000200Z', '2020-01-01T00:00:00.000900Z']
+  const stamps = [
+    '2020-01-01T00:00:00.000100Z',
+    '2020-01-01T00:00:00.000200Z',
+    '2020-01-01T00:00:00.000200Z',
+    '2020-01-01T00:00:00.000900Z',
+  ]
   const ids = stamps.map((_, i) => `${marker}-${i}`)
   await app.db
     .insertInto('user')
@@ -104,8 +127,17 @@ t.test('listUsers pages correctly through users created within the same millisec
 })
 
 t.test('listUsers validates its query', async (t) => {
-  for (const query of ['limit=0', 'limit=101', 'limit=abc', 'role=root', 'plan=gold', 'cursor=not-a-cursor', 'sort=email',
-    `cursor=${Buffer.from('["2020-01-01",1]').toString('base64url')}`, `q=${'a'.repeat(101)}`]) {
+  for (const query of [
+    'limit=0',
+    'limit=101',
+    'limit=abc',
+    'role=root',
+    'plan=gold',
+    'cursor=not-a-cursor',
+    'sort=email',
+    `cursor=${Buffer.from('["2020-01-01",1]').toString('base64url')}`,
+    `q=${'a'.repeat(101)}`,
+  ]) {
     const res = await list(query)
     t.equal(res.statusCode, 400, query)
     t.equal(res.json().code, 'VALIDATION_ERROR')
@@ -116,11 +148,20 @@ t.test('getUser returns the user with counts of their records only', async (t) =
   const target = await signUp(app)
   const other = await signUp(app)
   await call(app, 'POST', '/api/auth/sign-in/email', { body: { email: target.email, password: target.password } })
-  await app.db.insertInto('session').values({
-    id: `expired-${Date.now()}`, token_hash: `expired-${Date.now()}`, user_id: target.id, expires_at: new Date(Date.now() - 1000),
-  }).execute()
+  await app.db
+    .insertInto('session')
+    .values({
+      id: `expired-${Date.now()}`,
+      token_hash: `expired-${Date.now()}`,
+      user_id: target.id,
+      expires_at: new Date(Date.now() - 1000),
+    })
+    .execute()
   for (const user of [target, target, other]) {
-    const res = await call(app, 'POST', '/api/v1/journal/entries', { cookie: user.cookie, body: { content: 'A quiet day', mood: 4 } })
+    const res = await call(app, 'POST', '/api/v1/journal/entries', {
+      cookie: user.cookie,
+      body: { content: 'A quiet day', mood: 4 },
+    })
     t.equal(res.statusCode, 201, res.body)
   }
   for (const user of [target, other, other]) {
@@ -130,11 +171,24 @@ t.test('getUser returns the user with counts of their records only', async (t) =
     })
     t.equal(res.statusCode, 201, res.body)
   }
-  for (const [user, status] of [[target, 'paid'], [target, 'pending'], [other, 'paid']] as const) {
-    await app.db.insertInto('payment').values({
-      id: `pay-${Math.random()}`, user_id: user.id, product: 'premium_month', amount: 79000, status, provider: 'sandbox',
-      return_url: '/done', expires_at: new Date(Date.now() + 3_600_000),
-    }).execute()
+  for (const [user, status] of [
+    [target, 'paid'],
+    [target, 'pending'],
+    [other, 'paid'],
+  ] as const) {
+    await app.db
+      .insertInto('payment')
+      .values({
+        id: `pay-${Math.random()}`,
+        user_id: user.id,
+        product: 'premium_month',
+        amount: 79000,
+        status,
+        provider: 'sandbox',
+        return_url: '/done',
+        expires_at: new Date(Date.now() + 3_600_000),
+      })
+      .execute()
   }
 
   const res = await call(app, 'GET', `/api/v1/admin/users/${target.id}`, { cookie: owner.cookie })
@@ -144,8 +198,12 @@ t.test('getUser returns the user with counts of their records only', async (t) =
   t.same(body.counts, { sessions: 2, entries: 2, results: 1, payments: 2 })
   t.notOk('passwordHash' in body)
 
-  const viewed = await app.db.selectFrom('audit_event').selectAll()
-    .where('action', '=', 'admin.user.viewed').where('target_id', '=', target.id).execute()
+  const viewed = await app.db
+    .selectFrom('audit_event')
+    .selectAll()
+    .where('action', '=', 'admin.user.viewed')
+    .where('target_id', '=', target.id)
+    .execute()
   t.equal(viewed.length, 1, 'the moderation read is audited')
   t.equal(viewed[0]!.actor_id, owner.id)
 })
@@ -157,28 +215,64 @@ t.test('listAuditEvents filters by actor, target and action and pages newest fir
   }
   await call(app, 'POST', `/api/v1/admin/users/${target.id}/revoke-sessions`, { cookie: owner.cookie, body: {} })
 
-  const byTarget = (await call(app, 'GET', `/api/v1/admin/audit?targetId=${target.id}&limit=100`, { cookie: admin.cookie })).json()
+  const byTarget = (
+    await call(app, 'GET', `/api/v1/admin/audit?targetId=${target.id}&limit=100`, { cookie: admin.cookie })
+  ).json()
   const actions = byTarget.items.map((e: { action: string }) => e.action)
-  t.same(actions.slice(0, 4), ['admin.user.sessions_revoked', 'admin.user.plan_changed', 'admin.user.plan_changed', 'admin.user.plan_changed'])
+  t.same(actions.slice(0, 4), [
+    'admin.user.sessions_revoked',
+    'admin.user.plan_changed',
+    'admin.user.plan_changed',
+    'admin.user.plan_changed',
+  ])
   t.ok(actions.includes('auth.sign_up'))
-  t.match(byTarget.items[0], { id: String, at: String, actorId: owner.id, targetType: 'user', targetId: target.id, ip: '127.0.0.1', details: { revoked: 1, before: { sessions: 1 }, after: { sessions: 0 } } })
+  t.match(byTarget.items[0], {
+    id: String,
+    at: String,
+    actorId: owner.id,
+    targetType: 'user',
+    targetId: target.id,
+    ip: '127.0.0.1',
+    details: { revoked: 1, before: { sessions: 1 }, after: { sessions: 0 } },
+  })
   t.match(byTarget.items[1].details, { before: { plan: 'premium_plus' }, after: { plan: 'free' } })
 
-  const filtered = (await call(app, 'GET', `/api/v1/admin/audit?targetId=${target.id}&actorId=${admin.id}&action=admin.user.plan_changed`, { cookie: owner.cookie })).json()
+  const filtered = (
+    await call(app, 'GET', `/api/v1/admin/audit?targetId=${target.id}&actorId=${admin.id}&action=admin.user.plan_changed`, {
+      cookie: owner.cookie,
+    })
+  ).json()
   t.equal(filtered.items.length, 3)
-  t.ok(filtered.items.every((e: { actorId: string; action: string }) => e.actorId === admin.id && e.action === 'admin.user.plan_changed'))
+  t.ok(
+    filtered.items.every(
+      (e: { actorId: string; action: string }) => e.actorId === admin.id && e.action === 'admin.user.plan_changed',
+    ),
+  )
 
   const pages: string[] = []
   let cursor: string | null = null
   do {
-    const res = await call(app, 'GET', `/api/v1/admin/audit?targetId=${target.id}&limit=2${cursor ? `&cursor=${cursor}` : ''}`, { cookie: admin.cookie })
+    const res = await call(app, 'GET', `/api/v1/admin/audit?targetId=${target.id}&limit=2${cursor ? `&cursor=${cursor}` : ''}`, {
+      cookie: admin.cookie,
+    })
     pages.push(...res.json().items.map((e: { id: string }) => e.id))
     cursor = res.json().nextCursor
   } while (cursor)
-  t.same(pages, byTarget.items.map((e: { id: string }) => e.id))
+  t.same(
+    pages,
+    byTarget.items.map((e: { id: string }) => e.id),
+  )
 
-  const listed = await app.db.selectFrom('audit_event').select('details').where('action', '=', 'admin.audit.listed').where('actor_id', '=', owner.id).execute()
-  t.ok(listed.some((e) => (e.details as { filters?: { action?: string } }).filters?.action === 'admin.user.plan_changed'), 'reading the log is logged')
+  const listed = await app.db
+    .selectFrom('audit_event')
+    .select('details')
+    .where('action', '=', 'admin.audit.listed')
+    .where('actor_id', '=', owner.id)
+    .execute()
+  t.ok(
+    listed.some((e) => (e.details as { filters?: { action?: string } }).filters?.action === 'admin.user.plan_changed'),
+    'reading the log is logged',
+  )
 
   for (const query of ['limit=0', 'cursor=zzz', 'unknown=1', `action=${'a'.repeat(101)}`]) {
     const res = await call(app, 'GET', `/api/v1/admin/audit?${query}`, { cookie: admin.cookie })

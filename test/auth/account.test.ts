@@ -17,21 +17,32 @@ async function twoSessions() {
 
 t.test('change password: the current session stays, every other ends, the new password works', async (t) => {
   const user = await twoSessions()
-  const res = await call(app, 'POST', '/api/auth/change-password', { cookie: user.cookie, body: { currentPassword: PASSWORD, newPassword: NEW_PASSWORD } })
+  const res = await call(app, 'POST', '/api/auth/change-password', {
+    cookie: user.cookie,
+    body: { currentPassword: PASSWORD, newPassword: NEW_PASSWORD },
+  })
   t.equal(res.statusCode, 200)
   t.match(res.json(), { token: null, user: { id: user.id, email: user.email } })
   t.equal((await whoami(user.cookie)).statusCode, 200, 'this session stays')
   t.equal((await whoami(user.other)).statusCode, 401, 'the other session ended')
   t.equal((await signIn(user.email, PASSWORD)).statusCode, 401)
   t.equal((await signIn(user.email, NEW_PASSWORD)).statusCode, 200)
-  const audit = await app.db.selectFrom('audit_event').selectAll().where('action', '=', 'auth.password_changed').where('target_id', '=', user.id).execute()
+  const audit = await app.db
+    .selectFrom('audit_event')
+    .selectAll()
+    .where('action', '=', 'auth.password_changed')
+    .where('target_id', '=', user.id)
+    .execute()
   t.equal(audit.length, 1)
   t.match(audit[0]!.details, { otherSessionsEnded: 1 })
 })
 
 t.test('change password with a wrong current password is 401 INVALID_PASSWORD and changes nothing', async (t) => {
   const user = await twoSessions()
-  const res = await call(app, 'POST', '/api/auth/change-password', { cookie: user.cookie, body: { currentPassword: 'not it at all', newPassword: NEW_PASSWORD } })
+  const res = await call(app, 'POST', '/api/auth/change-password', {
+    cookie: user.cookie,
+    body: { currentPassword: 'not it at all', newPassword: NEW_PASSWORD },
+  })
   t.equal(res.statusCode, 401)
   t.match(res.json(), { code: 'INVALID_PASSWORD', status: 401 })
   t.equal((await whoami(user.other)).statusCode, 200, 'no session ended')
@@ -40,10 +51,22 @@ t.test('change password with a wrong current password is 401 INVALID_PASSWORD an
 
 t.test('change password: revokeOtherSessions is accepted, validation and session are enforced', async (t) => {
   const user = await twoSessions()
-  const ok = await call(app, 'POST', '/api/auth/change-password', { cookie: user.cookie, body: { currentPassword: PASSWORD, newPassword: NEW_PASSWORD, revokeOtherSessions: true } })
+  const ok = await call(app, 'POST', '/api/auth/change-password', {
+    cookie: user.cookie,
+    body: { currentPassword: PASSWORD, newPassword: NEW_PASSWORD, revokeOtherSessions: true },
+  })
   t.equal(ok.statusCode, 200)
-  t.equal((await call(app, 'POST', '/api/auth/change-password', { body: { currentPassword: PASSWORD, newPassword: NEW_PASSWORD } })).statusCode, 401, 'no session')
-  for (const body of [{ currentPassword: NEW_PASSWORD, newPassword: 'short' }, { currentPassword: NEW_PASSWORD, newPassword: 'x'.repeat(129) }, { currentPassword: NEW_PASSWORD, newPassword: 'long enough pass', role: 'owner' }]) {
+  t.equal(
+    (await call(app, 'POST', '/api/auth/change-password', { body: { currentPassword: PASSWORD, newPassword: NEW_PASSWORD } }))
+      .statusCode,
+    401,
+    'no session',
+  )
+  for (const body of [
+    { currentPassword: NEW_PASSWORD, newPassword: 'short' },
+    { currentPassword: NEW_PASSWORD, newPassword: 'x'.repeat(129) },
+    { currentPassword: NEW_PASSWORD, newPassword: 'long enough pass', role: 'owner' },
+  ]) {
     const res = await call(app, 'POST', '/api/auth/change-password', { cookie: user.cookie, body })
     t.equal(res.statusCode, 400)
     t.equal(res.json().code, 'VALIDATION_ERROR')
@@ -53,7 +76,10 @@ t.test('change password: revokeOtherSessions is accepted, validation and session
 t.test('an account without a password cannot change it (it uses reset)', async (t) => {
   const user = await signUp(app)
   await app.db.deleteFrom('account').where('user_id', '=', user.id).execute()
-  const res = await call(app, 'POST', '/api/auth/change-password', { cookie: user.cookie, body: { currentPassword: PASSWORD, newPassword: NEW_PASSWORD } })
+  const res = await call(app, 'POST', '/api/auth/change-password', {
+    cookie: user.cookie,
+    body: { currentPassword: PASSWORD, newPassword: NEW_PASSWORD },
+  })
   t.equal(res.statusCode, 400)
   t.match(res.json(), { code: 'BAD_REQUEST' })
 })
@@ -95,7 +121,7 @@ t.test('revoking the current session signs this browser out', async (t) => {
   t.equal((await whoami(user.cookie)).statusCode, 401)
 })
 
-t.test('another user\'s session id is 404 and revokes nothing', async (t) => {
+t.test("another user's session id is 404 and revokes nothing", async (t) => {
   const alice = await signUp(app)
   const bob = await signUp(app)
   const bobSession = (await listSessions(bob.cookie)).json()[0]

@@ -31,7 +31,7 @@ function browser() {
   return { jar, fetch: fetchWithJar }
 }
 
-t.test('sign-up, get-session, sign-out and sign-in through better-auth\'s client', async (t) => {
+t.test("sign-up, get-session, sign-out and sign-in through better-auth's client", async (t) => {
   const { jar, fetch: customFetchImpl } = browser()
   const client = createAuthClient({ baseURL, fetchOptions: { customFetchImpl } })
   const email = uniqueEmail('client')

@@ -16,9 +16,14 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 
 function runCli(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', ...args], { cwd: ROOT, env: { PATH: process.env.PATH!, ...env } }, (err, stdout, stderr) => {
-      resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr })
-    })
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', 'src/cli/index.ts', ...args],
+      { cwd: ROOT, env: { PATH: process.env.PATH!, ...env } },
+      (err, stdout, stderr) => {
+        resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr })
+      },
+    )
   })
 }
 
@@ -26,42 +31,55 @@ function runCli(args: string[], env: Record<string, string>): Promise<{ code: nu
 // pass of the suite leaves it to the PGlite pass instead of running the same half minute again.
 const embeddedPass = process.env.DATABASE_URL ? 'runs in the PGlite pass (DATABASE_URL unset); it never uses DATABASE_URL' : false
 
-t.test('on the embedded database: refused with a clear message while a server runs, works once it stopped', { skip: embeddedPass }, async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'insight-cli-'))
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  const server = await startServer({ PGLITE_DIR: dir, DATABASE_URL: undefined }, 120_000)
-  t.teardown(() => server.stop())
-  const email = `cli-${process.pid}-${Date.now()}@example.com`
-  const signUpRes = await fetch(`${server.url}/api/auth/sign-up/email`, {
-    method: 'POST', headers: { 'content-type': 'application/json', origin: WEB_ORIGIN },
-    body: JSON.stringify({ name: 'Cli', email, password: 'correct horse battery staple' }),
-  })
-  t.equal(signUpRes.status, 200)
+t.test(
+  'on the embedded database: refused with a clear message while a server runs, works once it stopped',
+  { skip: embeddedPass },
+  async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'insight-cli-'))
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+    const server = await startServer({ PGLITE_DIR: dir, DATABASE_URL: undefined }, 120_000)
+    t.teardown(() => server.stop())
+    const email = `cli-${process.pid}-${Date.now()}@example.com`
+    const signUpRes = await fetch(`${server.url}/api/auth/sign-up/email`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: WEB_ORIGIN },
+      body: JSON.stringify({ name: 'Cli', email, password: 'correct horse battery staple' }),
+    })
+    t.equal(signUpRes.status, 200)
 
-  const refused = await runCli(['set-role', email, 'owner'], { PGLITE_DIR: dir })
-  t.equal(refused.code, 3)
-  t.match(refused.stderr, `in use by a running server or command (pid ${server.child.pid})`)
-  t.match(refused.stderr, /Stop the server/)
-  t.match(refused.stderr, /DATABASE_URL/)
+    const refused = await runCli(['set-role', email, 'owner'], { PGLITE_DIR: dir })
+    t.equal(refused.code, 3)
+    t.match(refused.stderr, `in use by a running server or command (pid ${server.child.pid})`)
+    t.match(refused.stderr, /Stop the server/)
+    t.match(refused.stderr, /DATABASE_URL/)
 
-  const second = await startServer({ PGLITE_DIR: dir, DATABASE_URL: undefined }, 120_000).then(
-    (s) => (s.stop(), 'started'),
-    (err: Error) => err.message,
-  )
-  t.match(second, /in use by a running server/, 'a second server refuses the directory too')
+    const second = await startServer({ PGLITE_DIR: dir, DATABASE_URL: undefined }, 120_000).then(
+      (s) => {
+        void s.stop()
+        return 'started'
+      },
+      (err: Error) => err.message,
+    )
+    t.match(second, /in use by a running server/, 'a second server refuses the directory too')
 
-  t.equal(await server.stop(), 0)
-  const done = await runCli(['set-role', email, 'owner'], { PGLITE_DIR: dir })
-  t.equal(done.code, 0, done.stderr)
-  t.match(done.stdout, `${email} is now owner (was member)`)
+    t.equal(await server.stop(), 0)
+    const done = await runCli(['set-role', email, 'owner'], { PGLITE_DIR: dir })
+    t.equal(done.code, 0, done.stderr)
+    t.match(done.stdout, `${email} is now owner (was member)`)
 
-  const handle = await openDatabase({ pgliteDir: dir, poolSize: 1 })
-  try {
-    const row = await handle.db.selectFrom('user').select(['id', 'role']).where('email', '=', email).executeTakeFirstOrThrow()
-    t.equal(row.role, 'owner')
-    const audit = await handle.db.selectFrom('audit_event').select('details').where('target_id', '=', row.id).where('action', '=', 'admin.user.role_changed').execute()
-    t.equal(audit.length, 1)
-  } finally {
-    await handle.close()
-  }
-})
+    const handle = await openDatabase({ pgliteDir: dir, poolSize: 1 })
+    try {
+      const row = await handle.db.selectFrom('user').select(['id', 'role']).where('email', '=', email).executeTakeFirstOrThrow()
+      t.equal(row.role, 'owner')
+      const audit = await handle.db
+        .selectFrom('audit_event')
+        .select('details')
+        .where('target_id', '=', row.id)
+        .where('action', '=', 'admin.user.role_changed')
+        .execute()
+      t.equal(audit.length, 1)
+    } finally {
+      await handle.close()
+    }
+  },
+)

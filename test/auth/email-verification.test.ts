@@ -10,9 +10,11 @@ const smtp = await startSmtpServer()
 const app = await buildTestApp({ env: { SMTP_URL: smtp.url } })
 const PASSWORD = 'correct horse battery staple'
 
-const sendVerification = (a: FastifyInstance, body: Record<string, unknown>) => call(a, 'POST', '/api/auth/send-verification-email', { body })
+const sendVerification = (a: FastifyInstance, body: Record<string, unknown>) =>
+  call(a, 'POST', '/api/auth/send-verification-email', { body })
 const open = (a: FastifyInstance, link: URL) => a.inject({ method: 'GET', url: `${link.pathname}${link.search}` })
-const userRow = (id: string) => app.db.selectFrom('user').select(['email_verified', 'role']).where('id', '=', id).executeTakeFirstOrThrow()
+const userRow = (id: string) =>
+  app.db.selectFrom('user').select(['email_verified', 'role']).where('id', '=', id).executeTakeFirstOrThrow()
 
 t.test('a verification link from the mail marks the email verified, once', async (t) => {
   const user = await signUp(app)
@@ -67,7 +69,11 @@ t.test('an expired verification token is refused', async (t) => {
   const user = await signUp(app)
   await sendVerification(app, { email: user.email })
   const link = linkIn(await smtp.inbox.next(user.email))
-  await app.db.updateTable('verification').set({ expires_at: new Date(Date.now() - 1000) }).where('user_id', '=', user.id).execute()
+  await app.db
+    .updateTable('verification')
+    .set({ expires_at: new Date(Date.now() - 1000) })
+    .where('user_id', '=', user.id)
+    .execute()
   const res = await open(app, link)
   t.equal(res.statusCode, 400)
   t.match(res.json(), { code: 'INVALID_TOKEN' })
@@ -80,7 +86,10 @@ t.test('the answer is the same for an unknown, a verified and an unverified emai
   await app.db.updateTable('user').set({ email_verified: true }).where('id', '=', verified.id).execute()
   const nobody = uniqueEmail('nobody')
   const answers = await Promise.all([unverified.email, verified.email, nobody].map((email) => sendVerification(app, { email })))
-  t.same(answers.map((a) => a.statusCode), [200, 200, 200])
+  t.same(
+    answers.map((a) => a.statusCode),
+    [200, 200, 200],
+  )
   t.same(new Set(answers.map((a) => a.body)).size, 1)
   await smtp.inbox.next(unverified.email)
   await app.settled()
@@ -99,7 +108,9 @@ t.test('verify-email refuses a missing token or unknown keys', async (t) => {
 t.test('REQUIRE_EMAIL_VERIFICATION: sign-up sets no cookie and mails a link; sign-in waits for it', async (t) => {
   const strict = await buildTestApp({ env: { SMTP_URL: smtp.url, REQUIRE_EMAIL_VERIFICATION: 'true' } })
   const email = uniqueEmail('strict')
-  const signUpRes = await call(strict, 'POST', '/api/auth/sign-up/email', { body: { name: 'Strict', email, password: PASSWORD, callbackURL: '/hello' } })
+  const signUpRes = await call(strict, 'POST', '/api/auth/sign-up/email', {
+    body: { name: 'Strict', email, password: PASSWORD, callbackURL: '/hello' },
+  })
   t.equal(signUpRes.statusCode, 200)
   t.match(signUpRes.json(), { token: null, user: { email, emailVerified: false } })
   t.notOk(sessionCookieOf(signUpRes), 'no session before verification')
@@ -131,9 +142,19 @@ t.test('BOOTSTRAP_OWNER_EMAIL: the sign-up becomes owner once its email is verif
   t.equal((await open(boot, link)).statusCode, 200)
   t.same(await userRow(user.id), { email_verified: true, role: 'owner' })
   t.equal((await call(boot, 'GET', '/api/v1/whoami', { cookie: user.cookie })).json().role, 'owner', 'at the next request')
-  const audit = await boot.db.selectFrom('audit_event').selectAll().where('target_id', '=', user.id).where('action', '=', 'admin.user.role_changed').execute()
+  const audit = await boot.db
+    .selectFrom('audit_event')
+    .selectAll()
+    .where('target_id', '=', user.id)
+    .where('action', '=', 'admin.user.role_changed')
+    .execute()
   t.equal(audit.length, 1)
-  t.match(audit[0]!.details, { via: 'bootstrap_owner_email', before: { role: 'member' }, after: { role: 'owner' }, sessionsRevoked: 0 })
+  t.match(audit[0]!.details, {
+    via: 'bootstrap_owner_email',
+    before: { role: 'member' },
+    after: { role: 'owner' },
+    sessionsRevoked: 0,
+  })
 
   const other = await signUp(boot)
   await sendVerification(boot, { email: other.email })
@@ -144,7 +165,10 @@ t.test('BOOTSTRAP_OWNER_EMAIL: the sign-up becomes owner once its email is verif
 t.test('BOOTSTRAP_OWNER_EMAIL at start-up: an existing verified account becomes owner, an unverified one does not', async (t) => {
   const verifiedId = newId()
   const verifiedEmail = uniqueEmail('existing-owner')
-  await app.db.insertInto('user').values({ id: verifiedId, name: 'Owner', email: verifiedEmail, image: null, email_verified: true }).execute()
+  await app.db
+    .insertInto('user')
+    .values({ id: verifiedId, name: 'Owner', email: verifiedEmail, image: null, email_verified: true })
+    .execute()
   await buildTestApp({ env: { BOOTSTRAP_OWNER_EMAIL: verifiedEmail } })
   t.equal((await userRow(verifiedId)).role, 'owner')
 

@@ -28,8 +28,11 @@ t.test('memory store', async (t) => {
     t.same([limited.statusCode, limited.json().code], [429, 'RATE_LIMITED'])
     const retryAfter = Number(limited.headers['retry-after'])
     t.ok(retryAfter > 0 && retryAfter <= 60, `Retry-After ${retryAfter}`)
-    t.equal((await call(app, 'POST', '/api/auth/sign-in/email', { body: { email: user.email, password: NEW_PASSWORD } })).statusCode, 401,
-      'the password did not change')
+    t.equal(
+      (await call(app, 'POST', '/api/auth/sign-in/email', { body: { email: user.email, password: NEW_PASSWORD } })).statusCode,
+      401,
+      'the password did not change',
+    )
     t.equal((await call(app, 'GET', '/api/v1/whoami', { cookie: user.cookie })).statusCode, 200, 'the session is not harmed')
   })
 
@@ -63,31 +66,36 @@ t.test('memory store', async (t) => {
     t.equal((await changePassword(app, moved, NEW_PASSWORD)).statusCode, 429)
     offsetMs += 61_000
     const after = await call(app, 'POST', '/api/auth/change-password', {
-      cookie: user.cookie, body: { currentPassword: NEW_PASSWORD, newPassword: 'and yet another passphrase' },
+      cookie: user.cookie,
+      body: { currentPassword: NEW_PASSWORD, newPassword: 'and yet another passphrase' },
     })
     t.equal(after.statusCode, 200, 'a minute later the account may try again')
   })
 })
 
-t.test('Redis store: two instances share one count', { skip: redisUrl ? false : 'REDIS_URL is not set: Redis is absent, the shared count is not tested' }, async (t) => {
-  if (!redisUrl) return
-  const prefix = `test-recheck-${process.pid}-${Date.now()}:`
-  const a = await buildTestApp({ env: { REDIS_URL: redisUrl, REDIS_KEY_PREFIX: prefix } })
-  const b = await buildTestApp({ env: { REDIS_URL: redisUrl, REDIS_KEY_PREFIX: prefix } })
-  const redis = new Redis(redisUrl)
-  t.teardown(async () => {
-    const keys = await redis.keys(`${prefix}*`)
-    if (keys.length) await redis.del(...keys)
-    redis.disconnect()
-  })
-  const user = await signUp(a)
-  const statuses: number[] = []
-  for (let i = 0; i < 5; i++) statuses.push((await changePassword(i % 2 ? a : b, user, `wrong ${i}`)).statusCode)
-  statuses.push((await changePassword(a, user, user.password)).statusCode)
-  statuses.push((await changePassword(b, user, user.password)).statusCode)
-  t.same(statuses, [401, 401, 401, 401, 401, 429, 429])
-  t.ok((await redis.keys(`${prefix}rl:password-check:*`)).length === 1, 'the count lives in Redis under the prefix')
-  const other = await signUp(a)
-  const burst = await Promise.all(Array.from({ length: 12 }, (_, i) => changePassword(i % 2 ? a : b, other, `burst ${i}`)))
-  t.equal(burst.filter((r) => r.statusCode === 429).length, 7, 'a burst spread over both instances gets five answers')
-})
+t.test(
+  'Redis store: two instances share one count',
+  { skip: redisUrl ? false : 'REDIS_URL is not set: Redis is absent, the shared count is not tested' },
+  async (t) => {
+    if (!redisUrl) return
+    const prefix = `test-recheck-${process.pid}-${Date.now()}:`
+    const a = await buildTestApp({ env: { REDIS_URL: redisUrl, REDIS_KEY_PREFIX: prefix } })
+    const b = await buildTestApp({ env: { REDIS_URL: redisUrl, REDIS_KEY_PREFIX: prefix } })
+    const redis = new Redis(redisUrl)
+    t.teardown(async () => {
+      const keys = await redis.keys(`${prefix}*`)
+      if (keys.length) await redis.del(...keys)
+      redis.disconnect()
+    })
+    const user = await signUp(a)
+    const statuses: number[] = []
+    for (let i = 0; i < 5; i++) statuses.push((await changePassword(i % 2 ? a : b, user, `wrong ${i}`)).statusCode)
+    statuses.push((await changePassword(a, user, user.password)).statusCode)
+    statuses.push((await changePassword(b, user, user.password)).statusCode)
+    t.same(statuses, [401, 401, 401, 401, 401, 429, 429])
+    t.ok((await redis.keys(`${prefix}rl:password-check:*`)).length === 1, 'the count lives in Redis under the prefix')
+    const other = await signUp(a)
+    const burst = await Promise.all(Array.from({ length: 12 }, (_, i) => changePassword(i % 2 ? a : b, other, `burst ${i}`)))
+    t.equal(burst.filter((r) => r.statusCode === 429).length, 7, 'a burst spread over both instances gets five answers')
+  },
+)

@@ -11,7 +11,8 @@ const PASSWORD = 'correct horse battery staple'
 const NEW_PASSWORD = 'a new and better passphrase'
 
 const requestReset = (body: Record<string, unknown>) => call(app, 'POST', '/api/auth/request-password-reset', { body })
-const reset = (token: string, newPassword = NEW_PASSWORD) => call(app, 'POST', '/api/auth/reset-password', { body: { token, newPassword } })
+const reset = (token: string, newPassword = NEW_PASSWORD) =>
+  call(app, 'POST', '/api/auth/reset-password', { body: { token, newPassword } })
 const signIn = (email: string, password: string) => call(app, 'POST', '/api/auth/sign-in/email', { body: { email, password } })
 
 async function resetTokenFor(email: string, body: Record<string, unknown> = {}) {
@@ -45,7 +46,16 @@ t.test('a reset mail links to the web front end; the token sets a new password o
   t.equal(done.statusCode, 200)
   t.same(done.json(), { status: true })
   t.equal((await call(app, 'GET', '/api/v1/whoami', { cookie: user.cookie })).statusCode, 401, 'the old session ended')
-  t.equal(await app.db.selectFrom('session').select('id').where('user_id', '=', user.id).execute().then((r) => r.length), 0, 'every session ended')
+  t.equal(
+    await app.db
+      .selectFrom('session')
+      .select('id')
+      .where('user_id', '=', user.id)
+      .execute()
+      .then((r) => r.length),
+    0,
+    'every session ended',
+  )
   t.equal((await signIn(user.email, PASSWORD)).statusCode, 401, 'the old password is gone')
   t.equal((await signIn(user.email, NEW_PASSWORD)).statusCode, 200)
 
@@ -54,7 +64,12 @@ t.test('a reset mail links to the web front end; the token sets a new password o
   t.match(again.json(), { code: 'INVALID_TOKEN', status: 400 })
   t.equal((await signIn(user.email, NEW_PASSWORD)).statusCode, 200, 'a used token changed nothing')
 
-  const audit = await app.db.selectFrom('audit_event').selectAll().where('action', '=', 'auth.password_reset').where('target_id', '=', user.id).execute()
+  const audit = await app.db
+    .selectFrom('audit_event')
+    .selectAll()
+    .where('action', '=', 'auth.password_reset')
+    .where('target_id', '=', user.id)
+    .execute()
   t.equal(audit.length, 1)
   t.notOk(JSON.stringify(audit[0]!.details).includes(token))
 })
@@ -63,7 +78,13 @@ t.test('an unknown email gets the same answer and no mail', async (t) => {
   const user = await signUp(app)
   const known = await requestReset({ email: user.email })
   const nobody = uniqueEmail('nobody')
-  const decoys = () => app.db.selectFrom('verification').select('id').where('user_id', 'is', null).execute().then((r) => r.length)
+  const decoys = () =>
+    app.db
+      .selectFrom('verification')
+      .select('id')
+      .where('user_id', 'is', null)
+      .execute()
+      .then((r) => r.length)
   const before = await decoys()
   const unknown = await requestReset({ email: nobody })
   t.equal(unknown.statusCode, known.statusCode)
@@ -94,7 +115,11 @@ t.test('redirectTo: a relative path opens on the web front end, an untrusted URL
 t.test('an expired token is refused', async (t) => {
   const user = await signUp(app, { password: PASSWORD })
   const { token } = await resetTokenFor(user.email)
-  await app.db.updateTable('verification').set({ expires_at: new Date(Date.now() - 1000) }).where('user_id', '=', user.id).execute()
+  await app.db
+    .updateTable('verification')
+    .set({ expires_at: new Date(Date.now() - 1000) })
+    .where('user_id', '=', user.id)
+    .execute()
   const res = await reset(token)
   t.equal(res.statusCode, 400)
   t.match(res.json(), { code: 'INVALID_TOKEN' })
@@ -134,7 +159,11 @@ t.test('an account flagged PASSWORD_RESET_REQUIRED gets a reset mail at sign-in 
   t.match(res.json(), { code: 'PASSWORD_RESET_REQUIRED' })
   const token = linkIn(await smtp.inbox.next(user.email)).searchParams.get('token')!
   t.equal((await reset(token)).statusCode, 200)
-  const row = await app.db.selectFrom('user').select('password_reset_required').where('id', '=', user.id).executeTakeFirstOrThrow()
+  const row = await app.db
+    .selectFrom('user')
+    .select('password_reset_required')
+    .where('id', '=', user.id)
+    .executeTakeFirstOrThrow()
   t.equal(row.password_reset_required, false)
   t.equal((await signIn(user.email, NEW_PASSWORD)).statusCode, 200)
 })
@@ -159,7 +188,10 @@ t.test('an unreachable SMTP server never fails the request', async (t) => {
 
 t.test('without SMTP_URL the mail, link included, is written to the log', async (t) => {
   const lines: string[] = []
-  const logged = await buildTestApp({ env: { LOG_LEVEL: 'info' }, deps: { logStream: { write: (line: string) => void lines.push(line) } } })
+  const logged = await buildTestApp({
+    env: { LOG_LEVEL: 'info' },
+    deps: { logStream: { write: (line: string) => void lines.push(line) } },
+  })
   const user = await signUp(logged)
   await call(logged, 'POST', '/api/auth/request-password-reset', { body: { email: user.email } })
   await logged.settled()

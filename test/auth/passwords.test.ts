@@ -14,14 +14,27 @@ const PASSWORD = 'correct horse battery staple'
 
 const signIn = (email: string, password: string) => call(app, 'POST', '/api/auth/sign-in/email', { body: { email, password } })
 const storedHash = async (userId: string) =>
-  (await app.db.selectFrom('account').select('password_hash').where('user_id', '=', userId).where('provider_id', '=', 'credential').executeTakeFirstOrThrow()).password_hash!
+  (
+    await app.db
+      .selectFrom('account')
+      .select('password_hash')
+      .where('user_id', '=', userId)
+      .where('provider_id', '=', 'credential')
+      .executeTakeFirstOrThrow()
+  ).password_hash!
 
 /** A user as the import would leave them: the given stored hash on their credential account. */
 async function importedUser(passwordHash: string, options: { resetRequired?: boolean } = {}) {
   const id = newId()
   const email = uniqueEmail('imported')
-  await app.db.insertInto('user').values({ id, name: 'Imported', email, image: null, password_reset_required: options.resetRequired ?? false }).execute()
-  await app.db.insertInto('account').values({ id: newId(), user_id: id, provider_id: 'credential', account_id: id, password_hash: passwordHash }).execute()
+  await app.db
+    .insertInto('user')
+    .values({ id, name: 'Imported', email, image: null, password_reset_required: options.resetRequired ?? false })
+    .execute()
+  await app.db
+    .insertInto('account')
+    .values({ id: newId(), user_id: id, provider_id: 'credential', account_id: id, password_hash: passwordHash })
+    .execute()
   return { id, email }
 }
 
@@ -67,9 +80,17 @@ t.test('unknown email, wrong password and an account without a password answer i
 })
 
 t.test('role, plan or emailVerified cannot be set through sign-up', async (t) => {
-  for (const extra of [{ role: 'admin' }, { role: 'owner' }, { plan: 'premium_plus' }, { emailVerified: true }, { id: 'chosen' }]) {
+  for (const extra of [
+    { role: 'admin' },
+    { role: 'owner' },
+    { plan: 'premium_plus' },
+    { emailVerified: true },
+    { id: 'chosen' },
+  ]) {
     const email = uniqueEmail('mass')
-    const res = await call(app, 'POST', '/api/auth/sign-up/email', { body: { name: 'Mass', email, password: PASSWORD, ...extra } })
+    const res = await call(app, 'POST', '/api/auth/sign-up/email', {
+      body: { name: 'Mass', email, password: PASSWORD, ...extra },
+    })
     t.equal(res.statusCode, 400, JSON.stringify(extra))
     t.equal(res.json().code, 'VALIDATION_ERROR')
     t.notOk(await app.db.selectFrom('user').select('id').where('email', '=', email).executeTakeFirst(), 'no account was made')
@@ -93,13 +114,15 @@ t.test('sign-up validates its input', async (t) => {
 
 t.test('an email already registered is 422 USER_ALREADY_EXISTS, whatever its case', async (t) => {
   const user = await signUp(app)
-  const res = await call(app, 'POST', '/api/auth/sign-up/email', { body: { name: 'Again', email: user.email.toUpperCase(), password: PASSWORD } })
+  const res = await call(app, 'POST', '/api/auth/sign-up/email', {
+    body: { name: 'Again', email: user.email.toUpperCase(), password: PASSWORD },
+  })
   t.equal(res.statusCode, 422)
   t.match(res.json(), { code: 'USER_ALREADY_EXISTS', status: 422 })
   t.equal((await signIn(user.email.toUpperCase(), PASSWORD)).statusCode, 200, 'sign-in is case-insensitive on the email')
 })
 
-t.test('a scrypt hash in better-auth\'s format signs in and is replaced by Argon2id', async (t) => {
+t.test("a scrypt hash in better-auth's format signs in and is replaced by Argon2id", async (t) => {
   // Exactly as better-auth 1.6 hashes: the hex salt string itself is the salt.
   const salt = randomBytes(16).toString('hex')
   const key = scryptSync(PASSWORD.normalize('NFKC'), salt, 64, { N: 16384, r: 16, p: 1, maxmem: 128 * 16384 * 16 * 2 })
@@ -135,7 +158,11 @@ t.test('the hash pool refuses work past its queue with 503 and Retry-After, and 
   const pool = new HashPool(1, 1)
   t.teardown(() => pool.close())
   t.equal(pool.capacity, 2, 'one worker holds the running hash and the next one')
-  const accepted = [pool.argon2Hash('one password', ARGON2), pool.argon2Hash('two password', ARGON2), pool.argon2Hash('three password', ARGON2)]
+  const accepted = [
+    pool.argon2Hash('one password', ARGON2),
+    pool.argon2Hash('two password', ARGON2),
+    pool.argon2Hash('three password', ARGON2),
+  ]
   t.equal(pool.inFlight, 3)
   await t.rejects(pool.argon2Hash('four password', ARGON2), { status: 503, code: 'SERVICE_UNAVAILABLE', retryAfter: 2 })
   const hashes = await Promise.all(accepted)
@@ -151,7 +178,8 @@ t.test('closing the hash pool fails waiting work with 503 and refuses new work',
   const queued = [pool.argon2Hash('second password', ARGON2), pool.argon2Hash('third password', ARGON2)]
   const outcomes = Promise.allSettled([running, ...queued])
   await pool.close()
-  for (const outcome of await outcomes) t.match(outcome, { status: 'rejected', reason: { status: 503, code: 'SERVICE_UNAVAILABLE' } })
+  for (const outcome of await outcomes)
+    t.match(outcome, { status: 'rejected', reason: { status: 503, code: 'SERVICE_UNAVAILABLE' } })
   await t.rejects(pool.argon2Hash('later password', ARGON2), { status: 503, code: 'SERVICE_UNAVAILABLE' })
 })
 
@@ -173,25 +201,38 @@ function threadNiceness(): Map<number, number> {
   return nice
 }
 
-t.test('hashing runs on worker threads below the event loop\'s priority', { skip: process.platform !== 'linux' && 'thread priorities are read from /proc (Linux only)' }, async (t) => {
-  const before = [...threadNiceness().values()].filter((n) => n === HASH_THREAD_NICE).length
-  const pool = new HashPool(2, 0)
-  t.teardown(() => pool.close())
-  await Promise.all([pool.argon2Hash('a password', ARGON2), pool.argon2Hash('b password', ARGON2), pool.argon2Hash('c password', ARGON2)])
-  const nice = threadNiceness()
-  t.equal([...nice.values()].filter((n) => n === HASH_THREAD_NICE).length - before, 2, 'one lowered thread per worker')
-  t.equal(nice.get(process.pid), 0, 'the event loop keeps its priority')
-})
+t.test(
+  "hashing runs on worker threads below the event loop's priority",
+  { skip: process.platform !== 'linux' && 'thread priorities are read from /proc (Linux only)' },
+  async (t) => {
+    const before = [...threadNiceness().values()].filter((n) => n === HASH_THREAD_NICE).length
+    const pool = new HashPool(2, 0)
+    t.teardown(() => pool.close())
+    await Promise.all([
+      pool.argon2Hash('a password', ARGON2),
+      pool.argon2Hash('b password', ARGON2),
+      pool.argon2Hash('c password', ARGON2),
+    ])
+    const nice = threadNiceness()
+    t.equal([...nice.values()].filter((n) => n === HASH_THREAD_NICE).length - before, 2, 'one lowered thread per worker')
+    t.equal(nice.get(process.pid), 0, 'the event loop keeps its priority')
+  },
+)
 
 t.test('a flood of sign-ins past the hash queue gets 503 with Retry-After, never a 5xx otherwise', async (t) => {
   const small = await buildTestApp({ env: { HASH_MAX_CONCURRENCY: '1', HASH_MAX_QUEUE: '0' } })
   const user = await signUp(small)
   const results = await Promise.all(
-    Array.from({ length: 8 }, () => call(small, 'POST', '/api/auth/sign-in/email', { body: { email: user.email, password: PASSWORD } })),
+    Array.from({ length: 8 }, () =>
+      call(small, 'POST', '/api/auth/sign-in/email', { body: { email: user.email, password: PASSWORD } }),
+    ),
   )
   const refused = results.filter((r) => r.statusCode === 503)
   t.ok(refused.length > 0, 'some were refused')
-  t.ok(results.some((r) => r.statusCode === 200), 'some got through')
+  t.ok(
+    results.some((r) => r.statusCode === 200),
+    'some got through',
+  )
   t.ok(results.every((r) => r.statusCode === 200 || r.statusCode === 503))
   for (const r of refused) {
     t.match(r.json(), { code: 'SERVICE_UNAVAILABLE', status: 503 })

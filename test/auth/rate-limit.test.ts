@@ -34,32 +34,58 @@ t.test('memory store', async (t) => {
     const app = await buildTestApp({ env: { RATE_LIMIT_SIGN_IN_IP_PER_MINUTE: '3' } })
     const ip = freshIp()
     for (let i = 0; i < 3; i++) {
-      t.equal((await send(app, 'POST', '/api/auth/sign-in/email', ip, { email: uniqueEmail(), password: PASSWORD })).statusCode, 401)
+      t.equal(
+        (await send(app, 'POST', '/api/auth/sign-in/email', ip, { email: uniqueEmail(), password: PASSWORD })).statusCode,
+        401,
+      )
     }
     const limited = await send(app, 'POST', '/api/auth/sign-in/email', ip, { email: uniqueEmail(), password: PASSWORD })
     t.equal(limited.statusCode, 429)
     t.match(limited.json(), { code: 'RATE_LIMITED' })
     t.ok(Number(limited.headers['retry-after']) > 0)
-    t.equal((await send(app, 'POST', '/api/auth/sign-in/email', freshIp(), { email: uniqueEmail(), password: PASSWORD })).statusCode, 401)
+    t.equal(
+      (await send(app, 'POST', '/api/auth/sign-in/email', freshIp(), { email: uniqueEmail(), password: PASSWORD })).statusCode,
+      401,
+    )
     t.equal((await send(app, 'GET', '/api/auth/get-session', ip)).statusCode, 200, 'other routes are not affected')
   })
 
   t.test('sign-in: per email, whatever the IP, case-insensitive', async (t) => {
     const app = await buildTestApp({ env: { RATE_LIMIT_SIGN_IN_EMAIL_PER_MINUTE: '2' } })
     const user = await signUp(app)
-    t.equal((await send(app, 'POST', '/api/auth/sign-in/email', freshIp(), { email: user.email, password: 'wrong guess 1' })).statusCode, 401)
-    t.equal((await send(app, 'POST', '/api/auth/sign-in/email', freshIp(), { email: user.email.toUpperCase(), password: 'wrong guess 2' })).statusCode, 401)
+    t.equal(
+      (await send(app, 'POST', '/api/auth/sign-in/email', freshIp(), { email: user.email, password: 'wrong guess 1' }))
+        .statusCode,
+      401,
+    )
+    t.equal(
+      (
+        await send(app, 'POST', '/api/auth/sign-in/email', freshIp(), {
+          email: user.email.toUpperCase(),
+          password: 'wrong guess 2',
+        })
+      ).statusCode,
+      401,
+    )
     const limited = await send(app, 'POST', '/api/auth/sign-in/email', freshIp(), { email: user.email, password: user.password })
     t.equal(limited.statusCode, 429, 'even the right password waits: a guesser cannot tell')
     t.match(limited.json(), { code: 'RATE_LIMITED' })
-    t.equal((await send(app, 'POST', '/api/auth/sign-in/email', freshIp(), { email: uniqueEmail(), password: PASSWORD })).statusCode, 401, 'another email is free')
+    t.equal(
+      (await send(app, 'POST', '/api/auth/sign-in/email', freshIp(), { email: uniqueEmail(), password: PASSWORD })).statusCode,
+      401,
+      'another email is free',
+    )
   })
 
   t.test('sign-up: per IP', async (t) => {
     const app = await buildTestApp({ env: { RATE_LIMIT_SIGN_UP_IP_PER_MINUTE: '2' } })
     const ip = freshIp()
     for (let i = 0; i < 2; i++) {
-      t.equal((await send(app, 'POST', '/api/auth/sign-up/email', ip, { name: 'N', email: uniqueEmail(), password: PASSWORD })).statusCode, 200)
+      t.equal(
+        (await send(app, 'POST', '/api/auth/sign-up/email', ip, { name: 'N', email: uniqueEmail(), password: PASSWORD }))
+          .statusCode,
+        200,
+      )
     }
     const email = uniqueEmail()
     const limited = await send(app, 'POST', '/api/auth/sign-up/email', ip, { name: 'N', email, password: PASSWORD })
@@ -91,62 +117,91 @@ t.test('memory store', async (t) => {
     const unknown = uniqueEmail('nobody')
     t.equal((await send(app, 'POST', '/api/auth/request-password-reset', freshIp(), { email: unknown })).statusCode, 200)
     t.equal((await send(app, 'POST', '/api/auth/request-password-reset', freshIp(), { email: unknown })).statusCode, 200)
-    t.equal((await send(app, 'POST', '/api/auth/request-password-reset', freshIp(), { email: unknown })).statusCode, 429,
-      'an unknown email is throttled alike: the limit reveals no account')
+    t.equal(
+      (await send(app, 'POST', '/api/auth/request-password-reset', freshIp(), { email: unknown })).statusCode,
+      429,
+      'an unknown email is throttled alike: the limit reveals no account',
+    )
   })
 })
 
 const redisUrl = process.env.REDIS_URL
-t.test('Redis store', { skip: redisUrl ? false : 'REDIS_URL is not set: Redis is absent, the shared store is not tested' }, async (t) => {
-  if (!redisUrl) return
-  const prefix = `test-rl-${process.pid}-${Date.now()}:`
-  const env = { REDIS_URL: redisUrl, REDIS_KEY_PREFIX: prefix, RATE_LIMIT_SIGN_IN_IP_PER_MINUTE: '3', RATE_LIMIT_MAIL_PER_HOUR: '2' }
-  const a = await buildTestApp({ env })
-  const b = await buildTestApp({ env })
-  const redis = new Redis(redisUrl)
-  t.teardown(async () => {
-    const keys = await redis.keys(`${prefix}*`)
-    if (keys.length) await redis.del(...keys)
-    redis.disconnect()
-  })
-
-  t.test('two instances share one sign-in budget', async (t) => {
-    const ip = freshIp()
-    const statuses: number[] = []
-    for (let i = 0; i < 6; i++) {
-      statuses.push((await send(i % 2 ? a : b, 'POST', '/api/auth/sign-in/email', ip, { email: uniqueEmail(), password: PASSWORD })).statusCode)
+t.test(
+  'Redis store',
+  { skip: redisUrl ? false : 'REDIS_URL is not set: Redis is absent, the shared store is not tested' },
+  async (t) => {
+    if (!redisUrl) return
+    const prefix = `test-rl-${process.pid}-${Date.now()}:`
+    const env = {
+      REDIS_URL: redisUrl,
+      REDIS_KEY_PREFIX: prefix,
+      RATE_LIMIT_SIGN_IN_IP_PER_MINUTE: '3',
+      RATE_LIMIT_MAIL_PER_HOUR: '2',
     }
-    t.same(statuses, [401, 401, 401, 429, 429, 429])
-    t.ok((await redis.keys(`${prefix}*`)).length > 0, 'the counters live in Redis under the prefix')
-  })
+    const a = await buildTestApp({ env })
+    const b = await buildTestApp({ env })
+    const redis = new Redis(redisUrl)
+    t.teardown(async () => {
+      const keys = await redis.keys(`${prefix}*`)
+      if (keys.length) await redis.del(...keys)
+      redis.disconnect()
+    })
 
-  t.test('two instances share one mail budget per email', async (t) => {
-    const email = uniqueEmail('redis-mail')
-    const statuses: number[] = []
-    for (const app of [a, b, a, b]) statuses.push((await send(app, 'POST', '/api/auth/request-password-reset', freshIp(), { email })).statusCode)
-    t.same(statuses, [200, 200, 429, 429])
-  })
-})
+    t.test('two instances share one sign-in budget', async (t) => {
+      const ip = freshIp()
+      const statuses: number[] = []
+      for (let i = 0; i < 6; i++) {
+        statuses.push(
+          (await send(i % 2 ? a : b, 'POST', '/api/auth/sign-in/email', ip, { email: uniqueEmail(), password: PASSWORD }))
+            .statusCode,
+        )
+      }
+      t.same(statuses, [401, 401, 401, 429, 429, 429])
+      t.ok((await redis.keys(`${prefix}*`)).length > 0, 'the counters live in Redis under the prefix')
+    })
+
+    t.test('two instances share one mail budget per email', async (t) => {
+      const email = uniqueEmail('redis-mail')
+      const statuses: number[] = []
+      for (const app of [a, b, a, b])
+        statuses.push((await send(app, 'POST', '/api/auth/request-password-reset', freshIp(), { email })).statusCode)
+      t.same(statuses, [200, 200, 429, 429])
+    })
+  },
+)
 
 t.test('a Redis that is down never takes the service down (limits are skipped meanwhile)', async (t) => {
-  const app = await buildTestApp({ env: { REDIS_URL: 'redis://127.0.0.1:1', RATE_LIMIT_GLOBAL_PER_MINUTE: '2', RATE_LIMIT_SIGN_IN_IP_PER_MINUTE: '1' } })
+  const app = await buildTestApp({
+    env: { REDIS_URL: 'redis://127.0.0.1:1', RATE_LIMIT_GLOBAL_PER_MINUTE: '2', RATE_LIMIT_SIGN_IN_IP_PER_MINUTE: '1' },
+  })
   const ip = freshIp()
   for (let i = 0; i < 4; i++) t.equal((await send(app, 'GET', '/api/auth/get-session', ip)).statusCode, 200)
   for (let i = 0; i < 2; i++) {
-    t.equal((await send(app, 'POST', '/api/auth/sign-in/email', ip, { email: uniqueEmail(), password: PASSWORD })).statusCode, 401)
+    t.equal(
+      (await send(app, 'POST', '/api/auth/sign-in/email', ip, { email: uniqueEmail(), password: PASSWORD })).statusCode,
+      401,
+    )
   }
 })
 
 t.test('an IPv6 client is budgeted by its /64, an IPv4 one by its address', async (t) => {
   t.equal(clientKey('203.0.113.7'), '203.0.113.7')
   t.equal(clientKey('::ffff:203.0.113.7'), '203.0.113.7', 'IPv4-mapped is the IPv4 address')
-  for (const ip of ['2001:db8:0:1::5', '2001:db8:0:1:ffff:1:2:3', '2001:0DB8:0000:0001::']) t.equal(clientKey(ip), '2001:db8:0:1::/64', ip)
+  for (const ip of ['2001:db8:0:1::5', '2001:db8:0:1:ffff:1:2:3', '2001:0DB8:0000:0001::'])
+    t.equal(clientKey(ip), '2001:db8:0:1::/64', ip)
   t.not(clientKey('2001:db8:0:2::5'), clientKey('2001:db8:0:1::5'), 'another /64 is another client')
 
   const app = await buildTestApp({ env: { RATE_LIMIT_SIGN_IN_IP_PER_MINUTE: '2' } })
   const statuses: number[] = []
   for (const suffix of ['1', '2', 'abcd', 'ffff:1']) {
-    statuses.push((await send(app, 'POST', '/api/auth/sign-in/email', `2001:db8:77:1::${suffix}`, { email: uniqueEmail(), password: PASSWORD })).statusCode)
+    statuses.push(
+      (
+        await send(app, 'POST', '/api/auth/sign-in/email', `2001:db8:77:1::${suffix}`, {
+          email: uniqueEmail(),
+          password: PASSWORD,
+        })
+      ).statusCode,
+    )
   }
   t.same(statuses, [401, 401, 429, 429], 'new addresses in the same /64 share one budget')
 })

@@ -1,7 +1,7 @@
 // Roles in the route policy: plain string comparison, 403 FORBIDDEN for a member, admin and owner pass.
 import t from 'tap'
 import { buildApp } from '../../src/app.js'
-import { ADMIN } from '../../src/plugins/route-policy.js'
+import { ADMIN } from '../../src/shared/route-policy.js'
 import { loadConfig } from '../../src/config.js'
 import { call, signUp, signUpWithRole, TEST_ENV } from '../helpers/app.js'
 import { testDatabase } from '../helpers/db.js'
@@ -47,6 +47,12 @@ t.test('a role change applies at the very next request, both ways', async (t) =>
 t.test('a role that merely looks like admin is not admin (plain comparison)', async (t) => {
   const user = await signUp(app)
   // The CHECK constraint refuses anything but the three roles, so no "Admin" or "admin " can exist.
-  await t.rejects(app.db.updateTable('user').set({ role: 'Admin' as 'admin' }).where('id', '=', user.id).execute())
+  await t.rejects(
+    app.db
+      .updateTable('user')
+      .set({ role: 'Admin' as 'admin' })
+      .where('id', '=', user.id)
+      .execute(),
+  )
   t.equal((await call(app, 'GET', '/api/v1/test/admin-only', { cookie: user.cookie })).statusCode, 403)
 })

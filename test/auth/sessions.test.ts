@@ -1,8 +1,9 @@
-// Sessions and the cookie (API.md §2): fixation, replay, forgery, key rotation, sliding renewal,
-// rememberMe, and every cookie attribute in development and production.
+// Sessions and the cookie (docs/http-contract.md, "Sessions and cookies"): fixation, replay,
+// forgery, key rotation, sliding renewal and expiry on the app's clock, rememberMe, and every
+// cookie attribute in development and production.
 import type { LightMyRequestResponse } from 'fastify'
 import t from 'tap'
-import { hashToken } from '../../src/auth/session/sessions.js'
+import { hashToken } from '../../src/auth/tokens.js'
 import { buildTestApp, call, sessionCookieOf, signUp, TEST_SECRET } from '../helpers/app.js'
 
 const app = await buildTestApp()
@@ -36,7 +37,10 @@ t.test('a signed-out cookie replayed is 401 on whoami and null on get-session', 
   t.equal((await whoami(user.cookie)).statusCode, 200)
   const out = await call(app, 'POST', '/api/auth/sign-out', { cookie: user.cookie, body: {} })
   t.same(out.json(), { success: true })
-  t.ok(setCookies(out).some((c) => /session_token=;/.test(c) && /Max-Age=0/i.test(c)), 'the cookie is expired')
+  t.ok(
+    setCookies(out).some((c) => /session_token=;/.test(c) && /Max-Age=0/i.test(c)),
+    'the cookie is expired',
+  )
   const replay = await whoami(user.cookie)
   t.equal(replay.statusCode, 401)
   t.match(replay.json(), { code: 'UNAUTHORIZED', status: 401 })
@@ -75,7 +79,10 @@ t.test('a cookie with a forged signature is no session', async (t) => {
     const res = await whoami(forged)
     t.equal(res.statusCode, 401)
     t.equal((await getSession(forged)).json(), null)
-    t.ok(setCookies(res).some((c) => /session_token=;/.test(c)), 'the browser is told to drop it')
+    t.ok(
+      setCookies(res).some((c) => /session_token=;/.test(c)),
+      'the browser is told to drop it',
+    )
   }
   t.equal((await whoami(user.cookie)).statusCode, 200, 'the real cookie still works')
 })
@@ -99,7 +106,11 @@ t.test('key rotation: "new,old" accepts cookies signed by the old key and signs 
   const onlyNew = await buildTestApp({ env: { AUTH_SECRET: newKey } })
   const user = await signUp(app) // signed with the old key
   t.equal((await call(rotated, 'GET', '/api/v1/whoami', { cookie: user.cookie })).statusCode, 200)
-  t.equal((await call(onlyNew, 'GET', '/api/v1/whoami', { cookie: user.cookie })).statusCode, 401, 'a dropped key no longer verifies')
+  t.equal(
+    (await call(onlyNew, 'GET', '/api/v1/whoami', { cookie: user.cookie })).statusCode,
+    401,
+    'a dropped key no longer verifies',
+  )
   const res = await call(rotated, 'POST', '/api/auth/sign-in/email', { body: { email: user.email, password: user.password } })
   const signedNew = sessionCookieOf(res)!
   t.equal((await call(onlyNew, 'GET', '/api/v1/whoami', { cookie: signedNew })).statusCode, 200, 'the first key signs')
@@ -120,12 +131,19 @@ t.test('sliding renewal: a session with less than half its life left is extended
   t.ok(row.expires_at.getTime() > Date.now() + 29 * DAY, 'the server-side expiry moved forward')
   t.ok(new Date(res.json().session.expiresAt).getTime() > Date.now() + 29 * DAY)
   const calm = await getSession(user.cookie)
-  t.notOk(setCookies(calm).some((c) => /session_token=[^;]+/.test(c)), 'a fresh session is not re-set on every request')
+  t.notOk(
+    setCookies(calm).some((c) => /session_token=[^;]+/.test(c)),
+    'a fresh session is not re-set on every request',
+  )
 })
 
 t.test('an expired session is no session', async (t) => {
   const user = await signUp(app)
-  await app.db.updateTable('session').set({ expires_at: new Date(Date.now() - 1000) }).where('user_id', '=', user.id).execute()
+  await app.db
+    .updateTable('session')
+    .set({ expires_at: new Date(Date.now() - 1000) })
+    .where('user_id', '=', user.id)
+    .execute()
   t.equal((await whoami(user.cookie)).statusCode, 401)
   t.equal((await getSession(user.cookie)).json(), null)
 })
@@ -165,10 +183,18 @@ t.test('development cookie: HttpOnly, SameSite=Lax, Path=/, no Secure, plain nam
 
 t.test('production cookie: __Secure- name, Secure, HttpOnly, SameSite=Lax, Domain from AUTH_COOKIE_DOMAIN', async (t) => {
   const prod = await buildTestApp({
-    env: { NODE_ENV: 'production', AUTH_URL: 'https://api.example.com', WEB_ORIGIN: 'https://app.example.com', AUTH_COOKIE_DOMAIN: '.example.com', PAYMENT_GATEWAY: '' },
+    env: {
+      NODE_ENV: 'production',
+      AUTH_URL: 'https://api.example.com',
+      WEB_ORIGIN: 'https://app.example.com',
+      AUTH_COOKIE_DOMAIN: '.example.com',
+      PAYMENT_GATEWAY: '',
+    },
   })
   const res = await prod.inject({
-    method: 'POST', url: '/api/auth/sign-up/email', headers: { origin: 'https://app.example.com' },
+    method: 'POST',
+    url: '/api/auth/sign-up/email',
+    headers: { origin: 'https://app.example.com' },
     payload: { name: 'Prod', email: `prod-${Date.now()}@example.com`, password: 'correct horse battery staple' },
   })
   t.equal(res.statusCode, 200)
@@ -183,8 +209,11 @@ t.test('production cookie: __Secure- name, Secure, HttpOnly, SameSite=Lax, Domai
   const who = await prod.inject({ method: 'GET', url: '/api/v1/whoami', headers: { cookie: cookie.split(';', 1)[0]! } })
   t.equal(who.statusCode, 200)
   const plainName = cookie.split(';', 1)[0]!.replace(/^__Secure-/, '')
-  t.equal((await prod.inject({ method: 'GET', url: '/api/v1/whoami', headers: { cookie: plainName } })).statusCode, 401,
-    'the unprefixed name is not read in production')
+  t.equal(
+    (await prod.inject({ method: 'GET', url: '/api/v1/whoami', headers: { cookie: plainName } })).statusCode,
+    401,
+    'the unprefixed name is not read in production',
+  )
 })
 
 t.test('whoami answers the contract shape', async (t) => {
@@ -193,4 +222,77 @@ t.test('whoami answers the contract shape', async (t) => {
   t.same(Object.keys(res.json()).sort(), ['email', 'emailVerified', 'id', 'name', 'plan', 'role', 'sessionExpiresAt'])
   t.match(res.json(), { id: user.id, email: user.email, role: 'member', plan: 'free', emailVerified: false })
   t.equal((await call(app, 'GET', '/api/v1/whoami')).statusCode, 401)
+})
+
+t.test('the app clock drives expiry, renewal, the cookie and the session list', async (t) => {
+  let offset = 0
+  const clocked = await buildTestApp({ deps: { clock: { now: () => new Date(Date.now() + offset) } } })
+  const at = (days: number) => {
+    offset = days * DAY
+  }
+  const who = (cookie: string) => call(clocked, 'GET', '/api/v1/whoami', { cookie })
+  const renewedCookie = (res: LightMyRequestResponse) => setCookies(res).find((c) => /session_token=[^;]+/.test(c))
+
+  t.test('past the expiry: 401, the cookie is cleared and the session deleted', async (t) => {
+    at(0)
+    const user = await signUp(clocked)
+    t.equal((await who(user.cookie)).statusCode, 200)
+    at(30.01)
+    const res = await who(user.cookie)
+    t.equal(res.statusCode, 401)
+    t.ok(
+      setCookies(res).some((c) => /session_token=;/.test(c)),
+      'the browser is told to drop it',
+    )
+    const rows = await clocked.db.selectFrom('session').select('id').where('user_id', '=', user.id).execute()
+    t.equal(rows.length, 0, 'an expired session is deleted when it is presented')
+    at(0)
+    t.equal((await who(user.cookie)).statusCode, 401, 'and stays gone when the clock comes back')
+  })
+
+  t.test('past half of the lifetime: renewed for the full lifetime from the clock, the cookie re-set', async (t) => {
+    at(0)
+    const user = await signUp(clocked)
+    at(14)
+    t.notOk(renewedCookie(await who(user.cookie)), 'more than half left: no renewal')
+    at(16)
+    const res = await who(user.cookie)
+    t.equal(res.statusCode, 200)
+    const cookie = renewedCookie(res)
+    t.ok(cookie, 'the cookie is sent again')
+    const maxAge = Number(/Max-Age=(\d+)/i.exec(cookie!)?.[1])
+    t.ok(maxAge > 30 * 24 * 3600 - 60 && maxAge <= 30 * 24 * 3600, `Max-Age is the full lifetime on the clock (${maxAge})`)
+    const expected = Date.now() + 46 * DAY
+    const expiresAt = new Date(res.json().sessionExpiresAt).getTime()
+    t.ok(Math.abs(expiresAt - expected) < 60_000, 'the session ends 30 days after the renewal')
+    const row = await clocked.db
+      .selectFrom('session')
+      .select('expires_at')
+      .where('user_id', '=', user.id)
+      .executeTakeFirstOrThrow()
+    t.equal(row.expires_at.getTime(), expiresAt, 'the server-side expiry moved forward')
+    at(30.5)
+    const later = await who(user.cookie)
+    t.equal(later.statusCode, 200, 'alive past the first 30 days')
+    t.notOk(renewedCookie(later), 'more than half of the renewed lifetime left: no renewal')
+    at(46.01)
+    t.equal((await who(user.cookie)).statusCode, 401, 'and ends at the renewed expiry')
+  })
+
+  t.test('a new session, its cookie and the session list are dated by the clock', async (t) => {
+    at(100)
+    const user = await signUp(clocked)
+    const browser = await call(clocked, 'POST', '/api/auth/sign-in/email', {
+      body: { email: user.email, password: user.password, rememberMe: false },
+    })
+    const browserCookie = sessionCookieOf(browser)!
+    const session = (await call(clocked, 'GET', '/api/auth/get-session', { cookie: user.cookie })).json().session
+    t.ok(Math.abs(new Date(session.createdAt).getTime() - (Date.now() + 100 * DAY)) < 60_000, "created at the clock's now")
+    t.ok(Math.abs(new Date(session.expiresAt).getTime() - (Date.now() + 130 * DAY)) < 60_000, 'expires 30 days later')
+    t.equal((await call(clocked, 'GET', '/api/auth/list-sessions', { cookie: user.cookie })).json().length, 2)
+    at(102)
+    t.equal((await who(browserCookie)).statusCode, 401, 'the one-day browser session has ended')
+    const list = await call(clocked, 'GET', '/api/auth/list-sessions', { cookie: user.cookie })
+    t.equal(list.json().length, 1, "the list shows only the sessions live at the clock's now")
+  })
 })

@@ -10,7 +10,12 @@ const app = await buildTestApp({ deps: { clock: { now: () => new Date(nowMs) } }
 
 const RESULTS = '/api/v1/compatibility/results'
 const result = (overrides: Record<string, unknown> = {}) => ({
-  partner: { name: 'Bima', birthDate: '1992-11-09', birthTime: '07:45', birthPlace: { name: 'Yogyakarta', latitude: -7.8, longitude: 110.36 } },
+  partner: {
+    name: 'Bima',
+    birthDate: '1992-11-09',
+    birthTime: '07:45',
+    birthPlace: { name: 'Yogyakarta', latitude: -7.8, longitude: 110.36 },
+  },
   systems: ['bazi', 'primbon'],
   score: 71,
   summary: { headline: 'Warm and steady', elements: { wood: 2, fire: 1 } },
@@ -31,10 +36,17 @@ async function create(user: TestUser, body: Record<string, unknown> = result()) 
 
 const grant = (input: { userId: string; resultId: string; paymentId: string | null }) =>
   app.db.transaction().execute((trx) => grantDeepInsights(trx, { ...input, now: app.clock.now() }))
-const revoke = (paymentId: string) => app.db.transaction().execute((trx) => revokeDeepInsights(trx, { paymentId, now: app.clock.now() }))
+const revoke = (paymentId: string) =>
+  app.db.transaction().execute((trx) => revokeDeepInsights(trx, { paymentId, now: app.clock.now() }))
 
 const rowsOf = async (userId: string) =>
-  (await app.db.selectFrom('compatibility_result').select(({ fn }) => fn.countAll<number>().as('n')).where('user_id', '=', userId).executeTakeFirstOrThrow()).n
+  (
+    await app.db
+      .selectFrom('compatibility_result')
+      .select(({ fn }) => fn.countAll<number>().as('n'))
+      .where('user_id', '=', userId)
+      .executeTakeFirstOrThrow()
+  ).n
 
 t.test('every compatibility route refuses a caller without a session', async (t) => {
   const member = await signUp(app)
@@ -74,7 +86,10 @@ t.test('a member stores a result with the partner, the systems, the score and th
   })
   const read = await call(app, 'GET', `${RESULTS}/${body.id}`, { cookie: member.cookie })
   t.same(read.json(), body)
-  const minimal = await create(member, result({ partner: { name: 'Sari', birthDate: '2000-02-29' }, systems: ['human_design'], score: 0, summary: {} }))
+  const minimal = await create(
+    member,
+    result({ partner: { name: 'Sari', birthDate: '2000-02-29' }, systems: ['human_design'], score: 0, summary: {} }),
+  )
   t.ok(minimal.id, 'birth time and place are optional')
 })
 
@@ -99,7 +114,10 @@ t.test('bad results are refused with 400 (413 past the body limit) and nothing i
     ['impossible birth date', result({ partner: { name: 'B', birthDate: '1990-02-30' } })],
     ['future birth date', result({ partner: { name: 'B', birthDate: '2026-04-16' } })],
     ['birth time 24:00', result({ partner: { name: 'B', birthDate: '1990-01-01', birthTime: '24:00' } })],
-    ['latitude 91', result({ partner: { name: 'B', birthDate: '1990-01-01', birthPlace: { name: 'X', latitude: 91, longitude: 0 } } })],
+    [
+      'latitude 91',
+      result({ partner: { name: 'B', birthDate: '1990-01-01', birthPlace: { name: 'X', latitude: 91, longitude: 0 } } }),
+    ],
     ['summary is an array', result({ summary: [1, 2] })],
     ['summary is a string', result({ summary: 'great' })],
     ['summary over 32 KiB', result({ summary: { text: 'x'.repeat(33 * 1024) } })],
@@ -112,7 +130,10 @@ t.test('bad results are refused with 400 (413 past the body limit) and nothing i
     t.equal(res.statusCode, 400, name)
     t.equal(res.json().code, 'VALIDATION_ERROR', name)
   }
-  const huge = await call(app, 'POST', RESULTS, { cookie: member.cookie, body: result({ summary: { text: 'x'.repeat(70 * 1024) } }) })
+  const huge = await call(app, 'POST', RESULTS, {
+    cookie: member.cookie,
+    body: result({ summary: { text: 'x'.repeat(70 * 1024) } }),
+  })
   t.equal(huge.statusCode, 413)
   t.equal(huge.json().code, 'PAYLOAD_TOO_LARGE')
   await create(member, result({ partner: { name: 'B', birthDate: '2026-04-15' }, summary: { text: 'x'.repeat(30 * 1024) } }))
@@ -128,7 +149,7 @@ t.test('the free plan allows 3 checks a month: the 4th is 402 and stores nothing
   t.equal(await rowsOf(member.id), 3)
 })
 
-t.test('another member\'s result is 404 on get, unlock and save; unknown ids too', async (t) => {
+t.test("another member's result is 404 on get, unlock and save; unknown ids too", async (t) => {
   const owner = await signUp(app)
   const stranger = await withPlan(await signUp(app), 'premium_plus')
   const { id } = await create(owner, result({ summary: { secret: 'between us' } }))
@@ -152,7 +173,11 @@ t.test('another member\'s result is 404 on get, unlock and save; unknown ids too
 
 t.test('an id that cannot be an id is a 400, never a database error', async (t) => {
   const member = await signUp(app)
-  for (const [method, suffix, body] of [['GET', '', undefined], ['POST', '/unlock', {}], ['PUT', '/deep-insights', { content: INSIGHTS }]] as const) {
+  for (const [method, suffix, body] of [
+    ['GET', '', undefined],
+    ['POST', '/unlock', {}],
+    ['PUT', '/deep-insights', { content: INSIGHTS }],
+  ] as const) {
     const res = await call(app, method, `${RESULTS}/a%00b${suffix}`, { cookie: member.cookie, body })
     t.equal(res.statusCode, 400, `${method} ${suffix}`)
     t.equal(res.json().code, 'VALIDATION_ERROR')
@@ -168,28 +193,47 @@ t.test('admins and owners read any result, audited, but cannot unlock or write i
     t.equal(res.statusCode, 200, role)
     t.equal(res.json().userId, member.id)
     t.equal(res.json().deepInsights, null)
-    const events = await app.db.selectFrom('audit_event').selectAll()
-      .where('actor_id', '=', moderator.id).where('action', 'like', 'compatibility.%').execute()
+    const events = await app.db
+      .selectFrom('audit_event')
+      .selectAll()
+      .where('actor_id', '=', moderator.id)
+      .where('action', 'like', 'compatibility.%')
+      .execute()
     t.equal(events.length, 1)
     t.match(events[0], {
-      action: 'compatibility.result.read_by_admin', target_type: 'compatibility_result', target_id: id, ip: String,
+      action: 'compatibility.result.read_by_admin',
+      target_type: 'compatibility_result',
+      target_id: id,
+      ip: String,
       details: { ownerId: member.id, role },
     })
     t.equal((await call(app, 'POST', `${RESULTS}/${id}/unlock`, { cookie: moderator.cookie, body: {} })).statusCode, 404)
-    t.equal((await call(app, 'PUT', `${RESULTS}/${id}/deep-insights`, { cookie: moderator.cookie, body: { content: INSIGHTS } })).statusCode, 404)
+    t.equal(
+      (await call(app, 'PUT', `${RESULTS}/${id}/deep-insights`, { cookie: moderator.cookie, body: { content: INSIGHTS } }))
+        .statusCode,
+      404,
+    )
   }
 })
 
 t.test('unlocking without a purchase or premium_plus is 402 PAYMENT_REQUIRED', async (t) => {
-  for (const [plan, expires] of [['free', null], ['premium', null], ['premium_plus', new Date(nowMs - 1000)]] as const) {
+  for (const [plan, expires] of [
+    ['free', null],
+    ['premium', null],
+    ['premium_plus', new Date(nowMs - 1000)],
+  ] as const) {
     const member = await withPlan(await signUp(app), plan, expires)
     const { id } = await create(member)
     const res = await call(app, 'POST', `${RESULTS}/${id}/unlock`, { cookie: member.cookie, body: { paymentId: 'made-up' } })
     t.equal(res.statusCode, 402, `${plan}${expires ? ' (expired)' : ''}`)
     t.same(res.json().data, { product: 'deep_insights', resultId: id })
     t.equal(res.json().code, 'PAYMENT_REQUIRED')
-    const row = await app.db.selectFrom('compatibility_result').select(['deep_insights_unlocked', 'payment_id']).where('id', '=', id).executeTakeFirstOrThrow()
-    t.same(row, { deep_insights_unlocked: false, payment_id: null }, 'the client\'s paymentId is not trusted')
+    const row = await app.db
+      .selectFrom('compatibility_result')
+      .select(['deep_insights_unlocked', 'payment_id'])
+      .where('id', '=', id)
+      .executeTakeFirstOrThrow()
+    t.same(row, { deep_insights_unlocked: false, payment_id: null }, "the client's paymentId is not trusted")
   }
 })
 
@@ -221,7 +265,11 @@ t.test('deep insights are saved only on an unlocked result, and only shown while
   const locked = await call(app, 'PUT', `${RESULTS}/${id}/deep-insights`, { cookie: member.cookie, body: { content: INSIGHTS } })
   t.equal(locked.statusCode, 402)
   t.same(locked.json().data, { product: 'deep_insights', resultId: id })
-  t.equal((await app.db.selectFrom('compatibility_result').select('deep_insights').where('id', '=', id).executeTakeFirstOrThrow()).deep_insights, null)
+  t.equal(
+    (await app.db.selectFrom('compatibility_result').select('deep_insights').where('id', '=', id).executeTakeFirstOrThrow())
+      .deep_insights,
+    null,
+  )
 
   await grant({ userId: member.id, resultId: id, paymentId: 'pay_save_1' })
   tick(1000)
@@ -242,14 +290,21 @@ t.test('deep insights are saved only on an unlocked result, and only shown while
   t.match(hidden.json(), { deepInsightsUnlocked: false, deepInsights: null })
   t.notMatch(hidden.body, /Communication/, 'refunded: stored insights stay hidden')
   t.notMatch((await call(app, 'GET', RESULTS, { cookie: member.cookie })).body, /Communication/)
-  t.equal((await call(app, 'PUT', `${RESULTS}/${id}/deep-insights`, { cookie: member.cookie, body: { content: INSIGHTS } })).statusCode, 402)
+  t.equal(
+    (await call(app, 'PUT', `${RESULTS}/${id}/deep-insights`, { cookie: member.cookie, body: { content: INSIGHTS } })).statusCode,
+    402,
+  )
 })
 
 t.test('a locked result with stored insights never leaks them through get or list', async (t) => {
   const member = await signUp(app)
   const admin = await signUpWithRole(app, 'admin')
   const { id } = await create(member)
-  await app.db.updateTable('compatibility_result').set({ deep_insights: JSON.stringify({ leak: 'TOP-SECRET' }) }).where('id', '=', id).execute()
+  await app.db
+    .updateTable('compatibility_result')
+    .set({ deep_insights: JSON.stringify({ leak: 'TOP-SECRET' }) })
+    .where('id', '=', id)
+    .execute()
   for (const viewer of [member, admin]) {
     const one = await call(app, 'GET', `${RESULTS}/${id}`, { cookie: viewer.cookie })
     t.equal(one.json().deepInsights, null)
@@ -258,21 +313,38 @@ t.test('a locked result with stored insights never leaks them through get or lis
   t.notMatch((await call(app, 'GET', `${RESULTS}?limit=100`, { cookie: member.cookie })).body, /TOP-SECRET/)
 })
 
-t.test('oversized deep insights: 400 past 128 KiB, 413 past the route\'s body limit', async (t) => {
+t.test("oversized deep insights: 400 past 128 KiB, 413 past the route's body limit", async (t) => {
   const member = await withPlan(await signUp(app), 'premium_plus')
   const { id } = await create(member)
   await call(app, 'POST', `${RESULTS}/${id}/unlock`, { cookie: member.cookie, body: {} })
-  const big = await call(app, 'PUT', `${RESULTS}/${id}/deep-insights`, { cookie: member.cookie, body: { content: { text: 'x'.repeat(120 * 1024) } } })
+  const big = await call(app, 'PUT', `${RESULTS}/${id}/deep-insights`, {
+    cookie: member.cookie,
+    body: { content: { text: 'x'.repeat(120 * 1024) } },
+  })
   t.equal(big.statusCode, 200, '120 KiB fits (over the default 64 KiB body limit)')
-  const over = await call(app, 'PUT', `${RESULTS}/${id}/deep-insights`, { cookie: member.cookie, body: { content: { text: 'y'.repeat(130 * 1024) } } })
+  const over = await call(app, 'PUT', `${RESULTS}/${id}/deep-insights`, {
+    cookie: member.cookie,
+    body: { content: { text: 'y'.repeat(130 * 1024) } },
+  })
   t.equal(over.statusCode, 400)
   t.equal(over.json().code, 'VALIDATION_ERROR')
-  const huge = await call(app, 'PUT', `${RESULTS}/${id}/deep-insights`, { cookie: member.cookie, body: { content: { text: 'z'.repeat(210 * 1024) } } })
+  const huge = await call(app, 'PUT', `${RESULTS}/${id}/deep-insights`, {
+    cookie: member.cookie,
+    body: { content: { text: 'z'.repeat(210 * 1024) } },
+  })
   t.equal(huge.statusCode, 413)
   for (const body of [{}, { content: [] }, { content: 'text' }, { content: {}, extra: true }]) {
-    t.equal((await call(app, 'PUT', `${RESULTS}/${id}/deep-insights`, { cookie: member.cookie, body })).statusCode, 400, JSON.stringify(body))
+    t.equal(
+      (await call(app, 'PUT', `${RESULTS}/${id}/deep-insights`, { cookie: member.cookie, body })).statusCode,
+      400,
+      JSON.stringify(body),
+    )
   }
-  const row = await app.db.selectFrom('compatibility_result').select('deep_insights').where('id', '=', id).executeTakeFirstOrThrow()
+  const row = await app.db
+    .selectFrom('compatibility_result')
+    .select('deep_insights')
+    .where('id', '=', id)
+    .executeTakeFirstOrThrow()
   t.equal((row.deep_insights as { text: string }).text.length, 120 * 1024, 'refused writes left the stored insights alone')
 })
 
@@ -288,7 +360,11 @@ t.test('grantDeepInsights is idempotent for one payment and refuses conflicts', 
   const purchases = await app.db.selectFrom('deep_insights_purchase').selectAll().where('result_id', '=', id).execute()
   t.equal(purchases.length, 1, 'one purchase for one payment, however often granted')
   t.match(purchases[0], { user_id: member.id, payment_id: 'pay_g1', status: 'active', revoked_at: null })
-  const row = await app.db.selectFrom('compatibility_result').select(['deep_insights_unlocked', 'payment_id']).where('id', '=', id).executeTakeFirstOrThrow()
+  const row = await app.db
+    .selectFrom('compatibility_result')
+    .select(['deep_insights_unlocked', 'payment_id'])
+    .where('id', '=', id)
+    .executeTakeFirstOrThrow()
   t.same(row, { deep_insights_unlocked: true, payment_id: 'pay_g1' })
 
   const conflicts: Array<[string, { userId: string; resultId: string; paymentId: string | null }]> = [
@@ -300,15 +376,28 @@ t.test('grantDeepInsights is idempotent for one payment and refuses conflicts', 
   for (const [name, input] of conflicts) {
     await t.rejects(grant(input), { status: 409, code: 'CONFLICT' }, name)
   }
-  t.equal((await app.db.selectFrom('deep_insights_purchase').selectAll().where('user_id', 'in', [member.id, other.id]).execute()).length, 1, 'no purchase written by a refused grant')
-  const foreignRow = await app.db.selectFrom('compatibility_result').select('deep_insights_unlocked').where('id', '=', foreign).executeTakeFirstOrThrow()
+  t.equal(
+    (await app.db.selectFrom('deep_insights_purchase').selectAll().where('user_id', 'in', [member.id, other.id]).execute())
+      .length,
+    1,
+    'no purchase written by a refused grant',
+  )
+  const foreignRow = await app.db
+    .selectFrom('compatibility_result')
+    .select('deep_insights_unlocked')
+    .where('id', '=', foreign)
+    .executeTakeFirstOrThrow()
   t.equal(foreignRow.deep_insights_unlocked, false)
 
   // An imported or manual grant without a payment reference.
   await grant({ userId: member.id, resultId: second, paymentId: null })
   await grant({ userId: member.id, resultId: second, paymentId: null })
   t.equal((await app.db.selectFrom('deep_insights_purchase').selectAll().where('result_id', '=', second).execute()).length, 1)
-  const secondRow = await app.db.selectFrom('compatibility_result').select(['deep_insights_unlocked', 'payment_id']).where('id', '=', second).executeTakeFirstOrThrow()
+  const secondRow = await app.db
+    .selectFrom('compatibility_result')
+    .select(['deep_insights_unlocked', 'payment_id'])
+    .where('id', '=', second)
+    .executeTakeFirstOrThrow()
   t.same(secondRow, { deep_insights_unlocked: true, payment_id: null })
 })
 
@@ -331,12 +420,18 @@ t.test('two payments granting one result at the same time: one wins, the other i
 t.test('a grant inside a transaction that fails leaves nothing behind', async (t) => {
   const member = await signUp(app)
   const { id } = await create(member)
-  await t.rejects(app.db.transaction().execute(async (trx) => {
-    await grantDeepInsights(trx, { userId: member.id, resultId: id, paymentId: 'pay_rollback', now: app.clock.now() })
-    throw new Error('the payment transition failed')
-  }))
+  await t.rejects(
+    app.db.transaction().execute(async (trx) => {
+      await grantDeepInsights(trx, { userId: member.id, resultId: id, paymentId: 'pay_rollback', now: app.clock.now() })
+      throw new Error('the payment transition failed')
+    }),
+  )
   t.same(await app.db.selectFrom('deep_insights_purchase').selectAll().where('payment_id', '=', 'pay_rollback').execute(), [])
-  const row = await app.db.selectFrom('compatibility_result').select('deep_insights_unlocked').where('id', '=', id).executeTakeFirstOrThrow()
+  const row = await app.db
+    .selectFrom('compatibility_result')
+    .select('deep_insights_unlocked')
+    .where('id', '=', id)
+    .executeTakeFirstOrThrow()
   t.equal(row.deep_insights_unlocked, false)
 })
 
@@ -347,15 +442,27 @@ t.test('revokeDeepInsights re-locks the result; a revoked payment cannot grant a
   await revoke('pay_r1')
   await revoke('pay_r1')
   await revoke('pay_never_seen')
-  const purchase = await app.db.selectFrom('deep_insights_purchase').selectAll().where('payment_id', '=', 'pay_r1').executeTakeFirstOrThrow()
+  const purchase = await app.db
+    .selectFrom('deep_insights_purchase')
+    .selectAll()
+    .where('payment_id', '=', 'pay_r1')
+    .executeTakeFirstOrThrow()
   t.equal(purchase.status, 'revoked')
   t.ok(purchase.revoked_at instanceof Date)
-  const row = await app.db.selectFrom('compatibility_result').select(['deep_insights_unlocked']).where('id', '=', id).executeTakeFirstOrThrow()
+  const row = await app.db
+    .selectFrom('compatibility_result')
+    .select(['deep_insights_unlocked'])
+    .where('id', '=', id)
+    .executeTakeFirstOrThrow()
   t.equal(row.deep_insights_unlocked, false)
   const unlock = await call(app, 'POST', `${RESULTS}/${id}/unlock`, { cookie: member.cookie, body: {} })
   t.equal(unlock.statusCode, 402, 'the refunded purchase no longer unlocks')
 
-  await t.rejects(grant({ userId: member.id, resultId: id, paymentId: 'pay_r1' }), { status: 409, code: 'CONFLICT' }, 'a revoked payment')
+  await t.rejects(
+    grant({ userId: member.id, resultId: id, paymentId: 'pay_r1' }),
+    { status: 409, code: 'CONFLICT' },
+    'a revoked payment',
+  )
   await grant({ userId: member.id, resultId: id, paymentId: 'pay_r2' })
   const again = await call(app, 'POST', `${RESULTS}/${id}/unlock`, { cookie: member.cookie, body: {} })
   t.match(again.json(), { deepInsightsUnlocked: true, paymentId: 'pay_r2' }, 'a new payment unlocks it again')
@@ -376,7 +483,7 @@ t.test('assertResultOwned accepts the owner and answers 404 to anyone else', asy
   await t.rejects(assertResultOwned(app.db, member.id, 'missing'), { status: 404, code: 'NOT_FOUND' }, 'an unknown result')
 })
 
-t.test('results page newest first by cursor and a cursor never reaches another user\'s results', async (t) => {
+t.test("results page newest first by cursor and a cursor never reaches another user's results", async (t) => {
   const member = await withPlan(await signUp(app), 'premium_plus')
   const other = await withPlan(await signUp(app), 'premium_plus')
   const mine: string[] = []
@@ -402,9 +509,15 @@ t.test('results page newest first by cursor and a cursor never reaches another u
   t.same(seen.filter((id) => mine.includes(id)).sort(), [...mine].sort())
   t.equal(new Set(seen).size, seen.length)
 
-  const theirs = await app.db.selectFrom('compatibility_result').select(['id', 'created_at']).where('user_id', '=', other.id)
-    .orderBy('created_at', 'desc').executeTakeFirstOrThrow()
-  const forged = Buffer.from(JSON.stringify({ c: new Date(theirs.created_at.getTime() + 1).toISOString(), i: theirs.id })).toString('base64url')
+  const theirs = await app.db
+    .selectFrom('compatibility_result')
+    .select(['id', 'created_at'])
+    .where('user_id', '=', other.id)
+    .orderBy('created_at', 'desc')
+    .executeTakeFirstOrThrow()
+  const forged = Buffer.from(
+    JSON.stringify({ c: new Date(theirs.created_at.getTime() + 1).toISOString(), i: theirs.id }),
+  ).toString('base64url')
   const res = await call(app, 'GET', `${RESULTS}?limit=100&cursor=${forged}`, { cookie: member.cookie })
   t.equal(res.statusCode, 200)
   t.ok(res.json().items.length > 0)
@@ -416,7 +529,7 @@ t.test('results page newest first by cursor and a cursor never reaches another u
   t.equal((await call(app, 'GET', `${RESULTS}?mood=3`, { cookie: member.cookie })).statusCode, 400)
 })
 
-t.test('a deleted user\'s results and purchases are gone with them', async (t) => {
+t.test("a deleted user's results and purchases are gone with them", async (t) => {
   const member = await signUp(app)
   const { id } = await create(member)
   await grant({ userId: member.id, resultId: id, paymentId: 'pay_cascade' })

@@ -113,12 +113,11 @@ t.test('trusted origins: AUTH_URL origin, WEB_ORIGIN and each AUTH_TRUSTED_ORIGI
     WEB_ORIGIN: 'https://app.example.com/',
     AUTH_TRUSTED_ORIGIN: ' https://admin.example.com , https://partner.example.org:8443/some/path,,https://app.example.com',
   })
-  t.same(config.auth.trustedOrigins, [
-    'https://api.example.com',
-    'https://app.example.com',
-    'https://admin.example.com',
-    'https://partner.example.org:8443',
-  ], 'exact origins, paths dropped, duplicates removed')
+  t.same(
+    config.auth.trustedOrigins,
+    ['https://api.example.com', 'https://app.example.com', 'https://admin.example.com', 'https://partner.example.org:8443'],
+    'exact origins, paths dropped, duplicates removed',
+  )
   t.equal(config.auth.webOrigin, 'https://app.example.com')
 })
 
@@ -135,8 +134,22 @@ t.test('the sandbox payment gateway is refused in production, the default elsewh
 })
 
 t.test('ENV_VARIABLES lists what the schema reads', async (t) => {
-  for (const name of ['AUTH_SECRET', 'AUTH_URL', 'AUTH_COOKIE_DOMAIN', 'AUTH_TRUSTED_ORIGIN', 'IDP_CLIENT_ID',
-    'IDP_CLIENT_SECRET', 'DATABASE_URL', 'PGLITE_DIR', 'WEB_ORIGIN', 'PORT', 'HOST', 'LOG_LEVEL', 'REDIS_URL', 'NODE_ENV']) {
+  for (const name of [
+    'AUTH_SECRET',
+    'AUTH_URL',
+    'AUTH_COOKIE_DOMAIN',
+    'AUTH_TRUSTED_ORIGIN',
+    'IDP_CLIENT_ID',
+    'IDP_CLIENT_SECRET',
+    'DATABASE_URL',
+    'PGLITE_DIR',
+    'WEB_ORIGIN',
+    'PORT',
+    'HOST',
+    'LOG_LEVEL',
+    'REDIS_URL',
+    'NODE_ENV',
+  ]) {
     t.ok(ENV_VARIABLES.includes(name), `${name} is read`)
   }
 })

@@ -3,7 +3,7 @@
 import t from 'tap'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
-import { PUBLIC } from '../../src/plugins/route-policy.js'
+import { PUBLIC } from '../../src/shared/route-policy.js'
 import { signUp, TEST_ENV, WEB_ORIGIN } from '../helpers/app.js'
 import { freshPostgresUrl, usingPostgres } from '../helpers/db.js'
 import { retarget, TcpProxy } from '../helpers/tcp-proxy.js'
@@ -25,7 +25,10 @@ async function outageTests() {
   const app = await buildApp(config) // opens (and migrates) its own pool through the proxy
   t.teardown(() => app.close())
   app.get('/api/v1/test-db-probe', { config: { policy: PUBLIC } }, async () => {
-    const row = await app.db.selectFrom('user').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()
+    const row = await app.db
+      .selectFrom('user')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow()
     return { users: row.n }
   })
   await app.ready()
@@ -64,17 +67,29 @@ async function outageTests() {
     t.equal(probe.headers['retry-after'], '5')
     t.same(probe.json(), { code: 'SERVICE_UNAVAILABLE', status: 503, message: 'The service is temporarily unavailable' })
 
-    const signIn = await within(5000, 'sign-in', app.inject({
-      method: 'POST', url: '/api/auth/sign-in/email', headers: { origin: WEB_ORIGIN },
-      payload: { email: user.email, password: user.password },
-    }))
+    const signIn = await within(
+      5000,
+      'sign-in',
+      app.inject({
+        method: 'POST',
+        url: '/api/auth/sign-in/email',
+        headers: { origin: WEB_ORIGIN },
+        payload: { email: user.email, password: user.password },
+      }),
+    )
     t.equal(signIn.statusCode, 503, 'sign-in during the outage')
     t.equal(signIn.json().code, 'SERVICE_UNAVAILABLE')
     t.notMatch(signIn.body, /ECONNREFUSED|127\.0\.0\.1|connect/i, 'no driver text leaks')
 
-    const session = await within(5000, 'get-session', app.inject({
-      method: 'GET', url: '/api/auth/get-session', headers: { origin: WEB_ORIGIN, cookie: user.cookie },
-    }))
+    const session = await within(
+      5000,
+      'get-session',
+      app.inject({
+        method: 'GET',
+        url: '/api/auth/get-session',
+        headers: { origin: WEB_ORIGIN, cookie: user.cookie },
+      }),
+    )
     t.equal(session.statusCode, 503, 'session validation during the outage')
 
     const live = await app.inject({ method: 'GET', url: '/api/health/live' })
@@ -93,7 +108,9 @@ async function outageTests() {
     t.equal(probe.statusCode, 200)
     t.ok(probe.json().users >= 1)
     const signIn = await app.inject({
-      method: 'POST', url: '/api/auth/sign-in/email', headers: { origin: WEB_ORIGIN },
+      method: 'POST',
+      url: '/api/auth/sign-in/email',
+      headers: { origin: WEB_ORIGIN },
       payload: { email: user.email, password: user.password },
     })
     t.equal(signIn.statusCode, 200, 'sign-in works again')

@@ -13,10 +13,18 @@ const configurationDoc = read('docs/configuration.md')
 const operationsDoc = read('docs/operations.md')
 const dockerfile = read('Dockerfile')
 const compose = parse(read('docker-compose.yml')) as {
-  services: Record<string, {
-    image?: string; build?: unknown; ports?: string[]; environment?: Record<string, string>
-    depends_on?: Record<string, { condition: string }>; volumes?: string[]; healthcheck?: { test: unknown }
-  }>
+  services: Record<
+    string,
+    {
+      image?: string
+      build?: unknown
+      ports?: string[]
+      environment?: Record<string, string>
+      depends_on?: Record<string, { condition: string }>
+      volumes?: string[]
+      healthcheck?: { test: unknown }
+    }
+  >
   volumes?: Record<string, unknown>
 }
 
@@ -43,7 +51,14 @@ t.test('.env.example lists exactly the variables the config reads, each with a c
 })
 
 t.test('.env.example holds no secret values', async (t) => {
-  for (const name of ['AUTH_SECRET', 'IDP_CLIENT_SECRET', 'STRIPE_SECRET_KEY', 'STRIPE_WEBHOOK_SECRET', 'MIDTRANS_SERVER_KEY', 'METRICS_TOKEN']) {
+  for (const name of [
+    'AUTH_SECRET',
+    'IDP_CLIENT_SECRET',
+    'STRIPE_SECRET_KEY',
+    'STRIPE_WEBHOOK_SECRET',
+    'MIDTRANS_SERVER_KEY',
+    'METRICS_TOKEN',
+  ]) {
     t.match(envExample, new RegExp(`^${name}=$`, 'm'), `${name} is empty`)
   }
 })
@@ -51,7 +66,10 @@ t.test('.env.example holds no secret values', async (t) => {
 t.test('the configuration table of docs/configuration.md names every variable, each once', async (t) => {
   const table = section(configurationDoc, 'Every variable')
   for (const name of ENV_VARIABLES) t.match(table, `| \`${name}\` |`, name)
-  const rows = table.split('\n').map((line) => /^\| `([A-Z][A-Z0-9_]*)` \|/.exec(line)?.[1]).filter((name) => name !== undefined)
+  const rows = table
+    .split('\n')
+    .map((line) => /^\| `([A-Z][A-Z0-9_]*)` \|/.exec(line)?.[1])
+    .filter((name) => name !== undefined)
   t.same([...rows].sort(), [...ENV_VARIABLES].sort(), 'one row per variable the config reads, and no other')
 })
 
@@ -95,6 +113,8 @@ t.test('the Dockerfile is multi-stage, non-root, with a healthcheck and no secre
 })
 
 t.test('.dockerignore keeps local databases, secrets and builds out of the image context', async (t) => {
-  const ignored = read('.dockerignore').split('\n').map((l) => l.trim())
+  const ignored = read('.dockerignore')
+    .split('\n')
+    .map((l) => l.trim())
   for (const entry of ['node_modules', 'dist', 'data', '.env', '.git']) t.ok(ignored.includes(entry), entry)
 })

@@ -2,7 +2,7 @@ import { connect, type AddressInfo } from 'node:net'
 import t from 'tap'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
-import { PUBLIC } from '../../src/plugins/route-policy.js'
+import { PUBLIC } from '../../src/shared/route-policy.js'
 import { buildTestApp, call, TEST_ENV, WEB_ORIGIN } from '../helpers/app.js'
 import { testDatabase } from '../helpers/db.js'
 
@@ -24,8 +24,10 @@ t.test('a well-formed x-request-id is echoed, a hostile one replaced', async (t)
 
 t.test('malformed JSON is 400 BAD_REQUEST', async (t) => {
   const res = await app.inject({
-    method: 'POST', url: '/api/auth/sign-in/email',
-    headers: { 'content-type': 'application/json', origin: WEB_ORIGIN }, payload: '{"email":',
+    method: 'POST',
+    url: '/api/auth/sign-in/email',
+    headers: { 'content-type': 'application/json', origin: WEB_ORIGIN },
+    payload: '{"email":',
   })
   t.equal(res.statusCode, 400)
   t.match(res.json(), { code: 'BAD_REQUEST', status: 400 })
@@ -39,8 +41,10 @@ t.test('a body over the limit is 413', async (t) => {
 
 t.test('text/plain is 415', async (t) => {
   const res = await app.inject({
-    method: 'POST', url: '/api/auth/sign-in/email',
-    headers: { 'content-type': 'text/plain', origin: WEB_ORIGIN }, payload: 'hello',
+    method: 'POST',
+    url: '/api/auth/sign-in/email',
+    headers: { 'content-type': 'text/plain', origin: WEB_ORIGIN },
+    payload: 'hello',
   })
   t.equal(res.statusCode, 415)
   t.match(res.json(), { code: 'UNSUPPORTED_MEDIA_TYPE' })
@@ -73,8 +77,10 @@ t.test('openapi document lists the routes with their operation ids', async (t) =
 
 t.test('an empty JSON body is 400 BAD_REQUEST', async (t) => {
   const res = await app.inject({
-    method: 'POST', url: '/api/auth/sign-in/email',
-    headers: { 'content-type': 'application/json', origin: WEB_ORIGIN }, payload: '',
+    method: 'POST',
+    url: '/api/auth/sign-in/email',
+    headers: { 'content-type': 'application/json', origin: WEB_ORIGIN },
+    payload: '',
   })
   t.equal(res.statusCode, 400)
   t.match(res.json(), { code: 'BAD_REQUEST', status: 400 })
@@ -82,7 +88,8 @@ t.test('an empty JSON body is 400 BAD_REQUEST', async (t) => {
 
 t.test('a declared Content-Length over the limit is 413 before the body is read', async (t) => {
   const res = await app.inject({
-    method: 'POST', url: '/api/auth/sign-in/email',
+    method: 'POST',
+    url: '/api/auth/sign-in/email',
     headers: { 'content-type': 'application/json', origin: WEB_ORIGIN, 'content-length': String(10 * 1024 * 1024) },
     payload: '{}',
   })
@@ -94,13 +101,23 @@ t.test('every error body is JSON with exactly code, status, message and optional
   const responses = [
     await app.inject({ method: 'GET', url: '/api/v1/nope' }),
     await app.inject({ method: 'DELETE', url: '/api/health' }),
-    await app.inject({ method: 'POST', url: '/api/auth/sign-in/email', headers: { 'content-type': 'application/xml', origin: WEB_ORIGIN }, payload: '<a/>' }),
+    await app.inject({
+      method: 'POST',
+      url: '/api/auth/sign-in/email',
+      headers: { 'content-type': 'application/xml', origin: WEB_ORIGIN },
+      payload: '<a/>',
+    }),
     await call(app, 'POST', '/api/auth/sign-in/email', { body: { email: 'not-an-email', password: 'x' } }),
   ]
   for (const res of responses) {
     t.match(res.headers['content-type'], /^application\/json/)
     const body = res.json()
-    t.same(Object.keys(body).filter((k) => k !== 'data').sort(), ['code', 'message', 'status'])
+    t.same(
+      Object.keys(body)
+        .filter((k) => k !== 'data')
+        .sort(),
+      ['code', 'message', 'status'],
+    )
     t.equal(body.status, res.statusCode)
     t.ok(res.headers['x-request-id'])
   }
@@ -127,7 +144,7 @@ t.test('an unexpected throw is a generic 500, without details, logged with the r
   t.notMatch(res.body, /secret_table|\/srv\/app|stack|at /)
   t.equal(res.headers['x-request-id'], 'req-throw-1')
 
-  const logged = lines.map((l) => JSON.parse(l) as Record<string, any>)
+  const logged = lines.map((l) => JSON.parse(l) as { level?: number; reqId?: string; err?: { message?: string; stack?: string } })
   const errorLine = logged.find((l) => l.level === 50 && l.reqId === 'req-throw-1' && l.err)
   t.ok(errorLine, 'an error line carries the request id')
   t.match(errorLine?.err?.message, /secret_table/, 'the details go to the log')
@@ -159,7 +176,8 @@ t.test('a value the database cannot store is a 400, not a 500', async (t) => {
 t.test('sign-out accepts no body, an empty object and JSON null', async (t) => {
   for (const payload of [undefined, '{}', 'null']) {
     const res = await app.inject({
-      method: 'POST', url: '/api/auth/sign-out',
+      method: 'POST',
+      url: '/api/auth/sign-out',
       headers: { origin: WEB_ORIGIN, ...(payload ? { 'content-type': 'application/json' } : {}) },
       ...(payload ? { payload } : {}),
     })
@@ -183,7 +201,11 @@ t.test('what Node answers by itself (unreadable requests) is in the one shape, w
   const cases: Array<[string, string, number]> = [
     ['a malformed header line', 'GET /api/health/live HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n', 400],
     ['an unknown HTTP version', 'GET /api/health/live HTTP/9.9\r\nHost: x\r\n\r\n', 400],
-    ['Content-Length with chunked', 'POST /api/auth/sign-out HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n', 400],
+    [
+      'Content-Length with chunked',
+      'POST /api/auth/sign-out HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
+      400,
+    ],
     ['headers over the limit', `GET /api/health/live HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431],
     ['an Expect it cannot meet', 'GET /api/health/live HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\nConnection: close\r\n\r\n', 417],
   ]
@@ -204,12 +226,13 @@ t.test('an absolute-form request target is routed by its path; its host is never
   const { port } = server.server.address() as AddressInfo
   const res = await new Promise<string>((resolve, reject) => {
     const socket = connect(port, '127.0.0.1', () =>
-      socket.write('GET http://attacker.example/api/v1/docs/static/index.html HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'))
+      socket.write('GET http://attacker.example/api/v1/docs/static/index.html HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'),
+    )
     let data = ''
     socket.on('data', (chunk) => (data += chunk.toString('latin1')))
     socket.on('end', () => resolve(data))
     socket.on('error', reject)
   })
-  t.notMatch(res, /attacker\.example/i, 'no Location (or anything) names the absolute form\'s host')
+  t.notMatch(res, /attacker\.example/i, "no Location (or anything) names the absolute form's host")
   t.match(res, /^HTTP\/1.1 (200|302) /)
 })

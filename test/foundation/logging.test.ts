@@ -43,15 +43,24 @@ t.test('cookies, authorization headers, passwords and query tokens are not logge
 })
 
 t.test('at info a request is one line: id, method, URL, status and time; its arrival is logged only at debug', async (t) => {
-  t.teardown(() => { app.log.level = 'trace' })
-  for (const [level, expected] of [['info', ['request completed']], ['debug', ['incoming request', 'request completed']]] as const) {
+  t.teardown(() => {
+    app.log.level = 'trace'
+  })
+  for (const [level, expected] of [
+    ['info', ['request completed']],
+    ['debug', ['incoming request', 'request completed']],
+  ] as const) {
     app.log.level = level
     lines.length = 0
     const id = `one-line-${level}`
     const res = await app.inject({ method: 'GET', url: '/api/health/live?lang=en', headers: { 'x-request-id': id } })
     t.equal(res.statusCode, 200)
     const own = lines.map((l) => JSON.parse(l)).filter((l) => l.reqId === id)
-    t.same(own.map((l) => l.msg), expected, `${level}: ${expected.join(', ')}`)
+    t.same(
+      own.map((l) => l.msg),
+      expected,
+      `${level}: ${expected.join(', ')}`,
+    )
     const done = own.at(-1)
     t.match(done, { level: 30, req: { method: 'GET', url: '/api/health/live?lang=en' }, res: { statusCode: 200 } })
     t.type(done.responseTime, 'number')
@@ -60,13 +69,16 @@ t.test('at info a request is one line: id, method, URL, status and time; its arr
 
 t.test('objects logged by our own code have their secrets redacted, at the top level and nested', async (t) => {
   lines.length = 0
-  app.log.info({
-    password: SECRETS.password,
-    token: SECRETS.query,
-    user: { email: 'a@example.com', passwordHash: '$argon2id$secret-hash', newPassword: SECRETS.password },
-    headers: { cookie: SECRETS.cookie, authorization: SECRETS.bearer, accept: 'application/json' },
-    gateway: { serverKey: 'server-key-secret', secretKey: 'sk_test_secret', clientSecret: 'client-secret-x' },
-  }, 'an object with secrets')
+  app.log.info(
+    {
+      password: SECRETS.password,
+      token: SECRETS.query,
+      user: { email: 'a@example.com', passwordHash: '$argon2id$secret-hash', newPassword: SECRETS.password },
+      headers: { cookie: SECRETS.cookie, authorization: SECRETS.bearer, accept: 'application/json' },
+      gateway: { serverKey: 'server-key-secret', secretKey: 'sk_test_secret', clientSecret: 'client-secret-x' },
+    },
+    'an object with secrets',
+  )
   const log = lines.join('')
   for (const secret of [...Object.values(SECRETS), 'secret-hash', 'server-key-secret', 'sk_test_secret', 'client-secret-x']) {
     t.notMatch(log, secret, `${secret} is redacted`)
@@ -76,8 +88,10 @@ t.test('objects logged by our own code have their secrets redacted, at the top l
 })
 
 t.test('redactUrl hides sensitive query values and keeps the rest', async (t) => {
-  t.equal(redactUrl('/api/auth/verify-email?token=abc&callbackURL=%2Fhome'),
-    '/api/auth/verify-email?token=[Redacted]&callbackURL=%2Fhome')
+  t.equal(
+    redactUrl('/api/auth/verify-email?token=abc&callbackURL=%2Fhome'),
+    '/api/auth/verify-email?token=[Redacted]&callbackURL=%2Fhome',
+  )
   t.equal(redactUrl('/api/health'), '/api/health')
   t.notMatch(redactUrl('/cb?STATE=s1&Code=c1&%74oken=t1'), /s1|c1|t1/, 'case and escapes do not hide a key')
   t.ok(redactUrl(`/x?${'a'.repeat(2000)}`).length <= 513, 'long URLs are shortened')

@@ -16,7 +16,9 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 function migrate(env: Record<string, string>): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/migrate.ts'], {
-      cwd: ROOT, env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+      cwd: ROOT,
+      env: { PATH: process.env.PATH, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
     })
     let out = ''
     child.stdout.on('data', (d) => (out += d))

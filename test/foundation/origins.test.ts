@@ -2,7 +2,7 @@
 import t, { type Test } from 'tap'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
-import { PUBLIC } from '../../src/plugins/route-policy.js'
+import { PUBLIC } from '../../src/shared/route-policy.js'
 import { TEST_ENV, WEB_ORIGIN } from '../helpers/app.js'
 import { testDatabase } from '../helpers/db.js'
 
@@ -21,7 +21,9 @@ for (const method of ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const) {
   app.route({ method, url: '/api/v1/test-probe', config, handler: async () => ({ reached: true }) })
 }
 app.get('/api/auth/test-probe', { config }, async () => ({ reached: true }))
-app.post('/api/v1/payments/webhook/test-probe', { config: { policy: { access: 'public', checkOrigin: false } } }, async () => ({ reached: true }))
+app.post('/api/v1/payments/webhook/test-probe', { config: { policy: { access: 'public', checkOrigin: false } } }, async () => ({
+  reached: true,
+}))
 app.get('/api/test-probe', { config }, async () => ({ reached: true }))
 app.post('/api/test-probe', { config }, async () => ({ reached: true }))
 await app.ready()
@@ -46,7 +48,9 @@ t.test('an untrusted Origin on a POST to /api/v1 is 403 INVALID_ORIGIN without C
 
 t.test('an untrusted Origin on sign-in is 403 INVALID_ORIGIN', async (t) => {
   const res = await app.inject({
-    method: 'POST', url: '/api/auth/sign-in/email', headers: { origin: EVIL },
+    method: 'POST',
+    url: '/api/auth/sign-in/email',
+    headers: { origin: EVIL },
     payload: { email: 'someone@example.com', password: 'whatever-password' },
   })
   t.equal(res.statusCode, 403)
@@ -68,8 +72,13 @@ t.test('a GET to /api/v1 with an untrusted Origin is served, but without CORS he
 })
 
 t.test('origins are compared exactly: scheme, host and port', async (t) => {
-  for (const origin of ['https://localhost:3000', 'http://localhost:3001', 'http://127.0.0.1:3000',
-    'http://localhost:3000.evil.example', `${WEB_ORIGIN}/`]) {
+  for (const origin of [
+    'https://localhost:3000',
+    'http://localhost:3001',
+    'http://127.0.0.1:3000',
+    'http://localhost:3000.evil.example',
+    `${WEB_ORIGIN}/`,
+  ]) {
     const res = await send('POST', '/api/v1/test-probe', { origin })
     t.equal(res.statusCode, 403, origin)
   }
@@ -173,7 +182,9 @@ t.test('Vary: Origin is sent whether or not an Origin came', async (t) => {
 
 t.test('a preflight from a trusted origin is 204 with methods, headers and max-age', async (t) => {
   const res = await send('OPTIONS', '/api/v1/test-probe', {
-    origin: WEB_ORIGIN, 'access-control-request-method': 'PATCH', 'access-control-request-headers': 'content-type',
+    origin: WEB_ORIGIN,
+    'access-control-request-method': 'PATCH',
+    'access-control-request-headers': 'content-type',
   })
   t.equal(res.statusCode, 204)
   t.equal(res.body, '')

@@ -10,7 +10,10 @@ import { call, signUp, TEST_ENV } from '../helpers/app.js'
 import { freshPostgresUrl, usingPostgres } from '../helpers/db.js'
 
 if (!usingPostgres()) {
-  t.skip('DATABASE_URL is not set: named prepared statements are a PostgreSQL-server feature (PGlite runs the same text unnamed)', async () => {})
+  t.skip(
+    'DATABASE_URL is not set: named prepared statements are a PostgreSQL-server feature (PGlite runs the same text unnamed)',
+    async () => {},
+  )
 } else {
   // One connection: every request's queries and the check below share the same server session.
   const database = await openDatabase({ url: await freshPostgresUrl(), pgliteDir: 'memory://', poolSize: 1 })
@@ -20,13 +23,16 @@ if (!usingPostgres()) {
   t.teardown(() => app.close())
 
   const prepared = async () =>
-    (await sql<{ name: string }>`select name from pg_prepared_statements order by name`.execute(database.db)).rows.map((r) => r.name)
+    (await sql<{ name: string }>`select name from pg_prepared_statements order by name`.execute(database.db)).rows.map(
+      (r) => r.name,
+    )
 
   t.test('the session lookup and the usage counter are prepared once, by name', async (t) => {
     const user = await signUp(app)
     t.same(await prepared(), [], 'sign-up alone prepared nothing')
 
-    for (let i = 0; i < 3; i++) t.equal((await call(app, 'GET', '/api/auth/get-session', { cookie: user.cookie })).json().user.id, user.id)
+    for (let i = 0; i < 3; i++)
+      t.equal((await call(app, 'GET', '/api/auth/get-session', { cookie: user.cookie })).json().user.id, user.id)
     t.same(await prepared(), ['session_lookup'])
 
     t.equal((await call(app, 'GET', '/api/v1/getProfile', { cookie: user.cookie })).statusCode, 200)
@@ -37,12 +43,16 @@ if (!usingPostgres()) {
   })
 
   t.test('a count of its own commits asynchronously for itself only; a count inside a write stays durable', async (t) => {
-    const setting = async () => (await sql<{ synchronous_commit: string }>`show synchronous_commit`.execute(database.db)).rows[0]!.synchronous_commit
+    const setting = async () =>
+      (await sql<{ synchronous_commit: string }>`show synchronous_commit`.execute(database.db)).rows[0]!.synchronous_commit
     const user = await signUp(app)
     t.equal((await call(app, 'POST', '/api/v1/usage/aiMessages/increment', { cookie: user.cookie, body: {} })).statusCode, 200)
     t.equal(await setting(), 'on', 'the setting ended with that statement: the connection commits durably again')
 
-    const entry = await call(app, 'POST', '/api/v1/journal/entries', { cookie: user.cookie, body: { content: 'a durable entry', mood: 3 } })
+    const entry = await call(app, 'POST', '/api/v1/journal/entries', {
+      cookie: user.cookie,
+      body: { content: 'a durable entry', mood: 3 },
+    })
     t.equal(entry.statusCode, 201)
     t.ok((await prepared()).includes('usage_add'), 'the entry counted with the in-transaction statement')
     t.equal(await setting(), 'on')

@@ -22,11 +22,26 @@ async function insertRows(target: FastifyInstance, expiries: Date[]): Promise<{ 
   if (expiries.length === 0) return { sessions, verifications }
   await target.db
     .insertInto('session')
-    .values(expiries.map((expires_at, i) => ({ id: sessions[i]!, token_hash: randomBytes(32).toString('hex'), user_id: user.id, expires_at })))
+    .values(
+      expiries.map((expires_at, i) => ({
+        id: sessions[i]!,
+        token_hash: randomBytes(32).toString('hex'),
+        user_id: user.id,
+        expires_at,
+      })),
+    )
     .execute()
   await target.db
     .insertInto('verification')
-    .values(expiries.map((expires_at, i) => ({ id: verifications[i]!, purpose: 'verify-email', token_hash: randomBytes(32).toString('hex'), user_id: user.id, expires_at })))
+    .values(
+      expiries.map((expires_at, i) => ({
+        id: verifications[i]!,
+        purpose: 'verify-email',
+        token_hash: randomBytes(32).toString('hex'),
+        user_id: user.id,
+        expires_at,
+      })),
+    )
     .execute()
   return { sessions, verifications }
 }
@@ -42,24 +57,47 @@ async function remaining(ids: { sessions: string[]; verifications: string[] }) {
 }
 
 async function countExpired(now: Date) {
-  const s = await app.db.selectFrom('session').select((eb) => eb.fn.countAll<number>().as('n')).where('expires_at', '<=', now).executeTakeFirstOrThrow()
-  const v = await app.db.selectFrom('verification').select((eb) => eb.fn.countAll<number>().as('n')).where('expires_at', '<=', now).executeTakeFirstOrThrow()
+  const s = await app.db
+    .selectFrom('session')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('expires_at', '<=', now)
+    .executeTakeFirstOrThrow()
+  const v = await app.db
+    .selectFrom('verification')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('expires_at', '<=', now)
+    .executeTakeFirstOrThrow()
   return { sessions: Number(s.n), verifications: Number(v.n) }
 }
 
 t.test('deletes exactly the expired rows, over several batches, and counts them', async (t) => {
   const now = new Date()
   // 10 expired (the last one expires exactly now: expired, as the app reads it), 4 live.
-  const expired = await insertRows(app, Array.from({ length: 10 }, (_, i) => new Date(now.getTime() - (9 - i) * MINUTE)))
-  const live = await insertRows(app, [1, 2, 60, 24 * 60].map((m) => new Date(now.getTime() + m * MINUTE)))
+  const expired = await insertRows(
+    app,
+    Array.from({ length: 10 }, (_, i) => new Date(now.getTime() - (9 - i) * MINUTE)),
+  )
+  const live = await insertRows(
+    app,
+    [1, 2, 60, 24 * 60].map((m) => new Date(now.getTime() + m * MINUTE)),
+  )
   t.same(await countExpired(now), { sessions: 10, verifications: 10 }, 'nothing else is expired')
 
   const counts = await purgeExpired(app.db, now, 3)
   t.same(counts, { sessions: 10, verifications: 10 })
   t.same(await remaining(expired), { sessions: [], verifications: [] }, 'the expired rows are gone')
-  t.same(await remaining(live), { sessions: [...live.sessions].sort(), verifications: [...live.verifications].sort() }, 'the live rows remain')
+  t.same(
+    await remaining(live),
+    { sessions: [...live.sessions].sort(), verifications: [...live.verifications].sort() },
+    'the live rows remain',
+  )
 
-  const signedUp = await app.db.selectFrom('session').select('id').where('user_id', '=', user.id).where('id', 'not in', live.sessions).execute()
+  const signedUp = await app.db
+    .selectFrom('session')
+    .select('id')
+    .where('user_id', '=', user.id)
+    .where('id', 'not in', live.sessions)
+    .execute()
   t.equal(signedUp.length, 1, "the sign-up's own session remains")
   t.same(await purgeExpired(app.db, now, 3), { sessions: 0, verifications: 0 }, 'a second run finds nothing')
 
@@ -69,9 +107,15 @@ t.test('deletes exactly the expired rows, over several batches, and counts them'
 
 t.test('an exact multiple of the batch size and the default batch size', async (t) => {
   const now = new Date()
-  await insertRows(app, Array.from({ length: 6 }, (_, i) => new Date(now.getTime() - (i + 1) * MINUTE)))
+  await insertRows(
+    app,
+    Array.from({ length: 6 }, (_, i) => new Date(now.getTime() - (i + 1) * MINUTE)),
+  )
   t.same(await purgeExpired(app.db, now, 3), { sessions: 6, verifications: 6 }, 'two full batches, then an empty one')
-  await insertRows(app, Array.from({ length: 5 }, (_, i) => new Date(now.getTime() - (i + 1) * MINUTE)))
+  await insertRows(
+    app,
+    Array.from({ length: 5 }, (_, i) => new Date(now.getTime() - (i + 1) * MINUTE)),
+  )
   t.same(await purgeExpired(app.db, now), { sessions: 5, verifications: 5 })
   await t.rejects(purgeExpired(app.db, now, 0), RangeError, 'a batch size of 0 is refused')
 })
@@ -79,7 +123,10 @@ t.test('an exact multiple of the batch size and the default batch size', async (
 t.test('two concurrent purges delete each expired row exactly once', async (t) => {
   const now = new Date()
   const total = 150
-  const expired = await insertRows(app, Array.from({ length: total }, (_, i) => new Date(now.getTime() - (i + 1) * 1000)))
+  const expired = await insertRows(
+    app,
+    Array.from({ length: total }, (_, i) => new Date(now.getTime() - (i + 1) * 1000)),
+  )
   const live = await insertRows(app, [new Date(now.getTime() + MINUTE)])
 
   const [a, b] = await Promise.all([purgeExpired(app.db, now, 3), purgeExpired(app.db, now, 3)])
@@ -98,7 +145,10 @@ t.test(
   { skip: usingPostgres() ? false : 'needs PostgreSQL: PGlite has a single connection' },
   async (t) => {
     const now = new Date()
-    const expired = await insertRows(app, Array.from({ length: 8 }, (_, i) => new Date(now.getTime() - (i + 1) * MINUTE)))
+    const expired = await insertRows(
+      app,
+      Array.from({ length: 8 }, (_, i) => new Date(now.getTime() - (i + 1) * MINUTE)),
+    )
     const held = expired.sessions.slice(0, 2)
     await app.db.transaction().execute(async (trx) => {
       await trx.selectFrom('session').select('id').where('id', 'in', held).forUpdate().execute()
@@ -141,7 +191,10 @@ t.test('the plugin purges by itself every PURGE_INTERVAL_SECONDS, with the app c
   const running = await appWithPurge(t, { PURGE_INTERVAL_SECONDS: '1' }, () => new Date(Date.now() + 24 * 60 * MINUTE))
   const soon = await insertRows(running, [new Date(Date.now() + 60 * MINUTE)])
   const live = await insertRows(running, [new Date(Date.now() + 48 * 60 * MINUTE)])
-  const gone = await waitUntil(async () => (await remaining(soon)).sessions.length === 0 && (await remaining(soon)).verifications.length === 0, 5000)
+  const gone = await waitUntil(
+    async () => (await remaining(soon)).sessions.length === 0 && (await remaining(soon)).verifications.length === 0,
+    5000,
+  )
   t.ok(gone, 'the row expired by the app clock was purged within 5 s')
   t.same(await remaining(live), live, 'the live rows remain')
 

@@ -12,15 +12,45 @@ const EXTRA = 'https://admin.example.com'
 // What an attacker tries: characters the URL parser drops or rewrites, other hosts spelled as paths,
 // other schemes, user-info, white space around the value.
 const HOSTILE = [
-  '/\t/attacker.example/x', '/\r\n/attacker.example', '/\n/attacker.example', '/\r/attacker.example',
-  '\t/x', '/x\t', ' /x', '/x ', '\u00a0/x', '/x\u2028', '\u0000/x', '/x\u007f', '/x\u0085',
-  '//attacker.example', '///attacker.example', '/\\attacker.example', '\\\\attacker.example', '\\/attacker.example',
-  '/x\\y', 'https://attacker.example', 'https:attacker.example', 'https:/attacker.example', 'HTTPS://ATTACKER.EXAMPLE',
-  'javascript:alert(1)', 'JaVaScRiPt:alert(1)', 'data:text/html,<script>alert(1)</script>', 'vbscript:x', 'file:///etc/passwd',
-  `${WEB_ORIGIN}@attacker.example/`, `http://user:pass@${WEB_ORIGIN.slice(7)}/`, `${WEB_ORIGIN}.attacker.example/`,
-  'http://localhost:3001/', 'https://localhost:3000/', 'ftp://localhost:3000/', 'blob:http://localhost:3000/x',
+  '/\t/attacker.example/x',
+  '/\r\n/attacker.example',
+  '/\n/attacker.example',
+  '/\r/attacker.example',
+  '\t/x',
+  '/x\t',
+  ' /x',
+  '/x ',
+  '\u00a0/x',
+  '/x\u2028',
+  '\u0000/x',
+  '/x\u007f',
+  '/x\u0085',
+  '//attacker.example',
+  '///attacker.example',
+  '/\\attacker.example',
+  '\\\\attacker.example',
+  '\\/attacker.example',
+  '/x\\y',
+  'https://attacker.example',
+  'https:attacker.example',
+  'https:/attacker.example',
+  'HTTPS://ATTACKER.EXAMPLE',
+  'javascript:alert(1)',
+  'JaVaScRiPt:alert(1)',
+  'data:text/html,<script>alert(1)</script>',
+  'vbscript:x',
+  'file:///etc/passwd',
+  `${WEB_ORIGIN}@attacker.example/`,
+  `http://user:pass@${WEB_ORIGIN.slice(7)}/`,
+  `${WEB_ORIGIN}.attacker.example/`,
+  'http://localhost:3001/',
+  'https://localhost:3000/',
+  'ftp://localhost:3000/',
+  'blob:http://localhost:3000/x',
   // These stay on the web origin but leave a path that starts with "//", off-site to a path router.
-  '/.//attacker.example', '/%2e//attacker.example', '/x/..//attacker.example',
+  '/.//attacker.example',
+  '/%2e//attacker.example',
+  '/x/..//attacker.example',
 ]
 
 /** A printable name for a hostile value: the TAP stream must not carry its raw control characters. */
@@ -30,8 +60,12 @@ const label = (value: string) =>
 const smtp = await startSmtpServer()
 const app = await buildTestApp({
   env: {
-    SMTP_URL: smtp.url, AUTH_TRUSTED_ORIGIN: EXTRA, PAYMENT_GATEWAY: 'sandbox',
-    IDP_CLIENT_ID: 'client', IDP_CLIENT_SECRET: 'secret', IDP_ISSUER: 'http://127.0.0.1:9/issuer',
+    SMTP_URL: smtp.url,
+    AUTH_TRUSTED_ORIGIN: EXTRA,
+    PAYMENT_GATEWAY: 'sandbox',
+    IDP_CLIENT_ID: 'client',
+    IDP_CLIENT_SECRET: 'secret',
+    IDP_ISSUER: 'http://127.0.0.1:9/issuer',
   },
 })
 const rules = app.redirectRules
@@ -56,39 +90,55 @@ t.test('it resolves what it accepts against the web origin and returns only that
   for (const [value, resolved] of cases) t.equal(resolveRedirect(value, rules, 'callbackURL'), resolved, value)
 })
 
-t.test('request-password-reset: a hostile redirectTo is 403 and no mail goes out; a relative one is mailed resolved', async (t) => {
-  const user = await signUp(app)
-  for (const redirectTo of HOSTILE) {
-    const res = await call(app, 'POST', '/api/auth/request-password-reset', { body: { email: user.email, redirectTo } })
-    t.same([res.statusCode, res.json().code], [403, 'INVALID_CALLBACK_URL'], label(redirectTo))
-  }
-  await app.settled()
-  t.same(smtp.inbox.for(user.email), [], 'no mail for a refused request')
-  const tokens = await app.db.selectFrom('verification').select('id').where('user_id', '=', user.id).execute()
-  t.equal(tokens.length, 0, 'no token written either')
+t.test(
+  'request-password-reset: a hostile redirectTo is 403 and no mail goes out; a relative one is mailed resolved',
+  async (t) => {
+    const user = await signUp(app)
+    for (const redirectTo of HOSTILE) {
+      const res = await call(app, 'POST', '/api/auth/request-password-reset', { body: { email: user.email, redirectTo } })
+      t.same([res.statusCode, res.json().code], [403, 'INVALID_CALLBACK_URL'], label(redirectTo))
+    }
+    await app.settled()
+    t.same(smtp.inbox.for(user.email), [], 'no mail for a refused request')
+    const tokens = await app.db.selectFrom('verification').select('id').where('user_id', '=', user.id).execute()
+    t.equal(tokens.length, 0, 'no token written either')
 
-  const res = await call(app, 'POST', '/api/auth/request-password-reset', { body: { email: user.email, redirectTo: '/account/new-password' } })
-  t.equal(res.statusCode, 200)
-  const link = linkIn(await smtp.inbox.next(user.email))
-  t.equal(`${link.origin}${link.pathname}`, `${WEB_ORIGIN}/account/new-password`)
-  t.ok(link.searchParams.get('token'))
-})
+    const res = await call(app, 'POST', '/api/auth/request-password-reset', {
+      body: { email: user.email, redirectTo: '/account/new-password' },
+    })
+    t.equal(res.statusCode, 200)
+    const link = linkIn(await smtp.inbox.next(user.email))
+    t.equal(`${link.origin}${link.pathname}`, `${WEB_ORIGIN}/account/new-password`)
+    t.ok(link.searchParams.get('token'))
+  },
+)
 
 t.test('verify-email: a hostile callbackURL is 403, never a Location; a relative one redirects resolved', async (t) => {
   for (const callbackURL of HOSTILE) {
-    const res = await app.inject({ method: 'GET', url: `/api/auth/verify-email?${new URLSearchParams({ token: 'x', callbackURL })}` })
+    const res = await app.inject({
+      method: 'GET',
+      url: `/api/auth/verify-email?${new URLSearchParams({ token: 'x', callbackURL })}`,
+    })
     t.same([res.statusCode, res.json().code], [403, 'INVALID_CALLBACK_URL'], label(callbackURL))
     t.equal(res.headers.location, undefined)
   }
-  const res = await app.inject({ method: 'GET', url: `/api/auth/verify-email?${new URLSearchParams({ token: 'unknown', callbackURL: '/welcome' })}` })
+  const res = await app.inject({
+    method: 'GET',
+    url: `/api/auth/verify-email?${new URLSearchParams({ token: 'unknown', callbackURL: '/welcome' })}`,
+  })
   t.equal(res.statusCode, 302)
   t.equal(res.headers.location, `${WEB_ORIGIN}/welcome?error=invalid_token`)
 })
 
 t.test('send-verification-email and sign-up: a hostile callbackURL is 403 and nothing is written', async (t) => {
-  const before = await app.db.selectFrom('user').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()
+  const before = await app.db
+    .selectFrom('user')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirstOrThrow()
   for (const callbackURL of HOSTILE.slice(0, 12)) {
-    const send = await call(app, 'POST', '/api/auth/send-verification-email', { body: { email: 'nobody@example.com', callbackURL } })
+    const send = await call(app, 'POST', '/api/auth/send-verification-email', {
+      body: { email: 'nobody@example.com', callbackURL },
+    })
     t.same([send.statusCode, send.json().code], [403, 'INVALID_CALLBACK_URL'])
     const signUpRes = await call(app, 'POST', '/api/auth/sign-up/email', {
       body: { name: 'X', email: `hostile-${Math.random()}@example.com`, password: 'a long enough password', callbackURL },
@@ -96,18 +146,25 @@ t.test('send-verification-email and sign-up: a hostile callbackURL is 403 and no
     t.same([signUpRes.statusCode, signUpRes.json().code], [403, 'INVALID_CALLBACK_URL'])
     t.equal(sessionCookieOf(signUpRes), undefined)
   }
-  const after = await app.db.selectFrom('user').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()
+  const after = await app.db
+    .selectFrom('user')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirstOrThrow()
   t.equal(Number(after.n), Number(before.n), 'no account was created')
 })
 
 t.test('sign-in: a hostile callbackURL is 403 without a session; a relative one comes back resolved', async (t) => {
   const user = await signUp(app)
   for (const callbackURL of HOSTILE) {
-    const res = await call(app, 'POST', '/api/auth/sign-in/email', { body: { email: user.email, password: user.password, callbackURL } })
+    const res = await call(app, 'POST', '/api/auth/sign-in/email', {
+      body: { email: user.email, password: user.password, callbackURL },
+    })
     t.same([res.statusCode, res.json().code], [403, 'INVALID_CALLBACK_URL'], label(callbackURL))
     t.equal(sessionCookieOf(res), undefined)
   }
-  const res = await call(app, 'POST', '/api/auth/sign-in/email', { body: { email: user.email, password: user.password, callbackURL: '/home' } })
+  const res = await call(app, 'POST', '/api/auth/sign-in/email', {
+    body: { email: user.email, password: user.password, callbackURL: '/home' },
+  })
   t.equal(res.statusCode, 200)
   t.match(res.json(), { redirect: true, url: `${WEB_ORIGIN}/home` })
 })
@@ -126,8 +183,13 @@ t.test('identity provider: hostile start URLs are 403, and a flow cookie holding
   const sessionsBefore = await app.db.selectFrom('session').select('id').execute()
   for (const callbackURL of ['http://localhost:3000/\r\nSet-Cookie: x=y', 'https://attacker.example/']) {
     const flow = {
-      state: 'state-1', codeVerifier: 'v', nonce: 'n', callbackURL, errorCallbackURL: callbackURL,
-      newUserCallbackURL: callbackURL, expiresAt: Date.now() + 60_000,
+      state: 'state-1',
+      codeVerifier: 'v',
+      nonce: 'n',
+      callbackURL,
+      errorCallbackURL: callbackURL,
+      newUserCallbackURL: callbackURL,
+      expiresAt: Date.now() + 60_000,
     }
     const cookie = `idp_flow=${app.signCookie(Buffer.from(JSON.stringify(flow)).toString('base64url'))}`
     const res = await app.inject({ method: 'GET', url: '/api/auth/callback/idp?code=c&state=state-1', headers: { cookie } })
@@ -138,16 +200,25 @@ t.test('identity provider: hostile start URLs are 403, and a flow cookie holding
   t.equal(sessionsAfter.length, sessionsBefore.length, 'no session row was left behind')
 })
 
-t.test('payment checkout: a hostile returnUrl is 403 and no payment is recorded; the gateway gets the resolved URL', async (t) => {
-  const user = await signUp(app)
-  for (const returnUrl of HOSTILE) {
-    const res = await call(app, 'POST', '/api/v1/payments/checkout', { cookie: user.cookie, body: { product: 'premium_month', returnUrl } })
-    t.same([res.statusCode, res.json().code], [403, 'INVALID_CALLBACK_URL'], label(returnUrl))
-  }
-  const none = await app.db.selectFrom('payment').select('id').where('user_id', '=', user.id).execute()
-  t.equal(none.length, 0)
-  const res = await call(app, 'POST', '/api/v1/payments/checkout', { cookie: user.cookie, body: { product: 'premium_month', returnUrl: '/billing/done' } })
-  t.equal(res.statusCode, 201)
-  const row = await app.db.selectFrom('payment').select('return_url').where('user_id', '=', user.id).executeTakeFirstOrThrow()
-  t.equal(row.return_url, `${WEB_ORIGIN}/billing/done`, 'only the resolved URL is stored')
-})
+t.test(
+  'payment checkout: a hostile returnUrl is 403 and no payment is recorded; the gateway gets the resolved URL',
+  async (t) => {
+    const user = await signUp(app)
+    for (const returnUrl of HOSTILE) {
+      const res = await call(app, 'POST', '/api/v1/payments/checkout', {
+        cookie: user.cookie,
+        body: { product: 'premium_month', returnUrl },
+      })
+      t.same([res.statusCode, res.json().code], [403, 'INVALID_CALLBACK_URL'], label(returnUrl))
+    }
+    const none = await app.db.selectFrom('payment').select('id').where('user_id', '=', user.id).execute()
+    t.equal(none.length, 0)
+    const res = await call(app, 'POST', '/api/v1/payments/checkout', {
+      cookie: user.cookie,
+      body: { product: 'premium_month', returnUrl: '/billing/done' },
+    })
+    t.equal(res.statusCode, 201)
+    const row = await app.db.selectFrom('payment').select('return_url').where('user_id', '=', user.id).executeTakeFirstOrThrow()
+    t.equal(row.return_url, `${WEB_ORIGIN}/billing/done`, 'only the resolved URL is stored')
+  },
+)

@@ -12,7 +12,12 @@ const EVIL = 'https://evil.example'
 
 // Sandbox payments so its confirm page is registered too; an identity provider so its routes answer.
 const app = await buildTestApp({
-  env: { PAYMENT_GATEWAY: 'sandbox', IDP_CLIENT_ID: 'client', IDP_CLIENT_SECRET: 'secret', IDP_ISSUER: 'http://127.0.0.1:9/issuer' },
+  env: {
+    PAYMENT_GATEWAY: 'sandbox',
+    IDP_CLIENT_ID: 'client',
+    IDP_CLIENT_SECRET: 'secret',
+    IDP_ISSUER: 'http://127.0.0.1:9/issuer',
+  },
 })
 const member = await signUp(app)
 const admin = await signUpWithRole(app, 'admin')
@@ -21,13 +26,30 @@ const routes = routeTable(app)
 // The only routes anyone may call without a session. A route that turns public by mistake, or a
 // public route that loses its declaration, fails here; everything else is read from the route table.
 const PUBLIC_ROUTES = [
-  'GET /api/health', 'GET /api/health/live', 'GET /metrics',
-  'GET /api/v1/openapi.json', 'GET /api/v1/docs', 'GET /api/v1/docs/', 'GET /api/v1/docs/static/*', 'GET /api/v1/docs/json',
-  'GET /api/v1/docs/yaml', 'GET /api/v1/docs/static/index.html', 'GET /api/v1/docs/static/swagger-initializer.js',
-  'POST /api/auth/sign-up/email', 'POST /api/auth/sign-in/email', 'GET /api/auth/get-session', 'POST /api/auth/sign-out',
-  'POST /api/auth/request-password-reset', 'POST /api/auth/reset-password', 'POST /api/auth/send-verification-email',
-  'GET /api/auth/verify-email', 'GET /api/auth/sign-in/idp', 'POST /api/auth/sign-in/social', 'GET /api/auth/callback/idp',
-  'POST /api/v1/payments/webhook/:provider', 'GET /api/v1/payments/sandbox/:paymentId',
+  'GET /api/health',
+  'GET /api/health/live',
+  'GET /metrics',
+  'GET /api/v1/openapi.json',
+  'GET /api/v1/docs',
+  'GET /api/v1/docs/',
+  'GET /api/v1/docs/static/*',
+  'GET /api/v1/docs/json',
+  'GET /api/v1/docs/yaml',
+  'GET /api/v1/docs/static/index.html',
+  'GET /api/v1/docs/static/swagger-initializer.js',
+  'POST /api/auth/sign-up/email',
+  'POST /api/auth/sign-in/email',
+  'GET /api/auth/get-session',
+  'POST /api/auth/sign-out',
+  'POST /api/auth/request-password-reset',
+  'POST /api/auth/reset-password',
+  'POST /api/auth/send-verification-email',
+  'GET /api/auth/verify-email',
+  'GET /api/auth/sign-in/idp',
+  'POST /api/auth/sign-in/social',
+  'GET /api/auth/callback/idp',
+  'POST /api/v1/payments/webhook/:provider',
+  'GET /api/v1/payments/sandbox/:paymentId',
 ]
 const ORIGIN_EXEMPT = ['POST /api/v1/payments/webhook/:provider']
 
@@ -56,8 +78,10 @@ const answer = async (app: FastifyInstance, options: InjectOptions) => {
 t.test('the route table is complete and every route is walked', async (t) => {
   t.ok(routes.length > 80, `${routes.length} method/route pairs`)
   for (const r of routes) t.ok(app.hasRoute({ method: r.method as 'GET', url: r.pattern }), `${key(r)} is in the router`)
-  t.ok(routes.some((r) => key(r) === 'GET /api/v1/docs') && routes.some((r) => key(r) === 'GET /api/v1/docs/'),
-    'both spellings of a prefix route are walked, though onRoute hears of one')
+  t.ok(
+    routes.some((r) => key(r) === 'GET /api/v1/docs') && routes.some((r) => key(r) === 'GET /api/v1/docs/'),
+    'both spellings of a prefix route are walked, though onRoute hears of one',
+  )
 })
 
 t.test('only the declared public routes can be called without a session', async (t) => {
@@ -131,7 +155,11 @@ t.test('percent-encoded spellings of every path get the same answers', async (t)
 
 t.test('every response carries nosniff, and no-store unless the route is declared cacheable', async (t) => {
   for (const r of routes) {
-    const variants: Array<Record<string, string>> = [{ origin: WEB_ORIGIN }, { origin: WEB_ORIGIN, cookie: member.cookie }, { origin: EVIL }]
+    const variants: Array<Record<string, string>> = [
+      { origin: WEB_ORIGIN },
+      { origin: WEB_ORIGIN, cookie: member.cookie },
+      { origin: EVIL },
+    ]
     for (const headers of variants) {
       const res = await answer(app, request(r, r.url, headers))
       t.equal(res.headers['x-content-type-options'], 'nosniff', `${key(r)} ${res.status}`)
@@ -140,7 +168,10 @@ t.test('every response carries nosniff, and no-store unless the route is declare
     }
   }
   const cacheable = routes.filter((r) => r.policy.cacheable).map((r) => r.pattern)
-  t.ok(cacheable.every((p) => p === '/api/v1/openapi.json' || p.startsWith('/api/v1/docs')), 'only the API document and its page')
+  t.ok(
+    cacheable.every((p) => p === '/api/v1/openapi.json' || p.startsWith('/api/v1/docs')),
+    'only the API document and its page',
+  )
   for (const url of ['/api/v1/no-such-route', '/%zz', `/api/v1/journal/entries/${'x'.repeat(300)}`]) {
     const res = await app.inject({ method: 'GET', url })
     t.equal(res.headers['x-content-type-options'], 'nosniff', url)
@@ -179,12 +210,18 @@ t.test('a policy that cannot be right stops the app at start-up', async (t) => {
     const { testDatabase } = await import('../helpers/db.js')
     const broken = await buildApp(loadConfig(TEST_ENV), { database: await testDatabase() })
     broken.post('/api/v1/test-broken', { config: { policy: policy as never } }, async () => ({}))
-    await t.rejects(async () => { await broken.ready() }, new RegExp(message.replace(/[()]/g, '\\$&')), message)
+    await t.rejects(
+      async () => {
+        await broken.ready()
+      },
+      new RegExp(message.replace(/[()]/g, '\\$&')),
+      message,
+    )
     await broken.close()
   }
 })
 
-t.test('the OpenAPI document states each documented route\'s policy', async (t) => {
+t.test("the OpenAPI document states each documented route's policy", async (t) => {
   const doc = (await app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json() as {
     paths: Record<string, Record<string, { security?: unknown[]; 'x-route-policy'?: { access: unknown } }>>
   }
@@ -202,7 +239,11 @@ t.test('the OpenAPI document states each documented route\'s policy', async (t) 
 t.test('a cacheable answer never carries a session cookie, renewed or cleared', async (t) => {
   const user = await signUp(app)
   // Past half its life: any route that looked the session up would renew the cookie.
-  await app.db.updateTable('session').set({ expires_at: new Date(Date.now() + 5 * 86_400_000) }).where('user_id', '=', user.id).execute()
+  await app.db
+    .updateTable('session')
+    .set({ expires_at: new Date(Date.now() + 5 * 86_400_000) })
+    .where('user_id', '=', user.id)
+    .execute()
   const cacheable = routes.filter((r) => r.policy.cacheable && r.method === 'GET')
   t.ok(cacheable.length >= 5)
   for (const r of cacheable) {

@@ -73,7 +73,9 @@ t.test('SIGTERM during a slow request lets it finish, refuses new requests and e
       'x-request-id: slow-sign-up\r\n\r\n' +
       body.slice(0, half),
   )
-  await waitFor('the server to receive the slow request', () => /"reqId":"slow-sign-up"[^\n]*incoming request/.test(server.output()))
+  await waitFor('the server to receive the slow request', () =>
+    /"reqId":"slow-sign-up"[^\n]*incoming request/.test(server.output()),
+  )
 
   server.child.kill('SIGTERM')
   await waitFor('shutdown to begin', () => /shutting down/.test(server.output()))
@@ -97,20 +99,23 @@ t.test('SIGTERM during a slow request lets it finish, refuses new requests and e
   t.notMatch(server.output(), /"level":(50|60)/, 'no error was logged during shutdown')
 })
 
-t.test('closing the app lets a sign-in in the middle of its hash finish, session written, before the pool and database close', async (t) => {
-  // The app owns its database here, so close() closes it (buildTestApp's apps share the file's).
-  const database = usingPostgres() ? { DATABASE_URL: await freshPostgresUrl() } : { PGLITE_DIR: 'memory://' }
-  const app = await buildApp(loadConfig({ ...TEST_ENV, ...database }))
-  await app.ready()
-  const user = await signUp(app)
+t.test(
+  'closing the app lets a sign-in in the middle of its hash finish, session written, before the pool and database close',
+  async (t) => {
+    // The app owns its database here, so close() closes it (buildTestApp's apps share the file's).
+    const database = usingPostgres() ? { DATABASE_URL: await freshPostgresUrl() } : { PGLITE_DIR: 'memory://' }
+    const app = await buildApp(loadConfig({ ...TEST_ENV, ...database }))
+    await app.ready()
+    const user = await signUp(app)
 
-  // A client that has gone away looks the same to the handler: nobody waits on the connection.
-  const signIn = call(app, 'POST', '/api/auth/sign-in/email', { body: { email: user.email, password: user.password } })
-  for (let i = 0; i < 10_000 && app.hasher.pool.inFlight === 0; i++) await new Promise((r) => setImmediate(r))
-  t.ok(app.hasher.pool.inFlight > 0, 'the password is being verified')
-  await app.close()
+    // A client that has gone away looks the same to the handler: nobody waits on the connection.
+    const signIn = call(app, 'POST', '/api/auth/sign-in/email', { body: { email: user.email, password: user.password } })
+    for (let i = 0; i < 10_000 && app.hasher.pool.inFlight === 0; i++) await new Promise((r) => setImmediate(r))
+    t.ok(app.hasher.pool.inFlight > 0, 'the password is being verified')
+    await app.close()
 
-  const res = await signIn
-  t.equal(res.statusCode, 200, 'the sign-in finished normally')
-  t.match(res.headers['set-cookie'], /session_token=[^;]+/, 'its session was written and its cookie set')
-})
+    const res = await signIn
+    t.equal(res.statusCode, 200, 'the sign-in finished normally')
+    t.match(res.headers['set-cookie'], /session_token=[^;]+/, 'its session was written and its cookie set')
+  },
+)

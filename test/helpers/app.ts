@@ -63,7 +63,10 @@ export interface TestUser {
 }
 
 /** Signs up a new member and returns their session cookie. */
-export async function signUp(app: FastifyInstance, overrides: { email?: string; password?: string; name?: string } = {}): Promise<TestUser> {
+export async function signUp(
+  app: FastifyInstance,
+  overrides: { email?: string; password?: string; name?: string } = {},
+): Promise<TestUser> {
   const email = overrides.email ?? uniqueEmail()
   const password = overrides.password ?? 'correct horse battery staple'
   const res = await call(app, 'POST', '/api/auth/sign-up/email', {

@@ -33,7 +33,12 @@ export async function freshPostgresUrl(): Promise<string> {
 export function testDatabase(): Promise<DatabaseHandle> {
   shared ??= (async () => {
     const url = usingPostgres() ? await freshPostgresUrl() : undefined
-    const handle = await openDatabase({ url, pgliteDir: 'memory://', poolSize: 10, pgliteSnapshot: url ? undefined : readPgliteSnapshot() })
+    const handle = await openDatabase({
+      url,
+      pgliteDir: 'memory://',
+      poolSize: 10,
+      pgliteSnapshot: url ? undefined : readPgliteSnapshot(),
+    })
     await migrateToLatest(handle.db)
     t.teardown(() => handle.close())
     return handle

@@ -96,7 +96,8 @@ export class FakeStripe {
         url: '',
         status: 'open',
         payment_status: 'unpaid',
-        amount_total: Number(form.get('line_items[0][price_data][unit_amount]')) * Number(form.get('line_items[0][quantity]') ?? 1),
+        amount_total:
+          Number(form.get('line_items[0][price_data][unit_amount]')) * Number(form.get('line_items[0][quantity]') ?? 1),
         currency: form.get('line_items[0][price_data][currency]') ?? '',
         client_reference_id: form.get('client_reference_id'),
         metadata,
@@ -123,7 +124,9 @@ export class FakeStripe {
       const expand = [...url.searchParams].filter(([k]) => /^expand\[\d*\]$/.test(k)).map(([, v]) => v)
       return send(res, 200, expand.includes('payment_intent.latest_charge') ? this.expanded(session) : session)
     }
-    send(res, 404, { error: { type: 'invalid_request_error', message: `Unrecognized request URL (${req.method}: ${url.pathname})` } })
+    send(res, 404, {
+      error: { type: 'invalid_request_error', message: `Unrecognized request URL (${req.method}: ${url.pathname})` },
+    })
   }
 
   private expanded(session: FakeSession) {
@@ -152,7 +155,15 @@ export class FakeStripe {
     const intentId = rid('pi')
     const chargeId = rid('ch')
     const amount = options.amountTotal ?? session.amount_total
-    this.charges.set(chargeId, { id: chargeId, object: 'charge', amount, amount_refunded: 0, refunded: false, payment_intent: intentId, metadata: {} })
+    this.charges.set(chargeId, {
+      id: chargeId,
+      object: 'charge',
+      amount,
+      amount_refunded: 0,
+      refunded: false,
+      payment_intent: intentId,
+      metadata: {},
+    })
     this.intents.set(intentId, { id: intentId, status: 'succeeded', charge: chargeId })
     Object.assign(session, { status: 'complete', payment_status: 'paid', payment_intent: intentId, amount_total: amount })
     if (options.currency) session.currency = options.currency
@@ -175,7 +186,17 @@ export class FakeStripe {
   /** An event as Stripe delivers it, with the payload and its Stripe-Signature header. */
   event(type: string, object: unknown, options: { timestamp?: number; secret?: string } = {}) {
     const payload = JSON.stringify(
-      { id: rid('evt'), object: 'event', api_version: Stripe.API_VERSION, created: Math.floor(Date.now() / 1000), type, livemode: false, pending_webhooks: 1, request: { id: null, idempotency_key: null }, data: { object } },
+      {
+        id: rid('evt'),
+        object: 'event',
+        api_version: Stripe.API_VERSION,
+        created: Math.floor(Date.now() / 1000),
+        type,
+        livemode: false,
+        pending_webhooks: 1,
+        request: { id: null, idempotency_key: null },
+        data: { object },
+      },
       null,
       2,
     )
@@ -201,7 +222,14 @@ interface FakeOrder {
 }
 
 const STATUS_CODES: Record<string, string> = {
-  settlement: '200', capture: '200', refund: '200', pending: '201', deny: '202', cancel: '202', expire: '407', failure: '202',
+  settlement: '200',
+  capture: '200',
+  refund: '200',
+  pending: '201',
+  deny: '202',
+  cancel: '202',
+  expire: '407',
+  failure: '202',
 }
 
 export class FakeMidtrans {
@@ -228,8 +256,13 @@ export class FakeMidtrans {
       const { order_id: orderId, gross_amount: grossAmount } = parsed.transaction_details
       if (this.orders.has(orderId)) return send(res, 400, { error_messages: ['transaction_details.order_id sudah digunakan'] })
       this.orders.set(orderId, {
-        orderId, grossAmount, transactionId: null, transactionStatus: null, fraudStatus: 'accept',
-        statusGrossAmount: `${grossAmount}.00`, body: parsed,
+        orderId,
+        grossAmount,
+        transactionId: null,
+        transactionStatus: null,
+        fraudStatus: 'accept',
+        statusGrossAmount: `${grossAmount}.00`,
+        body: parsed,
       })
       const token = randomBytes(16).toString('hex')
       return send(res, 201, { token, redirect_url: `https://app.sandbox.midtrans.test/snap/v4/redirection/${token}` })
@@ -237,8 +270,12 @@ export class FakeMidtrans {
     const m = /^\/v2\/([^/]+)\/status$/.exec(url.pathname)
     if (req.method === 'GET' && m) {
       const order = this.orders.get(decodeURIComponent(m[1]!))
-      if (!order || !order.transactionStatus) {
-        return send(res, 404, { status_code: '404', status_message: "Transaction doesn't exist.", id: randomBytes(8).toString('hex') })
+      if (!order?.transactionStatus) {
+        return send(res, 404, {
+          status_code: '404',
+          status_message: "Transaction doesn't exist.",
+          id: randomBytes(8).toString('hex'),
+        })
       }
       return send(res, 200, this.statusBody(order))
     }
@@ -263,7 +300,9 @@ export class FakeMidtrans {
   }
 
   sign(orderId: string, statusCode: string, grossAmount: string, serverKey = this.serverKey): string {
-    return createHash('sha512').update(orderId + statusCode + grossAmount + serverKey).digest('hex')
+    return createHash('sha512')
+      .update(orderId + statusCode + grossAmount + serverKey)
+      .digest('hex')
   }
 
   /** Moves the order at the gateway; `grossAmount` tampers with what the gateway reports. */
@@ -288,7 +327,6 @@ export class FakeMidtrans {
 
 // ---------------------------------------------------------------- shared steps of the payment tests
 
-
 /** A compatibility result of the user, through the API. */
 export async function createResult(app: FastifyInstance, user: TestUser): Promise<string> {
   const res = await call(app, 'POST', '/api/v1/compatibility/results', {
@@ -304,7 +342,10 @@ export async function startCheckout(
   user: TestUser,
   body: { product: string; resultId?: string; returnUrl?: string },
 ): Promise<{ paymentId: string; provider: string; redirectUrl: string; expiresAt: string }> {
-  const res = await call(app, 'POST', '/api/v1/payments/checkout', { cookie: user.cookie, body: { returnUrl: '/payments/done', ...body } })
+  const res = await call(app, 'POST', '/api/v1/payments/checkout', {
+    cookie: user.cookie,
+    body: { returnUrl: '/payments/done', ...body },
+  })
   if (res.statusCode !== 201) throw new Error(`checkout failed: ${res.statusCode} ${res.body}`)
   return res.json()
 }

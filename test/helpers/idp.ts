@@ -22,7 +22,13 @@ export async function freePort(): Promise<number> {
 
 async function listen(server: Server, host = '127.0.0.1'): Promise<number> {
   await new Promise<void>((resolve) => server.listen(0, host, resolve))
-  t.teardown(() => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()) }))
+  t.teardown(
+    () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections()
+        server.close(() => resolve())
+      }),
+  )
   return (server.address() as AddressInfo).port
 }
 
@@ -53,13 +59,15 @@ export async function startOidcProvider(redirectUri: string) {
   const privateJwk = { ...(await exportJWK(privateKey)), kid: 'provider-key', alg: 'RS256', use: 'sig' }
 
   const provider = new Provider(issuer, {
-    clients: [{
-      client_id: CLIENT_ID,
-      client_secret: CLIENT_SECRET,
-      redirect_uris: [redirectUri],
-      grant_types: ['authorization_code'],
-      response_types: ['code'],
-    }],
+    clients: [
+      {
+        client_id: CLIENT_ID,
+        client_secret: CLIENT_SECRET,
+        redirect_uris: [redirectUri],
+        grant_types: ['authorization_code'],
+        response_types: ['code'],
+      },
+    ],
     jwks: { keys: [privateJwk] },
     cookies: { keys: [randomBytes(16).toString('hex')] },
     claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name', 'picture'] },
@@ -73,6 +81,7 @@ export async function startOidcProvider(redirectUri: string) {
       if (!account) return undefined
       return { accountId: id, claims: async () => ({ sub: id, ...account }) }
     },
+    // biome-ignore lint/suspicious/noExplicitAny: oidc-provider ships no types
     async loadExistingGrant(ctx: any) {
       const grantId = ctx.oidc.result?.consent?.grantId || ctx.oidc.session.grantIdFor(ctx.oidc.client.clientId)
       if (grantId) return ctx.oidc.provider.Grant.find(grantId)
@@ -102,7 +111,10 @@ export async function startForgingIssuer() {
     }
     if (url.pathname === '/.well-known/openid-configuration') {
       return send(200, {
-        issuer, authorization_endpoint: `${issuer}/authorize`, token_endpoint: `${issuer}/token`, jwks_uri: `${issuer}/jwks`,
+        issuer,
+        authorization_endpoint: `${issuer}/authorize`,
+        token_endpoint: `${issuer}/token`,
+        jwks_uri: `${issuer}/jwks`,
       })
     }
     if (url.pathname === '/jwks') return send(200, { keys: [key.jwk] })
@@ -131,7 +143,10 @@ export async function startForgingIssuer() {
   return { issuer, state, sign }
 }
 
-interface StoredCookie { value: string; path: string }
+interface StoredCookie {
+  value: string
+  path: string
+}
 
 /** Just enough of a browser: manual redirects, cookies per host with Path, form posts. */
 export class Browser {
@@ -142,7 +157,10 @@ export class Browser {
   cookieHeader(url: string): string {
     const { host, pathname } = new URL(url)
     const cookies = this.jar.get(host) ?? new Map()
-    return [...cookies].filter(([, c]) => pathname.startsWith(c.path)).map(([n, c]) => `${n}=${c.value}`).join('; ')
+    return [...cookies]
+      .filter(([, c]) => pathname.startsWith(c.path))
+      .map(([n, c]) => `${n}=${c.value}`)
+      .join('; ')
   }
 
   cookie(url: string, name: string): string | undefined {
@@ -155,7 +173,10 @@ export class Browser {
     this.jar.get(host)!.set(name, { value, path })
   }
 
-  async request(url: string, init: { method?: string; form?: Record<string, string>; json?: unknown; headers?: Record<string, string> } = {}): Promise<Response> {
+  async request(
+    url: string,
+    init: { method?: string; form?: Record<string, string>; json?: unknown; headers?: Record<string, string> } = {},
+  ): Promise<Response> {
     this.visited.push(url)
     const headers: Record<string, string> = { ...init.headers }
     const cookie = this.cookieHeader(url)

@@ -2,7 +2,7 @@
 // never from a list kept by hand, with the policy each route declared, a concrete URL to call it by,
 // and other spellings of that URL.
 import type { FastifyInstance } from 'fastify'
-import type { RoutePolicy } from '../../src/plugins/route-policy.js'
+import type { RoutePolicy } from '../../src/shared/route-policy.js'
 
 export interface TableRoute {
   method: string
@@ -44,8 +44,10 @@ export function routeTable(app: FastifyInstance): TableRoute[] {
     let pattern = printed
     // A route registered as "/" under a prefix is also routed with the slash dropped or added; it
     // shares its twin's options, so its twin's policy.
-    let policy = declared.get(`${method} ${pattern}`) ?? declared.get(`${method} ${pattern.replace(/\/$/, '')}`)
-      ?? declared.get(`${method} ${pattern}/`)
+    let policy =
+      declared.get(`${method} ${pattern}`) ??
+      declared.get(`${method} ${pattern.replace(/\/$/, '')}`) ??
+      declared.get(`${method} ${pattern}/`)
     if (!policy && pattern.endsWith('*')) {
       // The printout drops the static part before a wildcard ("static/*" prints as "*" under its
       // parent): take the one announced wildcard route below that parent.

@@ -47,7 +47,13 @@ export class Inbox {
     if (index !== -1) return Promise.resolve(this.mails.splice(index, 1)[0]!)
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`no mail to ${to} within ${timeoutMs} ms`)), timeoutMs)
-      this.waiters.push({ to, resolve: (m) => (clearTimeout(timer), resolve(m)) })
+      this.waiters.push({
+        to,
+        resolve: (m) => {
+          clearTimeout(timer)
+          resolve(m)
+        },
+      })
     })
   }
 
@@ -68,7 +74,12 @@ export async function startSmtpServer(): Promise<{ url: string; inbox: Inbox }> 
       const chunks: Buffer[] = []
       stream.on('data', (c: Buffer) => chunks.push(c))
       stream.on('end', () => {
-        inbox.deliver(parse(Buffer.concat(chunks).toString('utf8'), session.envelope.rcptTo.map((r) => r.address.toLowerCase())))
+        inbox.deliver(
+          parse(
+            Buffer.concat(chunks).toString('utf8'),
+            session.envelope.rcptTo.map((r) => r.address.toLowerCase()),
+          ),
+        )
         callback()
       })
     },

@@ -45,11 +45,25 @@ fetch(${JSON.stringify(`${API}/api/auth/get-session`)}, { credentials: 'include'
 </script>`)
   })
   await new Promise<void>((resolve) => web.listen(webPort, '127.0.0.1', resolve))
-  t.teardown(() => new Promise<void>((resolve) => { web.closeAllConnections(); web.close(() => resolve()) }))
+  t.teardown(
+    () =>
+      new Promise<void>((resolve) => {
+        web.closeAllConnections()
+        web.close(() => resolve())
+      }),
+  )
 
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   })
   t.teardown(() => browser.close())
 
@@ -84,7 +98,10 @@ fetch(${JSON.stringify(`${API}/api/auth/get-session`)}, { credentials: 'include'
     t.ok(session, 'the session cookie is set for the API host')
     t.equal(session?.httpOnly, true)
     t.equal(session?.sameSite, 'Lax')
-    t.notOk(cookies.find((c) => c.name === 'idp_flow'), 'the flow cookie was spent')
+    t.notOk(
+      cookies.find((c) => c.name === 'idp_flow'),
+      'the flow cookie was spent',
+    )
     t.equal(await page.evaluate(() => document.cookie.includes('session_token')), false, 'scripts cannot read it')
   })
 }

@@ -36,12 +36,14 @@ t.test('an unreachable provider is 502 at the start, with no flow cookie', async
 t.test('a discovery document naming another issuer is refused', async (t) => {
   const server = createServer((_req, res) => {
     res.writeHead(200, { 'content-type': 'application/json' })
-    res.end(JSON.stringify({
-      issuer: 'https://accounts.example.com',
-      authorization_endpoint: 'https://accounts.example.com/auth',
-      token_endpoint: 'https://accounts.example.com/token',
-      jwks_uri: 'https://accounts.example.com/jwks',
-    }))
+    res.end(
+      JSON.stringify({
+        issuer: 'https://accounts.example.com',
+        authorization_endpoint: 'https://accounts.example.com/auth',
+        token_endpoint: 'https://accounts.example.com/token',
+        jwks_uri: 'https://accounts.example.com/jwks',
+      }),
+    )
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())))
@@ -59,7 +61,10 @@ t.test('behind https the flow cookie is Secure and __Secure- prefixed', async (t
   })
   const res = await app.inject({ method: 'GET', url: '/api/auth/sign-in/idp' })
   t.equal(res.statusCode, 302)
-  t.equal(new URL(res.headers.location as string).searchParams.get('redirect_uri'), 'https://api.example.com/api/auth/callback/idp')
+  t.equal(
+    new URL(res.headers.location as string).searchParams.get('redirect_uri'),
+    'https://api.example.com/api/auth/callback/idp',
+  )
   const flow = res.cookies.find((c) => c.name === '__Secure-idp_flow')
   t.ok(flow)
   t.equal(flow?.secure, true)

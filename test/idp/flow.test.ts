@@ -10,7 +10,13 @@ const API = `http://127.0.0.1:${apiPort}`
 const idp = await startOidcProvider(`${API}/api/auth/callback/idp`)
 let clockOffsetMs = 0
 const app = await buildTestApp({
-  env: { AUTH_URL: API, BOOTSTRAP_OWNER_EMAIL: OWNER_EMAIL, IDP_ISSUER: idp.issuer, IDP_CLIENT_ID: CLIENT_ID, IDP_CLIENT_SECRET: CLIENT_SECRET },
+  env: {
+    AUTH_URL: API,
+    BOOTSTRAP_OWNER_EMAIL: OWNER_EMAIL,
+    IDP_ISSUER: idp.issuer,
+    IDP_CLIENT_ID: CLIENT_ID,
+    IDP_CLIENT_SECRET: CLIENT_SECRET,
+  },
   deps: { clock: { now: () => new Date(Date.now() + clockOffsetMs) } },
 })
 await app.listen({ port: apiPort, host: '127.0.0.1' })
@@ -23,7 +29,10 @@ const dance = (browser: Browser, login: string, query: Record<string, string> = 
 
 async function sessionOf(browser: Browser) {
   const res = await browser.request(`${API}/api/auth/get-session`)
-  return (await res.json()) as { session: { userId: string }; user: { id: string; email: string; emailVerified: boolean; role: string; name: string; image: string | null } } | null
+  return (await res.json()) as {
+    session: { userId: string }
+    user: { id: string; email: string; emailVerified: boolean; role: string; name: string; image: string | null }
+  } | null
 }
 
 const sessionCount = async (userId: string) =>
@@ -70,7 +79,12 @@ t.test('a first sign-in creates a member and lands on the callback URL with a se
   t.equal(session!.user.role, 'member')
   t.equal(session!.user.name, 'Ada Provider')
   t.equal(session!.user.image, 'https://pics.example.com/ada.png')
-  const account = await app.db.selectFrom('account').selectAll().where('provider_id', '=', 'idp').where('account_id', '=', sub).executeTakeFirst()
+  const account = await app.db
+    .selectFrom('account')
+    .selectAll()
+    .where('provider_id', '=', 'idp')
+    .where('account_id', '=', sub)
+    .executeTakeFirst()
   t.equal(account?.user_id, session!.user.id)
   t.equal(account?.password_hash, null)
   const audit = await app.db.selectFrom('audit_event').select('action').where('actor_id', '=', session!.user.id).execute()
@@ -130,41 +144,54 @@ t.test('a verified provider email links to the existing password account', async
   t.equal(pw.statusCode, 200)
 })
 
-t.test('an attacker who registered the victim\'s address first loses the password when the victim signs in via the provider', async (t) => {
-  // The attacker signs up with the victim's address and never verifies it.
-  const attacker = await signUp(app)
-  t.equal(await sessionCount(attacker.id), 1)
-  const reset = await call(app, 'POST', '/api/auth/request-password-reset', { body: { email: attacker.email } })
-  t.ok(reset.statusCode < 500)
-  await app.settled() // the token is written after the reply
-  const asked = await app.db.selectFrom('verification').select('id').where('user_id', '=', attacker.id).execute()
-  t.ok(asked.length >= 1, 'the attacker holds a pending emailed link')
+t.test(
+  "an attacker who registered the victim's address first loses the password when the victim signs in via the provider",
+  async (t) => {
+    // The attacker signs up with the victim's address and never verifies it.
+    const attacker = await signUp(app)
+    t.equal(await sessionCount(attacker.id), 1)
+    const reset = await call(app, 'POST', '/api/auth/request-password-reset', { body: { email: attacker.email } })
+    t.ok(reset.statusCode < 500)
+    await app.settled() // the token is written after the reply
+    const asked = await app.db.selectFrom('verification').select('id').where('user_id', '=', attacker.id).execute()
+    t.ok(asked.length >= 1, 'the attacker holds a pending emailed link')
 
-  const sub = newSubject({ email: attacker.email, email_verified: true })
-  const victim = new Browser()
-  await dance(victim, sub)
-  const session = (await sessionOf(victim))!
-  t.equal(session.user.id, attacker.id, 'the address is the victim\'s account now')
-  t.equal(session.user.emailVerified, true)
+    const sub = newSubject({ email: attacker.email, email_verified: true })
+    const victim = new Browser()
+    await dance(victim, sub)
+    const session = (await sessionOf(victim))!
+    t.equal(session.user.id, attacker.id, "the address is the victim's account now")
+    t.equal(session.user.emailVerified, true)
 
-  const accounts = await app.db.selectFrom('account').select(['provider_id', 'account_id']).where('user_id', '=', attacker.id).execute()
-  t.same(accounts, [{ provider_id: 'idp', account_id: sub }], 'only the provider link remains')
-  const pending = await app.db.selectFrom('verification').select('id').where('user_id', '=', attacker.id).execute()
-  t.equal(pending.length, 0, 'no emailed link asked for by the attacker survives')
-  t.equal(await sessionCount(attacker.id), 1, 'only the victim\'s new session')
+    const accounts = await app.db
+      .selectFrom('account')
+      .select(['provider_id', 'account_id'])
+      .where('user_id', '=', attacker.id)
+      .execute()
+    t.same(accounts, [{ provider_id: 'idp', account_id: sub }], 'only the provider link remains')
+    const pending = await app.db.selectFrom('verification').select('id').where('user_id', '=', attacker.id).execute()
+    t.equal(pending.length, 0, 'no emailed link asked for by the attacker survives')
+    t.equal(await sessionCount(attacker.id), 1, "only the victim's new session")
 
-  const pw = await call(app, 'POST', '/api/auth/sign-in/email', { body: { email: attacker.email, password: attacker.password } })
-  t.equal(pw.statusCode, 401, 'the attacker\'s password no longer signs in')
-  t.equal(pw.json().code, 'INVALID_EMAIL_OR_PASSWORD')
-  const old = await call(app, 'GET', '/api/auth/get-session', { cookie: attacker.cookie })
-  t.equal(old.json(), null, 'the attacker\'s session ended')
+    const pw = await call(app, 'POST', '/api/auth/sign-in/email', {
+      body: { email: attacker.email, password: attacker.password },
+    })
+    t.equal(pw.statusCode, 401, "the attacker's password no longer signs in")
+    t.equal(pw.json().code, 'INVALID_EMAIL_OR_PASSWORD')
+    const old = await call(app, 'GET', '/api/auth/get-session', { cookie: attacker.cookie })
+    t.equal(old.json(), null, "the attacker's session ended")
 
-  const audit = await app.db.selectFrom('audit_event').select(['action', 'details']).where('target_id', '=', attacker.id)
-    .where('action', '=', 'auth.idp.unverified_account_claimed').execute()
-  t.equal(audit.length, 1)
-  t.match(audit[0]!.details, { removedAccounts: ['credential'], sessionsRevoked: 1 })
-  t.notMatch(JSON.stringify(audit[0]!.details), /hash|password_hash|\$argon/, 'no secret in the audit details')
-})
+    const audit = await app.db
+      .selectFrom('audit_event')
+      .select(['action', 'details'])
+      .where('target_id', '=', attacker.id)
+      .where('action', '=', 'auth.idp.unverified_account_claimed')
+      .execute()
+    t.equal(audit.length, 1)
+    t.match(audit[0]!.details, { removedAccounts: ['credential'], sessionsRevoked: 1 })
+    t.notMatch(JSON.stringify(audit[0]!.details), /hash|password_hash|\$argon/, 'no secret in the audit details')
+  },
+)
 
 t.test('an unverified provider email does not link to an existing user', async (t) => {
   const existing = await signUp(app)
@@ -254,7 +281,9 @@ t.test('a flow older than ten minutes is state_mismatch', async (t) => {
   const first = await browser.request(startUrl({ errorCallbackURL: '/signin-failed' }))
   const callback = await driveUntilCallback(browser, first.headers.get('location')!, sub)
   clockOffsetMs = 11 * 60 * 1000
-  t.teardown(() => { clockOffsetMs = 0 })
+  t.teardown(() => {
+    clockOffsetMs = 0
+  })
   const res = await browser.request(callback)
   const landed = new URL(res.headers.get('location')!)
   t.equal(landed.origin + landed.pathname, `${WEB_ORIGIN}/signin-failed`)
@@ -305,7 +334,9 @@ t.test('callback URLs on an untrusted origin are refused before any redirect', a
       t.equal(res.headers.getSetCookie().length, 0, 'no flow cookie')
     }
   }
-  const social = await call(app, 'POST', '/api/auth/sign-in/social', { body: { provider: 'idp', callbackURL: 'https://evil.example.com/' } })
+  const social = await call(app, 'POST', '/api/auth/sign-in/social', {
+    body: { provider: 'idp', callbackURL: 'https://evil.example.com/' },
+  })
   t.equal(social.statusCode, 403)
   t.equal(social.json().code, 'INVALID_CALLBACK_URL')
 })
@@ -332,7 +363,8 @@ t.test("sign-in/social answers the provider URL for better-auth's client", async
   const sub = newSubject({ email: uniqueEmail('idp-social'), email_verified: true })
   const browser = new Browser()
   const json = await browser.request(`${API}/api/auth/sign-in/social`, {
-    json: { provider: 'idp', callbackURL: `${WEB_ORIGIN}/from-social` }, headers: { origin: WEB_ORIGIN },
+    json: { provider: 'idp', callbackURL: `${WEB_ORIGIN}/from-social` },
+    headers: { origin: WEB_ORIGIN },
   })
   const result = await drive(browser, (await json.json()).url, { api: API, provider: idp.issuer, login: sub })
   t.equal(result.landed.toString(), `${WEB_ORIGIN}/from-social`)
@@ -351,12 +383,17 @@ t.test('sign-in/social rejects unknown keys and a missing provider', async (t) =
   t.equal(extra.json().code, 'VALIDATION_ERROR')
   const missing = await call(app, 'POST', '/api/auth/sign-in/social', { body: {} })
   t.equal(missing.statusCode, 400)
-  const huge = await call(app, 'POST', '/api/auth/sign-in/social', { body: { provider: 'idp', callbackURL: `/${'a'.repeat(3000)}` } })
+  const huge = await call(app, 'POST', '/api/auth/sign-in/social', {
+    body: { provider: 'idp', callbackURL: `/${'a'.repeat(3000)}` },
+  })
   t.equal(huge.statusCode, 400)
 })
 
 t.test('sign-in/social from an untrusted origin is refused', async (t) => {
-  const res = await call(app, 'POST', '/api/auth/sign-in/social', { body: { provider: 'idp' }, headers: { origin: 'https://evil.example.com' } })
+  const res = await call(app, 'POST', '/api/auth/sign-in/social', {
+    body: { provider: 'idp' },
+    headers: { origin: 'https://evil.example.com' },
+  })
   t.equal(res.statusCode, 403)
   t.equal(res.json().code, 'INVALID_ORIGIN')
 })

@@ -34,7 +34,11 @@ async function attempt(
   const nonce = authorize.searchParams.get('nonce')!
   const claims = claimsFor(nonce)
   issuer.state.nextIdToken = await forge(nonce, claims)
-  const query = new URLSearchParams({ code: options.code ?? 'a-code', state: authorize.searchParams.get('state')!, ...options.extraQuery })
+  const query = new URLSearchParams({
+    code: options.code ?? 'a-code',
+    state: authorize.searchParams.get('state')!,
+    ...options.extraQuery,
+  })
   const res = await browser.request(`${API}/api/auth/callback/idp?${query}`)
   const landed = new URL(res.headers.get('location')!)
   const session = await (await browser.request(`${API}/api/auth/get-session`)).json()
@@ -64,16 +68,25 @@ const rejected: Array<[string, (nonce: string, claims: ReturnType<typeof claimsF
   ['a token for another audience', (_n, c) => issuer.sign({ ...c, aud: 'someone-else' })],
   ['a token for several audiences without azp naming us', (_n, c) => issuer.sign({ ...c, aud: [CLIENT_ID, 'someone-else'] })],
   ['a token signed by another key under the issuer key id', (_n, c) => issuer.sign(c, { key: otherKey.privateKey })],
-  ['a token signed by a key the issuer never published', (_n, c) => issuer.sign(c, { key: otherKey.privateKey, kid: otherKey.jwk.kid! })],
+  [
+    'a token signed by a key the issuer never published',
+    (_n, c) => issuer.sign(c, { key: otherKey.privateKey, kid: otherKey.jwk.kid! }),
+  ],
   ['a token from another issuer', (_n, c) => issuer.sign({ ...c, iss: 'https://accounts.example.com' })],
   ['a token with another nonce', (_n, c) => issuer.sign({ ...c, nonce: 'replayed-from-another-flow' })],
   ['a token without a nonce', (_n, c) => issuer.sign({ ...c, nonce: undefined })],
-  ['an expired token', (_n, c) => issuer.sign({ ...c, exp: Math.floor(Date.now() / 1000) - 3600, iat: Math.floor(Date.now() / 1000) - 7200 })],
-  ['an unsigned token (alg none)', async (_n, c) => {
-    const enc = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url')
-    const now = Math.floor(Date.now() / 1000)
-    return `${enc({ alg: 'none' })}.${enc({ ...c, iss: issuer.issuer, aud: CLIENT_ID, iat: now, exp: now + 300 })}.`
-  }],
+  [
+    'an expired token',
+    (_n, c) => issuer.sign({ ...c, exp: Math.floor(Date.now() / 1000) - 3600, iat: Math.floor(Date.now() / 1000) - 7200 }),
+  ],
+  [
+    'an unsigned token (alg none)',
+    async (_n, c) => {
+      const enc = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url')
+      const now = Math.floor(Date.now() / 1000)
+      return `${enc({ alg: 'none' })}.${enc({ ...c, iss: issuer.issuer, aud: CLIENT_ID, iat: now, exp: now + 300 })}.`
+    },
+  ],
   ['a token response without an ID token', async () => undefined],
   ['a token whose sub is a number', (_n, c) => issuer.sign({ ...c, sub: 12345 })],
   ['a token whose sub is longer than 255 characters', (_n, c) => issuer.sign({ ...c, sub: 's'.repeat(256) })],
@@ -138,6 +151,10 @@ t.test('email_verified as the string "true" counts as verified', async (t) => {
 
 t.test('failures are audited without secrets', async (t) => {
   await attempt((_n, c) => issuer.sign({ ...c, aud: 'someone-else' }))
-  const rows = await app.db.selectFrom('audit_event').select(['details']).where('action', '=', 'auth.idp.sign_in_failed').execute()
+  const rows = await app.db
+    .selectFrom('audit_event')
+    .select(['details'])
+    .where('action', '=', 'auth.idp.sign_in_failed')
+    .execute()
   t.ok(rows.some((r) => (r.details as { error?: string }).error === 'invalid_token'))
 })

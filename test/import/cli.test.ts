@@ -19,9 +19,7 @@ const FIXTURE = fileURLToPath(new URL('../fixtures/import/previous-system.json',
 const dir = mkdtempSync(join(tmpdir(), 'insight-import-'))
 t.teardown(() => rmSync(dir, { recursive: true, force: true }))
 const dataDir = join(dir, 'data')
-const env: Record<string, string> = usingPostgres()
-  ? { DATABASE_URL: await freshPostgresUrl() }
-  : { PGLITE_DIR: dataDir }
+const env: Record<string, string> = usingPostgres() ? { DATABASE_URL: await freshPostgresUrl() } : { PGLITE_DIR: dataDir }
 
 function runImport(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
@@ -40,9 +38,20 @@ const readReport = (file: string): ImportReport => JSON.parse(readFileSync(file,
 function generatedExport(): string {
   const password = JSON.parse(readFileSync(FIXTURE, 'utf8')).users[1].password
   const users = Array.from({ length: 250 }, (_, i) => ({
-    id: `gen_${i}`, email: `Gen.${i}@Example.id`, name: `Gen ${i}`, role: 'user', createdAt: '2024-03-01T08:00:00Z', password,
+    id: `gen_${i}`,
+    email: `Gen.${i}@Example.id`,
+    name: `Gen ${i}`,
+    role: 'user',
+    createdAt: '2024-03-01T08:00:00Z',
+    password,
   }))
-  const journalEntries = users.map((u, i) => ({ id: `gen_j_${i}`, userId: u.id, content: 'text', mood: 3, entryDate: '2024-05-01' }))
+  const journalEntries = users.map((u, i) => ({
+    id: `gen_j_${i}`,
+    userId: u.id,
+    content: 'text',
+    mood: 3,
+    entryDate: '2024-05-01',
+  }))
   const file = join(dir, 'generated.json')
   writeFileSync(file, JSON.stringify({ users, journalEntries }))
   return file
@@ -84,16 +93,23 @@ t.test('a file spanning several batches imports completely, then is unchanged', 
 t.test('the rows are in the database the server uses', async (t) => {
   const handle = await openDatabase({ url: env.DATABASE_URL, pgliteDir: dataDir, poolSize: 1 })
   t.teardown(() => handle.close())
-  const users = await handle.db.selectFrom('user').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()
+  const users = await handle.db
+    .selectFrom('user')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirstOrThrow()
   t.equal(users.n, 260)
   const events = await handle.db.selectFrom('audit_event').select('details').where('action', '=', 'import.completed').execute()
   t.equal(events.length, 3, 'one audit event per run that wrote (a dry run writes none)')
 })
 
-t.test('refuses an embedded data directory held by a running server', { skip: usingPostgres() && 'PostgreSQL works while the server runs' }, async (t) => {
-  writeFileSync(join(dataDir, LOCK_FILE), JSON.stringify({ pid: process.pid, startedAt: new Date().toISOString() }))
-  t.teardown(() => rmSync(join(dataDir, LOCK_FILE), { force: true }))
-  const run = await runImport([FIXTURE])
-  t.equal(run.code, 3)
-  t.match(run.stderr, `in use by a running server or command (pid ${process.pid})`)
-})
+t.test(
+  'refuses an embedded data directory held by a running server',
+  { skip: usingPostgres() && 'PostgreSQL works while the server runs' },
+  async (t) => {
+    writeFileSync(join(dataDir, LOCK_FILE), JSON.stringify({ pid: process.pid, startedAt: new Date().toISOString() }))
+    t.teardown(() => rmSync(join(dataDir, LOCK_FILE), { force: true }))
+    const run = await runImport([FIXTURE])
+    t.equal(run.code, 3)
+    t.match(run.stderr, `in use by a running server or command (pid ${process.pid})`)
+  },
+)

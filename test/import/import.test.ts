@@ -18,14 +18,25 @@ const fixture = JSON.parse(readFileSync(FIXTURE, 'utf8'))
 
 /** The passwords behind the fixture's hashes (generated with node:crypto, @node-rs/argon2, bcryptjs). */
 const PASSWORDS: Record<string, string> = {
-  u_1001: 'sari-scrypt-pass', u_1002: 'bima-bcrypt-pass', u_1003: 'dewi-argon2-pass', u_1004: 'eka-md5-pass',
-  u_1005: 'fajar-sha1-pass', u_1006: 'gita-sha256-pass', u_1007: 'hadi-plain-pass', u_1009: 'joko-bcrypt-pass',
+  u_1001: 'sari-scrypt-pass',
+  u_1002: 'bima-bcrypt-pass',
+  u_1003: 'dewi-argon2-pass',
+  u_1004: 'eka-md5-pass',
+  u_1005: 'fajar-sha1-pass',
+  u_1006: 'gita-sha256-pass',
+  u_1007: 'hadi-plain-pass',
+  u_1009: 'joko-bcrypt-pass',
 }
 const IMPORTED = ['u_1001', 'u_1002', 'u_1003', 'u_1004', 'u_1005', 'u_1006', 'u_1007', 'u_1008', 'u_1009', 'u_1010']
 
 function sink() {
   let text = ''
-  const stream = new Writable({ write(chunk, _enc, done) { text += String(chunk); done() } })
+  const stream = new Writable({
+    write(chunk, _enc, done) {
+      text += String(chunk)
+      done()
+    },
+  })
   return { stream, text: () => text }
 }
 
@@ -114,14 +125,24 @@ t.test('imports every valid row and lists every rejected one with its reason', a
     /^consents\[3\] u_1002: type: not one of/,
   ]
   t.equal(rejected.length, expect.length, rejected.join('\n'))
-  expect.forEach((re, i) => t.match(rejected[i], re))
+  for (const [i, re] of expect.entries()) t.match(rejected[i], re)
   const warnings = report.warnings.map((w) => `${w.section}[${w.index}]: ${w.reason}`)
   t.same(warnings, [
     'document[-1]: unknown sections ignored: exportedAt',
     'users[1]: unknown keys ignored: nickname',
     'users[8]: unknown role "moderator" imported as member',
   ])
-  t.match(report.credentials, { scrypt: 1, bcrypt: 2, argon2: 1, md5: 1, sha1: 1, sha256: 1, plain: 1, none: 2, resetRequired: 4 })
+  t.match(report.credentials, {
+    scrypt: 1,
+    bcrypt: 2,
+    argon2: 1,
+    md5: 1,
+    sha1: 1,
+    sha256: 1,
+    plain: 1,
+    none: 2,
+    resetRequired: 4,
+  })
   t.match(report.roles, { member: 8, admin: 1, owner: 1, mappedFromUser: 6, unknownToMember: 1 })
   t.match(log, /import: checking users: 0\/10/, 'plain progress lines when stderr is not a terminal')
 
@@ -131,9 +152,16 @@ t.test('imports every valid row and lists every rejected one with its reason', a
 })
 
 t.test('ids are preserved, emails lowercased, roles mapped', async (t) => {
-  const users = await app.db.selectFrom('user').select(['id', 'email', 'role', 'plan', 'password_reset_required', 'created_at'])
-    .where('id', 'in', IMPORTED).orderBy('id').execute()
-  t.same(users.map((u) => u.id), IMPORTED)
+  const users = await app.db
+    .selectFrom('user')
+    .select(['id', 'email', 'role', 'plan', 'password_reset_required', 'created_at'])
+    .where('id', 'in', IMPORTED)
+    .orderBy('id')
+    .execute()
+  t.same(
+    users.map((u) => u.id),
+    IMPORTED,
+  )
   const byId = Object.fromEntries(users.map((u) => [u.id, u]))
   t.equal(byId.u_1001!.email, 'sari@example.id')
   t.equal(byId.u_1001!.role, 'member', 'user becomes member')
@@ -147,8 +175,11 @@ t.test('ids are preserved, emails lowercased, roles mapped', async (t) => {
 })
 
 t.test('no password is stored as it came: plain hashed, weak digests wrapped, strong ones kept', async (t) => {
-  const accounts = await app.db.selectFrom('account').select(['user_id', 'provider_id', 'account_id', 'password_hash'])
-    .where('user_id', 'in', IMPORTED).execute()
+  const accounts = await app.db
+    .selectFrom('account')
+    .select(['user_id', 'provider_id', 'account_id', 'password_hash'])
+    .where('user_id', 'in', IMPORTED)
+    .execute()
   const hashOf = (id: string) => accounts.find((a) => a.user_id === id && a.provider_id === 'credential')?.password_hash
   t.match(hashOf('u_1001'), /^\$scrypt\$n=16384,r=16,p=1\$[0-9a-f]{32}\$[0-9a-f]{128}$/)
   t.equal(hashOf('u_1002'), fixture.users[1].password.hash)
@@ -167,16 +198,28 @@ t.test('no password is stored as it came: plain hashed, weak digests wrapped, st
 
 t.test('journal entries and results keep pointing at the preserved user ids', async (t) => {
   const entries = await app.db.selectFrom('journal_entry').selectAll().orderBy('id').execute()
-  t.same(entries.map((e) => [e.id, e.user_id, e.entry_date]), [['j_1', 'u_1001', '2024-05-02'], ['j_2', 'u_1007', '2024-05-03']])
+  t.same(
+    entries.map((e) => [e.id, e.user_id, e.entry_date]),
+    [
+      ['j_1', 'u_1001', '2024-05-02'],
+      ['j_2', 'u_1007', '2024-05-03'],
+    ],
+  )
   t.same(entries[0]!.tags, ['rest'])
   const results = await app.db.selectFrom('compatibility_result').selectAll().orderBy('id').execute()
-  t.same(results.map((r) => [r.id, r.user_id, r.payment_id, r.deep_insights_unlocked]), [
-    ['c_1', 'u_1001', null, false],
-    ['c_2', 'u_1002', 'pay_old_77', true],
-  ])
+  t.same(
+    results.map((r) => [r.id, r.user_id, r.payment_id, r.deep_insights_unlocked]),
+    [
+      ['c_1', 'u_1001', null, false],
+      ['c_2', 'u_1002', 'pay_old_77', true],
+    ],
+  )
   t.same(results[1]!.partner, { name: 'Sari', birthDate: '1994-02-17', birthTime: '07:45' })
   const consents = await app.db.selectFrom('consent_record').select(['user_id', 'type', 'granted']).orderBy('type').execute()
-  t.same(consents, [{ user_id: 'u_1001', type: 'marketing', granted: false }, { user_id: 'u_1001', type: 'terms', granted: true }])
+  t.same(consents, [
+    { user_id: 'u_1001', type: 'marketing', granted: false },
+    { user_id: 'u_1001', type: 'terms', granted: true },
+  ])
 })
 
 t.test('strong hashes sign in with the old password and are upgraded to Argon2id', async (t) => {
@@ -188,7 +231,12 @@ t.test('strong hashes sign in with the old password and are upgraded to Argon2id
     const res = await signIn(email.toUpperCase(), PASSWORDS[id]!)
     t.equal(res.statusCode, 200, `${id} signs in (email compared case-insensitively)`)
     t.equal(res.json().user.id, id)
-    const stored = await app.db.selectFrom('account').select('password_hash').where('user_id', '=', id).where('provider_id', '=', 'credential').executeTakeFirstOrThrow()
+    const stored = await app.db
+      .selectFrom('account')
+      .select('password_hash')
+      .where('user_id', '=', id)
+      .where('provider_id', '=', 'credential')
+      .executeTakeFirstOrThrow()
     t.match(stored.password_hash, /^\$argon2id\$v=19\$m=19456,t=2,p=1\$/, `${id} upgraded`)
   }
 })
@@ -214,7 +262,11 @@ t.test('an imported user who must reset gets the mail, resets, and signs in with
   const token = linkIn(await smtp.inbox.next(email)).searchParams.get('token')!
   const reset = await call(app, 'POST', '/api/auth/reset-password', { body: { token, newPassword: 'fajar-chose-a-new-one' } })
   t.equal(reset.statusCode, 200)
-  const user = await app.db.selectFrom('user').select('password_reset_required').where('id', '=', 'u_1005').executeTakeFirstOrThrow()
+  const user = await app.db
+    .selectFrom('user')
+    .select('password_reset_required')
+    .where('id', '=', 'u_1005')
+    .executeTakeFirstOrThrow()
   t.equal(user.password_reset_required, false)
   t.equal((await signIn(email, 'fajar-chose-a-new-one')).statusCode, 200)
   t.equal((await signIn(email, PASSWORDS.u_1005!)).statusCode, 401, 'the old password is gone')
@@ -231,7 +283,7 @@ t.test('a second run of the same file changes nothing', async (t) => {
     compatibilityResults: { created: 0, updated: 0, unchanged: 2 },
     consents: { created: 0, updated: 0, unchanged: 2 },
   })
-  t.equal(report.credentials.keptSinceChangedInApp, 5, 'the hashes upgraded at sign-in or reset are the users\' now')
+  t.equal(report.credentials.keptSinceChangedInApp, 5, "the hashes upgraded at sign-in or reset are the users' now")
   t.same(report.rejected, firstReport.rejected)
   t.same(await snapshot(), before, 'rows and updated_at unchanged')
 })
@@ -254,12 +306,19 @@ t.test('a corrected file updates what changed and nothing else', async (t) => {
     journalEntries: { created: 2, updated: 1, unchanged: 1 },
     consents: { updated: 1, unchanged: 1 },
   })
-  t.match(report.warnings.map((w) => w.reason), [/exportedAt/, /nickname/, /the password in the file changed, but the account changed its password/, /moderator/])
+  t.match(
+    report.warnings.map((w) => w.reason),
+    [/exportedAt/, /nickname/, /the password in the file changed, but the account changed its password/, /moderator/],
+  )
   const after = await snapshot()
   const user = (s: typeof before, id: string) => s.users.find((u) => u.id === id)!
   t.equal(user(after, 'u_1004').name, 'Eka Putri')
   t.same(user(after, 'u_1001'), user(before, 'u_1001'), 'an unchanged user is untouched')
-  t.same(after.accounts.find((a) => a.user_id === 'u_1002'), before.accounts.find((a) => a.user_id === 'u_1002'), 'a password changed in the app is kept')
+  t.same(
+    after.accounts.find((a) => a.user_id === 'u_1002'),
+    before.accounts.find((a) => a.user_id === 'u_1002'),
+    'a password changed in the app is kept',
+  )
   t.equal(user(after, 'u_1010').password_reset_required, true)
   t.equal(user(after, 'u_1005').password_reset_required, false, 'a password reset since the import stays done')
   t.equal((await signIn('fajar@example.id', 'fajar-chose-a-new-one')).statusCode, 200)
@@ -286,15 +345,32 @@ t.test('an email already used by another account, or an id the import did not cr
   const native = await signUp(app, { email: `native-${process.pid}@example.id` })
   const doc = {
     users: [
-      { id: 'u_3001', email: native.email.toUpperCase(), name: 'Taken', role: 'user', password: { algorithm: 'plain', hash: 'x-pass-1' } },
-      { id: native.id, email: 'someone-else@example.id', name: 'Overwrite', role: 'admin', password: { algorithm: 'plain', hash: 'x-pass-2' } },
+      {
+        id: 'u_3001',
+        email: native.email.toUpperCase(),
+        name: 'Taken',
+        role: 'user',
+        password: { algorithm: 'plain', hash: 'x-pass-1' },
+      },
+      {
+        id: native.id,
+        email: 'someone-else@example.id',
+        name: 'Overwrite',
+        role: 'admin',
+        password: { algorithm: 'plain', hash: 'x-pass-2' },
+      },
     ],
   }
   const file = await writeFile('conflicts.json', doc)
   const { code, report } = await runImport([file])
   t.equal(code, EXIT.rejected)
   t.match(report.rejected, [
-    { section: 'users', index: 0, id: 'u_3001', reason: `email "${native.email}" already belongs to another user (id ${native.id})` },
+    {
+      section: 'users',
+      index: 0,
+      id: 'u_3001',
+      reason: `email "${native.email}" already belongs to another user (id ${native.id})`,
+    },
     { section: 'users', index: 1, id: native.id, reason: 'id already belongs to a user that the import did not create' },
   ])
   const user = await app.db.selectFrom('user').select(['name', 'role']).where('id', '=', native.id).executeTakeFirstOrThrow()
@@ -320,8 +396,16 @@ t.test('a row the database refuses at write time is rejected alone; the rest of 
   t.equal(code, EXIT.rejected)
   t.match(report.counts.journalEntries, { total: 3, created: 2, rejected: 1 })
   t.match(report.rejected, [{ section: 'journalEntries', index: 1, id: 'j_boom', reason: /^refused by the database: refused/ }])
-  const ids = await app.db.selectFrom('journal_entry').select('id').where('id', 'in', ['j_ok_1', 'j_boom', 'j_ok_2']).orderBy('id').execute()
-  t.same(ids.map((r) => r.id), ['j_ok_1', 'j_ok_2'])
+  const ids = await app.db
+    .selectFrom('journal_entry')
+    .select('id')
+    .where('id', 'in', ['j_ok_1', 'j_boom', 'j_ok_2'])
+    .orderBy('id')
+    .execute()
+  t.same(
+    ids.map((r) => r.id),
+    ['j_ok_1', 'j_ok_2'],
+  )
 
   const strictFile = await writeFile('boom-strict.json', { journalEntries: [entry('j_ok_3'), entry('j_boom')] })
   const strict = await runImport([strictFile, '--strict'])

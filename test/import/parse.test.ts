@@ -19,16 +19,29 @@ t.test('each bad password is rejected with a reason that never repeats the hash'
       user({ id: 'a8', email: 'a8@example.id', password: null }),
     ],
   })
-  t.same(doc.rejected.map((r) => [r.id, r.reason]), [
-    ['a1', 'password.hash is not an Argon2 PHC string'],
-    ['a2', 'password.hash is not a bcrypt hash ($2a$/$2b$/$2y$)'],
-    ['a3', 'password.hash is not a md5 hex digest (32 hex characters)'],
-    ['a4', 'password.hash is not a sha256 hex digest (64 hex characters)'],
-    ['a5', 'password.hash is missing for algorithm "sha1"'],
-    ['a6', 'plain password longer than 1024 characters'],
-  ])
-  t.same(doc.users.map((u) => [u.key, u.algorithm]), [['a7', 'md5'], ['a8', 'none']])
-  t.same(doc.users[0]!.credential, { kind: 'weak', algorithm: 'md5', digest: 'abcdef0123456789abcdef0123456789' }, 'an uppercase digest is the same digest')
+  t.same(
+    doc.rejected.map((r) => [r.id, r.reason]),
+    [
+      ['a1', 'password.hash is not an Argon2 PHC string'],
+      ['a2', 'password.hash is not a bcrypt hash ($2a$/$2b$/$2y$)'],
+      ['a3', 'password.hash is not a md5 hex digest (32 hex characters)'],
+      ['a4', 'password.hash is not a sha256 hex digest (64 hex characters)'],
+      ['a5', 'password.hash is missing for algorithm "sha1"'],
+      ['a6', 'plain password longer than 1024 characters'],
+    ],
+  )
+  t.same(
+    doc.users.map((u) => [u.key, u.algorithm]),
+    [
+      ['a7', 'md5'],
+      ['a8', 'none'],
+    ],
+  )
+  t.same(
+    doc.users[0]!.credential,
+    { kind: 'weak', algorithm: 'md5', digest: 'abcdef0123456789abcdef0123456789' },
+    'an uppercase digest is the same digest',
+  )
 })
 
 t.test('rows that are not objects, or lack what they need, are rejected with their position', async (t) => {
@@ -38,43 +51,65 @@ t.test('rows that are not objects, or lack what they need, are rejected with the
     journalEntries: [{ id: 'j', userId: 'u', content: '', mood: 2.5 }],
     consents: [{ userId: 'u', type: 'terms', version: 'v'.repeat(65), granted: 'yes' }],
   })
-  t.same(doc.rejected.map((r) => `${r.section}[${r.index}]: ${r.reason}`), [
-    'users[0]: not a JSON object',
-    'users[1]: not a JSON object',
-    'users[2]: id: must not be empty',
-    'users[3]: createdAt: not an ISO-8601 date-time with a time zone',
-    'accounts[0]: accountId: Invalid input: expected string, received undefined',
-    'journalEntries[0]: content: must not be empty; mood: not an integer',
-    'consents[0]: version: longer than 64 characters; granted: Invalid input: expected boolean, received string',
-  ])
+  t.same(
+    doc.rejected.map((r) => `${r.section}[${r.index}]: ${r.reason}`),
+    [
+      'users[0]: not a JSON object',
+      'users[1]: not a JSON object',
+      'users[2]: id: must not be empty',
+      'users[3]: createdAt: not an ISO-8601 date-time with a time zone',
+      'accounts[0]: accountId: Invalid input: expected string, received undefined',
+      'journalEntries[0]: content: must not be empty; mood: not an integer',
+      'consents[0]: version: longer than 64 characters; granted: Invalid input: expected boolean, received string',
+    ],
+  )
 })
 
 t.test('duplicate ids are all rejected, in every section', async (t) => {
   const entry = { userId: 'u', content: 'c', mood: 3 }
   const doc = parseDocument({
-    users: [user({ id: 'same', email: 'one@example.id' }), user({ id: 'same', email: 'two@example.id' }), user({ id: 'other', email: 'o@example.id' })],
-    journalEntries: [{ id: 'j', ...entry }, { id: 'j', ...entry }],
+    users: [
+      user({ id: 'same', email: 'one@example.id' }),
+      user({ id: 'same', email: 'two@example.id' }),
+      user({ id: 'other', email: 'o@example.id' }),
+    ],
+    journalEntries: [
+      { id: 'j', ...entry },
+      { id: 'j', ...entry },
+    ],
     consents: [
       { userId: 'u', type: 'terms', version: '1', granted: true, createdAt: '2024-01-01T00:00:00Z' },
       { userId: 'u', type: 'terms', version: '1', granted: false, createdAt: '2024-01-01T00:00:00.000Z' },
       { id: 'explicit', userId: 'u', type: 'terms', version: '1', granted: true },
     ],
   })
-  t.same(doc.rejected.map((r) => `${r.section}[${r.index}]: ${r.reason}`), [
-    'users[0]: duplicate id "same" (rows 0, 1)',
-    'users[1]: duplicate id "same" (rows 0, 1)',
-    'journalEntries[0]: duplicate id "j" (rows 0, 1)',
-    'journalEntries[1]: duplicate id "j" (rows 0, 1)',
-    `consents[0]: duplicate consent "${doc.rejected[4]!.reason.match(/"(.*)"/)![1]}" (rows 0, 1)`,
-    `consents[1]: duplicate consent "${doc.rejected[4]!.reason.match(/"(.*)"/)![1]}" (rows 0, 1)`,
-  ])
-  t.same(doc.users.map((u) => u.key), ['other'])
-  t.same(doc.consents.map((c) => c.key), ['explicit'], 'an explicit consent id is used as it is')
+  t.same(
+    doc.rejected.map((r) => `${r.section}[${r.index}]: ${r.reason}`),
+    [
+      'users[0]: duplicate id "same" (rows 0, 1)',
+      'users[1]: duplicate id "same" (rows 0, 1)',
+      'journalEntries[0]: duplicate id "j" (rows 0, 1)',
+      'journalEntries[1]: duplicate id "j" (rows 0, 1)',
+      `consents[0]: duplicate consent "${doc.rejected[4]!.reason.match(/"(.*)"/)![1]}" (rows 0, 1)`,
+      `consents[1]: duplicate consent "${doc.rejected[4]!.reason.match(/"(.*)"/)![1]}" (rows 0, 1)`,
+    ],
+  )
+  t.same(
+    doc.users.map((u) => u.key),
+    ['other'],
+  )
+  t.same(
+    doc.consents.map((c) => c.key),
+    ['explicit'],
+    'an explicit consent id is used as it is',
+  )
 })
 
 t.test('the same content gives the same digest whatever the spelling of dates and emails', async (t) => {
   const a = parseDocument({ users: [user({ email: ' U@Example.ID ', createdAt: '2024-03-01T15:00:00+07:00' })] })
-  const b = parseDocument({ users: [user({ email: 'u@example.id', createdAt: '2024-03-01T08:00:00.000Z', password: { algorithm: 'none' } })] })
+  const b = parseDocument({
+    users: [user({ email: 'u@example.id', createdAt: '2024-03-01T08:00:00.000Z', password: { algorithm: 'none' } })],
+  })
   t.equal(a.users[0]!.digest, b.users[0]!.digest)
   const c = parseDocument({ users: [user({ name: 'Changed' })] })
   t.not(a.users[0]!.digest, c.users[0]!.digest)
@@ -97,7 +132,17 @@ t.test('a document that is not an export is refused as a whole', async (t) => {
 t.test('progress: a redrawn bar on a terminal, plain lines elsewhere', async (t) => {
   let clock = 0
   let tty = ''
-  const bar = progressOn({ isTTY: true, columns: 100, write: (s: string) => ((tty += s), true) } as never, () => clock)
+  const bar = progressOn(
+    {
+      isTTY: true,
+      columns: 100,
+      write: (s: string) => {
+        tty += s
+        return true
+      },
+    } as never,
+    () => clock,
+  )
   bar.start('writing users', 4)
   clock += 500
   bar.advance(2)
@@ -107,7 +152,16 @@ t.test('progress: a redrawn bar on a terminal, plain lines elsewhere', async (t)
   t.match(tty, /100% 4\/4 .*\n$/)
 
   let plain = ''
-  const lines = progressOn({ isTTY: false, write: (s: string) => ((plain += s), true) } as never, () => clock)
+  const lines = progressOn(
+    {
+      isTTY: false,
+      write: (s: string) => {
+        plain += s
+        return true
+      },
+    } as never,
+    () => clock,
+  )
   lines.start('checking users', 3000)
   clock += 3000
   lines.advance(1000)

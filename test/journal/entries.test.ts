@@ -24,7 +24,13 @@ async function create(user: TestUser, body: Record<string, unknown> = entry()) {
 }
 
 const rowsOf = async (userId: string) =>
-  (await app.db.selectFrom('journal_entry').select(({ fn }) => fn.countAll<number>().as('n')).where('user_id', '=', userId).executeTakeFirstOrThrow()).n
+  (
+    await app.db
+      .selectFrom('journal_entry')
+      .select(({ fn }) => fn.countAll<number>().as('n'))
+      .where('user_id', '=', userId)
+      .executeTakeFirstOrThrow()
+  ).n
 
 t.test('every journal route refuses a caller without a session', async (t) => {
   const member = await signUp(app)
@@ -49,7 +55,13 @@ t.test('a member writes an entry with a mood, a label and tags', async (t) => {
   const member = await signUp(app)
   const res = await call(app, 'POST', ENTRIES, {
     cookie: member.cookie,
-    body: { content: '  Walked by the river.  ', mood: 5, moodLabel: 'grateful', tags: ['walk', 'river', 'walk'], promptId: 'p001' },
+    body: {
+      content: '  Walked by the river.  ',
+      mood: 5,
+      moodLabel: 'grateful',
+      tags: ['walk', 'river', 'walk'],
+      promptId: 'p001',
+    },
   })
   t.equal(res.statusCode, 201)
   const body = res.json()
@@ -114,8 +126,17 @@ t.test('the free plan stops at 5 entries a day: the 6th is 402 and stores nothin
   t.equal(refused.statusCode, 402)
   t.match(refused.json(), { code: 'PLAN_LIMIT_REACHED', data: { metric: 'journalEntries', limit: 5, used: 5 } })
   t.equal(await rowsOf(member.id), 5, 'no sixth row')
-  const usage = await app.db.selectFrom('usage_counter').select('used').where('user_id', '=', member.id).where('metric', '=', 'journalEntries').execute()
-  t.same(usage.map((u) => u.used), [5], 'the refused entry was not counted')
+  const usage = await app.db
+    .selectFrom('usage_counter')
+    .select('used')
+    .where('user_id', '=', member.id)
+    .where('metric', '=', 'journalEntries')
+    .execute()
+  t.same(
+    usage.map((u) => u.used),
+    [5],
+    'the refused entry was not counted',
+  )
 
   tick(24 * 3600_000)
   await create(member, entry({ content: 'a new day' }))
@@ -125,7 +146,9 @@ t.test('the free plan stops at 5 entries a day: the 6th is 402 and stores nothin
 t.test('parallel entries at the free limit: exactly 5 are stored, the rest are 402', async (t) => {
   const member = await signUp(app)
   const results = await Promise.all(
-    Array.from({ length: 9 }, (_, i) => call(app, 'POST', ENTRIES, { cookie: member.cookie, body: entry({ content: `race ${i}` }) })),
+    Array.from({ length: 9 }, (_, i) =>
+      call(app, 'POST', ENTRIES, { cookie: member.cookie, body: entry({ content: `race ${i}` }) }),
+    ),
   )
   t.same(results.map((r) => r.statusCode).sort(), [201, 201, 201, 201, 201, 402, 402, 402, 402])
   t.equal(await rowsOf(member.id), 5)
@@ -177,7 +200,13 @@ t.test('pagination walks every entry exactly once while new entries arrive betwe
 
 t.test('the list filters by entry date range and mood', async (t) => {
   const member = await premiumPlus(await signUp(app))
-  const specs: Array<[string, number]> = [['2026-01-01', 1], ['2026-01-15', 3], ['2026-02-01', 3], ['2026-02-20', 5], ['2026-03-01', 3]]
+  const specs: Array<[string, number]> = [
+    ['2026-01-01', 1],
+    ['2026-01-15', 3],
+    ['2026-02-01', 3],
+    ['2026-02-20', 5],
+    ['2026-03-01', 3],
+  ]
   for (const [entryDate, mood] of specs) {
     tick()
     await create(member, entry({ entryDate, mood }))
@@ -193,17 +222,31 @@ t.test('the list filters by entry date range and mood', async (t) => {
   t.same(await list('from=2026-03-01'), ['2026-03-01/3'])
   const paged = await call(app, 'GET', `${ENTRIES}?mood=3&limit=2`, { cookie: member.cookie })
   const next = await call(app, 'GET', `${ENTRIES}?mood=3&limit=2&cursor=${paged.json().nextCursor}`, { cookie: member.cookie })
-  t.same(next.json().items.map((e: { entryDate: string }) => e.entryDate), ['2026-01-15'], 'filters hold across pages')
+  t.same(
+    next.json().items.map((e: { entryDate: string }) => e.entryDate),
+    ['2026-01-15'],
+    'filters hold across pages',
+  )
   t.equal(next.json().nextCursor, null)
 
-  for (const query of ['from=2026-03-01&to=2026-01-01', 'mood=0', 'mood=6', 'mood=x', 'from=2026-02-30', 'limit=0', 'limit=101', 'limit=abc', 'sort=asc']) {
+  for (const query of [
+    'from=2026-03-01&to=2026-01-01',
+    'mood=0',
+    'mood=6',
+    'mood=x',
+    'from=2026-02-30',
+    'limit=0',
+    'limit=101',
+    'limit=abc',
+    'sort=asc',
+  ]) {
     const res = await call(app, 'GET', `${ENTRIES}?${query}`, { cookie: member.cookie })
     t.equal(res.statusCode, 400, query)
     t.equal(res.json().code, 'VALIDATION_ERROR', query)
   }
 })
 
-t.test('a garbled or forged cursor is a 400, and a cursor never reaches another user\'s entries', async (t) => {
+t.test("a garbled or forged cursor is a 400, and a cursor never reaches another user's entries", async (t) => {
   const mine = await premiumPlus(await signUp(app))
   const theirs = await premiumPlus(await signUp(app))
   const myIds: string[] = []
@@ -234,17 +277,24 @@ t.test('a garbled or forged cursor is a 400, and a cursor never reaches another 
   }
 
   // A well-formed cursor built from the other user's newest entry only narrows my own list.
-  const newestTheirs = await app.db.selectFrom('journal_entry').select(['id', 'created_at']).where('id', '=', theirIds[3]!).executeTakeFirstOrThrow()
+  const newestTheirs = await app.db
+    .selectFrom('journal_entry')
+    .select(['id', 'created_at'])
+    .where('id', '=', theirIds[3]!)
+    .executeTakeFirstOrThrow()
   const forged = b64(JSON.stringify({ c: new Date(newestTheirs.created_at.getTime() + 1).toISOString(), i: newestTheirs.id }))
   const res = await call(app, 'GET', `${ENTRIES}?cursor=${forged}&limit=100`, { cookie: mine.cookie })
   t.equal(res.statusCode, 200)
   const items = res.json().items as Array<{ id: string; userId: string }>
   t.ok(items.length > 0)
-  t.ok(items.every((e) => e.userId === mine.id), 'only my own entries')
+  t.ok(
+    items.every((e) => e.userId === mine.id),
+    'only my own entries',
+  )
   t.same(items.map((e) => e.id).sort(), [...myIds].sort())
 })
 
-t.test('another member\'s entry is 404 on get, update and delete; unknown ids too', async (t) => {
+t.test("another member's entry is 404 on get, update and delete; unknown ids too", async (t) => {
   const owner = await signUp(app)
   const stranger = await signUp(app)
   const { id } = await create(owner, entry({ content: 'private' }))
@@ -256,10 +306,14 @@ t.test('another member\'s entry is 404 on get, update and delete; unknown ids to
     const unknown = await call(app, method, `${ENTRIES}/no-such-entry`, { cookie: stranger.cookie, body })
     t.same(unknown.json(), res.json(), `${method}: an unknown id answers exactly the same`)
   }
-  const still = await app.db.selectFrom('journal_entry').select(['content', 'mood']).where('id', '=', id).executeTakeFirstOrThrow()
+  const still = await app.db
+    .selectFrom('journal_entry')
+    .select(['content', 'mood'])
+    .where('id', '=', id)
+    .executeTakeFirstOrThrow()
   t.same(still, { content: 'private', mood: 4 }, 'untouched')
   const audit = await app.db.selectFrom('audit_event').selectAll().where('target_id', '=', id).execute()
-  t.same(audit, [], 'a member\'s attempt is not a moderation read')
+  t.same(audit, [], "a member's attempt is not a moderation read")
 })
 
 t.test('an id that cannot be an id is a 400, never a database error', async (t) => {
@@ -278,11 +332,18 @@ t.test('admins and owners read any entry, and each such read is audited', async 
   const { id } = await create(member, entry({ content: 'needs review' }))
   for (const role of ['admin', 'owner'] as const) {
     const moderator = await signUpWithRole(app, role)
-    const res = await call(app, 'GET', `${ENTRIES}/${id}`, { cookie: moderator.cookie, headers: { 'x-forwarded-for': '198.51.100.7' } })
+    const res = await call(app, 'GET', `${ENTRIES}/${id}`, {
+      cookie: moderator.cookie,
+      headers: { 'x-forwarded-for': '198.51.100.7' },
+    })
     t.equal(res.statusCode, 200, role)
     t.equal(res.json().content, 'needs review')
-    const events = await app.db.selectFrom('audit_event').selectAll()
-      .where('actor_id', '=', moderator.id).where('action', 'like', 'journal.%').execute()
+    const events = await app.db
+      .selectFrom('audit_event')
+      .selectAll()
+      .where('actor_id', '=', moderator.id)
+      .where('action', 'like', 'journal.%')
+      .execute()
     t.equal(events.length, 1, `${role}: one audit event`)
     t.match(events[0], {
       action: 'journal.entry.read_by_admin',
@@ -301,7 +362,10 @@ t.test('admins and owners read any entry, and each such read is audited', async 
   await call(app, 'GET', `${ENTRIES}/${mine.id}`, { cookie: own.cookie })
   const ownEvents = await app.db.selectFrom('audit_event').selectAll().where('target_id', '=', mine.id).execute()
   t.same(ownEvents, [], 'an admin reading their own entry is not audited')
-  t.equal((await app.db.selectFrom('journal_entry').select('content').where('id', '=', id).executeTakeFirstOrThrow()).content, 'needs review')
+  t.equal(
+    (await app.db.selectFrom('journal_entry').select('content').where('id', '=', id).executeTakeFirstOrThrow()).content,
+    'needs review',
+  )
 })
 
 t.test('a member updates some fields of an entry and leaves the rest', async (t) => {
@@ -310,15 +374,31 @@ t.test('a member updates some fields of an entry and leaves the rest', async (t)
   tick(5000)
   const res = await call(app, 'PATCH', `${ENTRIES}/${created.id}`, { cookie: member.cookie, body: { mood: 2, moodLabel: null } })
   t.equal(res.statusCode, 200)
-  t.match(res.json(), { id: created.id, content: 'Today was calm.', mood: 2, moodLabel: null, tags: ['a'], promptId: 'p002', createdAt: created.createdAt })
+  t.match(res.json(), {
+    id: created.id,
+    content: 'Today was calm.',
+    mood: 2,
+    moodLabel: null,
+    tags: ['a'],
+    promptId: 'p002',
+    createdAt: created.createdAt,
+  })
   t.equal(res.json().updatedAt, new Date(nowMs).toISOString())
 
   const more = await call(app, 'PATCH', `${ENTRIES}/${created.id}`, {
-    cookie: member.cookie, body: { content: ' rewritten ', tags: [], entryDate: '2026-01-02', promptId: null },
+    cookie: member.cookie,
+    body: { content: ' rewritten ', tags: [], entryDate: '2026-01-02', promptId: null },
   })
   t.match(more.json(), { content: 'rewritten', tags: [], entryDate: '2026-01-02', promptId: null, mood: 2 })
 
-  for (const body of [{}, { mood: 0 }, { content: '' }, { userId: member.id }, { createdAt: '2020-01-01T00:00:00.000Z' }, { tags: Array(11).fill('t') }]) {
+  for (const body of [
+    {},
+    { mood: 0 },
+    { content: '' },
+    { userId: member.id },
+    { createdAt: '2020-01-01T00:00:00.000Z' },
+    { tags: Array(11).fill('t') },
+  ]) {
     const bad = await call(app, 'PATCH', `${ENTRIES}/${created.id}`, { cookie: member.cookie, body })
     t.equal(bad.statusCode, 400, JSON.stringify(body).slice(0, 60))
   }
@@ -336,7 +416,7 @@ t.test('a member deletes an entry; it is gone and a second delete is 404', async
   t.equal((await call(app, 'DELETE', `${ENTRIES}/${id}`, { cookie: member.cookie })).statusCode, 404)
 })
 
-t.test('a deleted user\'s journal is gone with them', async (t) => {
+t.test("a deleted user's journal is gone with them", async (t) => {
   const member = await signUp(app)
   await create(member)
   await create(member)
@@ -346,7 +426,9 @@ t.test('a deleted user\'s journal is gone with them', async (t) => {
 })
 
 t.test('the list is served by the (user_id, created_at, id) index', async (t) => {
-  const index = await sql<{ indexdef: string }>`select indexdef from pg_indexes where indexname = 'journal_entry_user_created_idx'`.execute(app.db)
+  const index = await sql<{
+    indexdef: string
+  }>`select indexdef from pg_indexes where indexname = 'journal_entry_user_created_idx'`.execute(app.db)
   t.match(index.rows[0]?.indexdef, /\(user_id, created_at DESC, id DESC\)/)
 })
 

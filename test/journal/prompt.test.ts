@@ -69,7 +69,7 @@ t.test('Indonesian and English give the same prompt id in their own language', a
   t.same(await prompt(alice.cookie, '?date=2026-06-01&locale=fr'), en, 'other languages fall back to English')
 })
 
-t.test('without a date the prompt is today\'s (UTC) by the service clock', async (t) => {
+t.test("without a date the prompt is today's (UTC) by the service clock", async (t) => {
   const today = await prompt(alice.cookie, '?locale=en')
   t.equal(today.date, '2026-05-20')
   nowMs += 3600_000 // past midnight UTC
@@ -78,7 +78,7 @@ t.test('without a date the prompt is today\'s (UTC) by the service clock', async
   t.not(tomorrow.id, today.id)
 })
 
-t.test('without a locale the profile\'s locale decides, else English', async (t) => {
+t.test("without a locale the profile's locale decides, else English", async (t) => {
   const plain = await prompt(bob.cookie, '?date=2026-06-02')
   t.equal(plain.locale, 'en')
   await sql`update "user" set locale = 'id-ID' where id = ${bob.id}`.execute(app.db)
@@ -89,7 +89,15 @@ t.test('without a locale the profile\'s locale decides, else English', async (t)
 })
 
 t.test('bad prompt queries are 400, and no session is 401', async (t) => {
-  for (const query of ['?date=2026-02-30', '?date=today', '?date=2026-5-1', '?locale=e', '?locale=en_US!', '?locale=' + 'a'.repeat(40), '?foo=1']) {
+  for (const query of [
+    '?date=2026-02-30',
+    '?date=today',
+    '?date=2026-5-1',
+    '?locale=e',
+    '?locale=en_US!',
+    `?locale=${'a'.repeat(40)}`,
+    '?foo=1',
+  ]) {
     const res = await call(app, 'GET', `${PROMPT}${query}`, { cookie: alice.cookie })
     t.equal(res.statusCode, 400, query)
     t.equal(res.json().code, 'VALIDATION_ERROR')

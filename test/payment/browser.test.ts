@@ -17,7 +17,11 @@ async function freePort(): Promise<number> {
 }
 
 if (!existsSync(CHROMIUM)) {
-  t.test('a member buys deep insights in a real browser', { skip: `Chromium is absent (${CHROMIUM}): install Debian's chromium package to run the browser purchase test` }, async () => {})
+  t.test(
+    'a member buys deep insights in a real browser',
+    { skip: `Chromium is absent (${CHROMIUM}): install Debian's chromium package to run the browser purchase test` },
+    async () => {},
+  )
 } else {
   // The web front end the gateway sends the browser back to (the API calls below come from WEB_ORIGIN, also trusted).
   const web: Server = createServer((req, res) => {
@@ -36,20 +40,34 @@ if (!existsSync(CHROMIUM)) {
   const { chromium } = await import('playwright-core')
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   })
   t.teardown(() => browser.close())
 
   t.test('a member buys deep insights by pressing Pay on the sandbox page', async (t) => {
     const user = await signUp(app)
     const resultId = await createResult(app, user)
-    const checkout = await startCheckout(app, user, { product: 'deep_insights', resultId, returnUrl: `${webOrigin}/results/${resultId}` })
+    const checkout = await startCheckout(app, user, {
+      product: 'deep_insights',
+      resultId,
+      returnUrl: `${webOrigin}/results/${resultId}`,
+    })
     t.equal(checkout.redirectUrl, `${apiOrigin}/api/v1/payments/sandbox/${checkout.paymentId}`)
 
     const page = await browser.newPage()
     const errors: string[] = []
     page.on('pageerror', (err) => errors.push(err.message))
-    page.on('console', (msg) => { if (msg.type() === 'error') errors.push(msg.text()) })
+    page.on('console', (msg) => {
+      if (msg.type() === 'error') errors.push(msg.text())
+    })
     await page.goto(checkout.redirectUrl)
     t.equal(await page.textContent('#amount'), 'Rp 49.000')
     await Promise.all([page.waitForURL(`${webOrigin}/**`, { timeout: 20_000 }), page.click('#pay')])

@@ -2,11 +2,23 @@
 // Core API; notifications signed SHA-512(order_id + status_code + gross_amount + server_key).
 import t from 'tap'
 import { buildTestApp, signUp, call } from '../helpers/app.js'
-import { auditActions, createResult, FakeMidtrans, paymentRow, postWebhook, purchasesOf, startCheckout, userPlan, verify } from '../helpers/gateways.js'
+import {
+  auditActions,
+  createResult,
+  FakeMidtrans,
+  paymentRow,
+  postWebhook,
+  purchasesOf,
+  startCheckout,
+  userPlan,
+  verify,
+} from '../helpers/gateways.js'
 import { mapMidtransStatus } from '../../src/payment/midtrans.js'
 
 const midtrans = await new FakeMidtrans().start()
-const app = await buildTestApp({ env: { PAYMENT_GATEWAY: 'midtrans', MIDTRANS_SERVER_KEY: midtrans.serverKey, MIDTRANS_API_BASE: midtrans.url } })
+const app = await buildTestApp({
+  env: { PAYMENT_GATEWAY: 'midtrans', MIDTRANS_SERVER_KEY: midtrans.serverKey, MIDTRANS_API_BASE: midtrans.url },
+})
 const notify = (body: string) => postWebhook(app, 'midtrans', body)
 
 t.test('each product bought end to end through Snap and a settlement notification', async (t) => {
@@ -17,8 +29,15 @@ t.test('each product bought end to end through Snap and a settlement notificatio
     const checkout = await startCheckout(app, user, { product, ...(product === 'deep_insights' ? { resultId } : {}) })
     t.equal(checkout.provider, 'midtrans')
     t.match(checkout.redirectUrl, /^https:\/\/app\.sandbox\.midtrans\.test\/snap\/v4\/redirection\//)
-    const snap = midtrans.snapCalls.at(-1) as { transaction_details: { order_id: string; gross_amount: number }; callbacks: { finish: string } }
-    t.same(snap.transaction_details, { order_id: checkout.paymentId, gross_amount: expected[product] }, `${product}: whole rupiah`)
+    const snap = midtrans.snapCalls.at(-1) as {
+      transaction_details: { order_id: string; gross_amount: number }
+      callbacks: { finish: string }
+    }
+    t.same(
+      snap.transaction_details,
+      { order_id: checkout.paymentId, gross_amount: expected[product] },
+      `${product}: whole rupiah`,
+    )
     t.equal(snap.callbacks.finish, `http://localhost:3000/payments/done?paymentId=${checkout.paymentId}`)
 
     midtrans.setStatus(checkout.paymentId, 'settlement')
@@ -50,7 +69,12 @@ t.test('a bad signature is a 400 and changes nothing', async (t) => {
   const forged = midtrans.notification(checkout.paymentId, { serverKey: 'SB-Mid-server-attacker' })
   const tampered = JSON.stringify({ ...JSON.parse(midtrans.notification(checkout.paymentId)), gross_amount: '1.00' })
   const unsigned = JSON.stringify({ ...JSON.parse(midtrans.notification(checkout.paymentId)), signature_key: undefined })
-  for (const [name, body] of [['forged', forged], ['tampered amount', tampered], ['unsigned', unsigned], ['not JSON', '{"order_id":']] as const) {
+  for (const [name, body] of [
+    ['forged', forged],
+    ['tampered amount', tampered],
+    ['unsigned', unsigned],
+    ['not JSON', '{"order_id":'],
+  ] as const) {
     const res = await notify(body)
     t.equal(res.statusCode, 400, name)
     t.match(res.json(), { code: 'BAD_REQUEST', status: 400 }, name)
@@ -65,7 +89,10 @@ t.test('duplicates: twice in sequence and ten times concurrently grant once', as
   midtrans.setStatus(checkout.paymentId, 'settlement')
   const body = midtrans.notification(checkout.paymentId)
   const all = await Promise.all(Array.from({ length: 10 }, () => notify(body)))
-  t.same(all.map((r) => r.statusCode), Array(10).fill(200))
+  t.same(
+    all.map((r) => r.statusCode),
+    Array(10).fill(200),
+  )
   t.equal((await notify(body)).statusCode, 200)
   t.equal((await auditActions(app, checkout.paymentId)).filter((a) => a === 'payment.paid').length, 1)
   const plan = await userPlan(app, user.id)
@@ -136,7 +163,7 @@ t.test('Midtrans statuses map as documented', async (t) => {
   t.equal(mapMidtransStatus('partial_refund'), 'paid')
 })
 
-t.test('a member cannot verify or see another member\'s Midtrans payment', async (t) => {
+t.test("a member cannot verify or see another member's Midtrans payment", async (t) => {
   const owner = await signUp(app)
   const other = await signUp(app)
   const checkout = await startCheckout(app, owner, { product: 'premium_month' })

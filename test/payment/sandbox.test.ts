@@ -39,7 +39,11 @@ async function buy(user: TestUser, product: string, resultId?: string) {
 t.test('the sandbox is the gateway by default outside production; each product end to end', async (t) => {
   const user = await signUp(app)
   const resultId = await createResult(app, user)
-  const checkout = await startCheckout(app, user, { product: 'deep_insights', resultId, returnUrl: 'http://localhost:3000/r?x=1' })
+  const checkout = await startCheckout(app, user, {
+    product: 'deep_insights',
+    resultId,
+    returnUrl: 'http://localhost:3000/r?x=1',
+  })
   t.equal(checkout.provider, 'sandbox')
   t.equal(checkout.redirectUrl, `http://localhost:8787/api/v1/payments/sandbox/${checkout.paymentId}`)
   t.equal(new Date(checkout.expiresAt).getTime(), now.getTime() + 60 * 60_000)
@@ -86,9 +90,17 @@ t.test('premium extends from the later of now and the current expiry', async (t)
   t.equal((await userPlan(app, user.id)).plan_expires_at!.getTime(), later.getTime() + 30 * DAY)
 
   const lapsed = await signUp(app)
-  await app.db.updateTable('user').set({ plan: 'premium', plan_expires_at: new Date(now.getTime() - 5 * DAY) }).where('id', '=', lapsed.id).execute()
+  await app.db
+    .updateTable('user')
+    .set({ plan: 'premium', plan_expires_at: new Date(now.getTime() - 5 * DAY) })
+    .where('id', '=', lapsed.id)
+    .execute()
   await buy(lapsed, 'premium_month')
-  t.equal((await userPlan(app, lapsed.id)).plan_expires_at!.getTime(), now.getTime() + 30 * DAY, 'a lapsed plan restarts from now')
+  t.equal(
+    (await userPlan(app, lapsed.id)).plan_expires_at!.getTime(),
+    now.getTime() + 30 * DAY,
+    'a lapsed plan restarts from now',
+  )
 })
 
 t.test('premium while premium_plus is active: checkout refuses; a raced payment grants nothing and is flagged', async (t) => {
@@ -96,7 +108,10 @@ t.test('premium while premium_plus is active: checkout refuses; a raced payment 
   const checkout = await startCheckout(app, user, { product: 'premium_month' })
   const plusUntil = new Date(now.getTime() + 5 * DAY)
   await app.db.updateTable('user').set({ plan: 'premium_plus', plan_expires_at: plusUntil }).where('id', '=', user.id).execute()
-  const refused = await call(app, 'POST', '/api/v1/payments/checkout', { cookie: user.cookie, body: { product: 'premium_month', returnUrl: '/x' } })
+  const refused = await call(app, 'POST', '/api/v1/payments/checkout', {
+    cookie: user.cookie,
+    body: { product: 'premium_month', returnUrl: '/x' },
+  })
   t.equal(refused.statusCode, 409)
   t.match(refused.json(), { code: 'CONFLICT' })
 
@@ -122,15 +137,40 @@ t.test('two payments for one result: the second is paid but grants nothing (409 
   t.equal(row.status, 'paid', 'the money moved, so the record says so')
   t.equal(row.granted_at, null)
   t.same(await auditActions(app, second.paymentId), ['payment.grant_skipped', 'payment.paid'])
-  const audit = await app.db.selectFrom('audit_event').select('details').where('target_id', '=', second.paymentId).where('action', '=', 'payment.grant_skipped').executeTakeFirstOrThrow()
+  const audit = await app.db
+    .selectFrom('audit_event')
+    .select('details')
+    .where('target_id', '=', second.paymentId)
+    .where('action', '=', 'payment.grant_skipped')
+    .executeTakeFirstOrThrow()
   t.match(audit.details, { reason: 'conflict' })
   const result = await call(app, 'GET', `/api/v1/compatibility/results/${resultId}`, { cookie: user.cookie })
   t.equal(result.json().paymentId, first.paymentId)
 })
 
 t.test('the webhook wants a JSON body', async (t) => {
-  t.equal((await app.inject({ method: 'POST', url: '/api/v1/payments/webhook/sandbox', headers: { 'content-type': 'text/plain' }, payload: 'x' })).statusCode, 415)
-  t.equal((await app.inject({ method: 'POST', url: '/api/v1/payments/webhook/sandbox', headers: { 'content-type': 'application/json' }, payload: '' })).statusCode, 400)
+  t.equal(
+    (
+      await app.inject({
+        method: 'POST',
+        url: '/api/v1/payments/webhook/sandbox',
+        headers: { 'content-type': 'text/plain' },
+        payload: 'x',
+      })
+    ).statusCode,
+    415,
+  )
+  t.equal(
+    (
+      await app.inject({
+        method: 'POST',
+        url: '/api/v1/payments/webhook/sandbox',
+        headers: { 'content-type': 'application/json' },
+        payload: '',
+      })
+    ).statusCode,
+    400,
+  )
   const big = await postWebhook(app, 'sandbox', JSON.stringify({ pad: 'x'.repeat(600 * 1024) }))
   t.equal(big.statusCode, 413)
 })
@@ -172,7 +212,11 @@ t.test('checkout validation', async (t) => {
 })
 
 t.test('routes need a session (401) and the trusted origin', async (t) => {
-  for (const [method, url] of [['POST', '/api/v1/payments/checkout'], ['POST', '/api/v1/payments/x/verify'], ['GET', '/api/v1/payments']] as const) {
+  for (const [method, url] of [
+    ['POST', '/api/v1/payments/checkout'],
+    ['POST', '/api/v1/payments/x/verify'],
+    ['GET', '/api/v1/payments'],
+  ] as const) {
     const res = await call(app, method, url, method === 'POST' ? { body: { product: 'premium_month', returnUrl: '/x' } } : {})
     // Refused before the body is read, so even verify's unknown keys cannot turn the 401 into a 400.
     t.equal(res.statusCode, 401, `${method} ${url}`)
@@ -180,13 +224,15 @@ t.test('routes need a session (401) and the trusted origin', async (t) => {
   t.equal((await call(app, 'POST', '/api/v1/payments/x/verify', { body: {} })).statusCode, 401)
   const user = await signUp(app)
   const evil = await app.inject({
-    method: 'POST', url: '/api/v1/payments/checkout',
-    headers: { origin: 'https://evil.example', cookie: user.cookie }, payload: { product: 'premium_month', returnUrl: '/x' },
+    method: 'POST',
+    url: '/api/v1/payments/checkout',
+    headers: { origin: 'https://evil.example', cookie: user.cookie },
+    payload: { product: 'premium_month', returnUrl: '/x' },
   })
   t.equal(evil.statusCode, 403)
 })
 
-t.test('a member cannot verify or see another member\'s payment', async (t) => {
+t.test("a member cannot verify or see another member's payment", async (t) => {
   const owner = await signUp(app)
   const other = await signUp(app)
   const checkout = await startCheckout(app, owner, { product: 'premium_month' })
@@ -208,11 +254,25 @@ t.test('listPayments pages newest first with a cursor', async (t) => {
   }
   const first = await call(app, 'GET', '/api/v1/payments?limit=2', { cookie: user.cookie })
   t.equal(first.statusCode, 200)
-  t.same(first.json().items.map((p: { id: string }) => p.id), [ids[4], ids[3]])
-  t.match(first.json().items[0], { product: 'premium_month', amount: 79_000, currency: 'IDR', status: 'pending', provider: 'sandbox', resultId: null, grantedAt: null })
+  t.same(
+    first.json().items.map((p: { id: string }) => p.id),
+    [ids[4], ids[3]],
+  )
+  t.match(first.json().items[0], {
+    product: 'premium_month',
+    amount: 79_000,
+    currency: 'IDR',
+    status: 'pending',
+    provider: 'sandbox',
+    resultId: null,
+    grantedAt: null,
+  })
   const second = await call(app, 'GET', `/api/v1/payments?limit=2&cursor=${first.json().nextCursor}`, { cookie: user.cookie })
   const third = await call(app, 'GET', `/api/v1/payments?limit=2&cursor=${second.json().nextCursor}`, { cookie: user.cookie })
-  t.same([...second.json().items, ...third.json().items].map((p: { id: string }) => p.id), [ids[2], ids[1], ids[0]])
+  t.same(
+    [...second.json().items, ...third.json().items].map((p: { id: string }) => p.id),
+    [ids[2], ids[1], ids[0]],
+  )
   t.equal(third.json().nextCursor, null)
   for (const q of ['limit=0', 'limit=101', 'cursor=garbage', 'foo=1']) {
     t.equal((await call(app, 'GET', `/api/v1/payments?${q}`, { cookie: user.cookie })).statusCode, 400, q)
@@ -282,11 +342,16 @@ t.test('the routes are in the OpenAPI document with their operation ids', async 
 t.test('production without a gateway: checkout is 503 and there is no sandbox page', async (t) => {
   const prod = await buildTestApp({ env: { NODE_ENV: 'production' } })
   const user = await signUp(prod)
-  const res = await call(prod, 'POST', '/api/v1/payments/checkout', { cookie: user.cookie, body: { product: 'premium_month', returnUrl: '/x' } })
+  const res = await call(prod, 'POST', '/api/v1/payments/checkout', {
+    cookie: user.cookie,
+    body: { product: 'premium_month', returnUrl: '/x' },
+  })
   t.equal(res.statusCode, 503)
   t.match(res.json(), { code: 'SERVICE_UNAVAILABLE' })
   const body = JSON.stringify({ id: 'evt_x', paymentId: 'p', status: 'paid', amount: 1, currency: 'IDR' })
-  const hook = await postWebhook(prod, 'sandbox', body, { 'x-sandbox-signature': signSandbox(sandboxKey(TEST_SECRET), body, new Date()) })
+  const hook = await postWebhook(prod, 'sandbox', body, {
+    'x-sandbox-signature': signSandbox(sandboxKey(TEST_SECRET), body, new Date()),
+  })
   t.equal(hook.statusCode, 404, 'the sandbox webhook does not exist in production')
   t.equal((await prod.inject({ method: 'GET', url: '/api/v1/payments/sandbox/p' })).statusCode, 404)
 })

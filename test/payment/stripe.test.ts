@@ -3,24 +3,43 @@
 import t from 'tap'
 import { buildTestApp, signUp, call } from '../helpers/app.js'
 import {
-  auditActions, createResult, FakeStripe, paymentRow, postWebhook, purchasesOf, startCheckout, userPlan, verify,
+  auditActions,
+  createResult,
+  FakeStripe,
+  paymentRow,
+  postWebhook,
+  purchasesOf,
+  startCheckout,
+  userPlan,
+  verify,
 } from '../helpers/gateways.js'
 
 const stripe = await new FakeStripe().start()
 const logs: string[] = []
 const app = await buildTestApp({
-  env: { PAYMENT_GATEWAY: 'stripe', STRIPE_SECRET_KEY: stripe.secretKey, STRIPE_WEBHOOK_SECRET: stripe.webhookSecret, STRIPE_API_BASE: stripe.url, LOG_LEVEL: 'warn' },
+  env: {
+    PAYMENT_GATEWAY: 'stripe',
+    STRIPE_SECRET_KEY: stripe.secretKey,
+    STRIPE_WEBHOOK_SECRET: stripe.webhookSecret,
+    STRIPE_API_BASE: stripe.url,
+    LOG_LEVEL: 'warn',
+  },
   deps: { logStream: { write: (line: string) => void logs.push(line) } },
 })
 const DAY = 24 * 60 * 60 * 1000
 
 const completed = (paymentId: string) => stripe.event('checkout.session.completed', stripe.sessionFor(paymentId))
-const deliver = (e: { payload: string; signature: string }) => postWebhook(app, 'stripe', e.payload, { 'stripe-signature': e.signature })
+const deliver = (e: { payload: string; signature: string }) =>
+  postWebhook(app, 'stripe', e.payload, { 'stripe-signature': e.signature })
 
 t.test('deep insights bought end to end: checkout, pay, webhook, result unlocked', async (t) => {
   const user = await signUp(app)
   const resultId = await createResult(app, user)
-  const checkout = await startCheckout(app, user, { product: 'deep_insights', resultId, returnUrl: 'http://localhost:3000/results' })
+  const checkout = await startCheckout(app, user, {
+    product: 'deep_insights',
+    resultId,
+    returnUrl: 'http://localhost:3000/results',
+  })
   t.equal(checkout.provider, 'stripe')
   t.match(checkout.redirectUrl, /^https:\/\/checkout\.stripe\.test\/c\/pay\/cs_test_/)
 
@@ -74,7 +93,11 @@ t.test('premium_plus_month bought end to end; a second one extends from the curr
   stripe.pay(second.paymentId)
   t.equal((await verify(app, user, second.paymentId)).json().status, 'paid', 'verify alone completes it')
   const afterSecond = await userPlan(app, user.id)
-  t.equal(afterSecond.plan_expires_at!.getTime() - afterFirst.plan_expires_at!.getTime(), 30 * DAY, '30 more days from the old expiry')
+  t.equal(
+    afterSecond.plan_expires_at!.getTime() - afterFirst.plan_expires_at!.getTime(),
+    30 * DAY,
+    '30 more days from the old expiry',
+  )
 })
 
 t.test('the same webhook delivered twice in sequence grants once', async (t) => {
@@ -87,7 +110,10 @@ t.test('the same webhook delivered twice in sequence grants once', async (t) => 
   t.equal((await deliver(event)).statusCode, 200, 'a duplicate is acknowledged')
   const twice = await userPlan(app, user.id)
   t.same(twice.plan_expires_at, once.plan_expires_at, 'no second 30 days')
-  t.same((await auditActions(app, checkout.paymentId)).filter((a) => a === 'payment.paid'), ['payment.paid'])
+  t.same(
+    (await auditActions(app, checkout.paymentId)).filter((a) => a === 'payment.paid'),
+    ['payment.paid'],
+  )
   const events = await app.db.selectFrom('webhook_event').selectAll().where('payment_id', '=', checkout.paymentId).execute()
   t.equal(events.length, 1)
 })
@@ -98,7 +124,10 @@ t.test('the same webhook delivered ten times concurrently grants once', async (t
   stripe.pay(checkout.paymentId)
   const event = completed(checkout.paymentId)
   const results = await Promise.all(Array.from({ length: 10 }, () => deliver(event)))
-  t.same(results.map((r) => r.statusCode), Array(10).fill(200))
+  t.same(
+    results.map((r) => r.statusCode),
+    Array(10).fill(200),
+  )
   const plan = await userPlan(app, user.id)
   const days = (plan.plan_expires_at!.getTime() - Date.now()) / DAY
   t.ok(days > 29.9 && days <= 30, `exactly 30 days granted (${days})`)
@@ -119,7 +148,10 @@ t.test('different events about one payment, webhook and verify racing: granted o
     deliver(stripe.event('checkout.session.completed', session)),
   ]
   const results = await Promise.all(racers)
-  t.same(results.map((r) => r.statusCode), [200, 200, 200, 200, 200])
+  t.same(
+    results.map((r) => r.statusCode),
+    [200, 200, 200, 200, 200],
+  )
   t.equal((await purchasesOf(app, resultId)).length, 1, 'one purchase')
   t.equal((await auditActions(app, checkout.paymentId)).filter((a) => a === 'payment.paid').length, 1)
 })
@@ -237,7 +269,9 @@ t.test('an amount that does not match our record is refused, logged and audited'
   t.equal((await userPlan(app, user.id)).plan, 'free')
   t.equal((await verify(app, user, checkout.paymentId)).json().status, 'pending')
   t.same(await auditActions(app, checkout.paymentId), ['payment.amount_mismatch', 'payment.amount_mismatch'])
-  const logged = logs.map((l) => JSON.parse(l)).filter((l) => l.msg === 'payment amount mismatch: refused' && l.paymentId === checkout.paymentId)
+  const logged = logs
+    .map((l) => JSON.parse(l))
+    .filter((l) => l.msg === 'payment amount mismatch: refused' && l.paymentId === checkout.paymentId)
   t.equal(logged.length, 2, 'each refusal is logged')
   t.match(logged[0], { level: 40, expected: { amount: 149_000, currency: 'IDR' }, gateway: { amount: 100, currency: 'IDR' } })
 
@@ -248,20 +282,32 @@ t.test('an amount that does not match our record is refused, logged and audited'
 })
 
 t.test('events for no payment of ours and other event types are acknowledged and ignored', async (t) => {
-  const foreign = stripe.event('checkout.session.completed', { id: 'cs_foreign', object: 'checkout.session', client_reference_id: 'not-ours' })
+  const foreign = stripe.event('checkout.session.completed', {
+    id: 'cs_foreign',
+    object: 'checkout.session',
+    client_reference_id: 'not-ours',
+  })
   t.equal((await deliver(foreign)).statusCode, 200)
   t.equal((await deliver(stripe.event('customer.created', { id: 'cus_1', object: 'customer' }))).statusCode, 200)
 })
 
 t.test('the gateway failing at checkout is a 502 and the payment is marked failed', async (t) => {
   const broken = await buildTestApp({
-    env: { PAYMENT_GATEWAY: 'stripe', STRIPE_SECRET_KEY: 'sk_test_wrong', STRIPE_WEBHOOK_SECRET: stripe.webhookSecret, STRIPE_API_BASE: stripe.url },
+    env: {
+      PAYMENT_GATEWAY: 'stripe',
+      STRIPE_SECRET_KEY: 'sk_test_wrong',
+      STRIPE_WEBHOOK_SECRET: stripe.webhookSecret,
+      STRIPE_API_BASE: stripe.url,
+    },
   })
   const user = await signUp(broken)
-  const res = await call(broken, 'POST', '/api/v1/payments/checkout', { cookie: user.cookie, body: { product: 'premium_month', returnUrl: '/x' } })
+  const res = await call(broken, 'POST', '/api/v1/payments/checkout', {
+    cookie: user.cookie,
+    body: { product: 'premium_month', returnUrl: '/x' },
+  })
   t.equal(res.statusCode, 502)
   t.match(res.json(), { code: 'BAD_GATEWAY' })
-  t.notMatch(res.body, /Invalid API Key/, 'the gateway\'s text is not echoed')
+  t.notMatch(res.body, /Invalid API Key/, "the gateway's text is not echoed")
   const rows = await broken.db.selectFrom('payment').select('status').where('user_id', '=', user.id).execute()
   t.same(rows, [{ status: 'failed' }])
 })

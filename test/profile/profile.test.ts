@@ -83,11 +83,24 @@ t.test('null clears every nullable field', async (t) => {
   const user = await signUp(app)
   t.equal((await update(user, FULL)).statusCode, 200)
   const res = await update(user, {
-    image: null, birthDate: null, birthTime: null, birthPlace: null, gender: null, locale: null, timezone: null,
+    image: null,
+    birthDate: null,
+    birthTime: null,
+    birthPlace: null,
+    gender: null,
+    locale: null,
+    timezone: null,
   })
   t.equal(res.statusCode, 200)
   t.match(res.json(), {
-    name: FULL.name, image: null, birthDate: null, birthTime: null, birthPlace: null, gender: null, locale: null, timezone: null,
+    name: FULL.name,
+    image: null,
+    birthDate: null,
+    birthTime: null,
+    birthPlace: null,
+    gender: null,
+    locale: null,
+    timezone: null,
   })
   const row = await rowOf(user.id)
   t.equal(row.birth_place, null, 'a cleared birthPlace is SQL null, not a jsonb null')
@@ -262,8 +275,10 @@ t.test('email, role, plan and unknown keys are refused, and nothing is changed',
   }
   for (const payload of ['[]', '"a string"', '42', 'null']) {
     const res = await app.inject({
-      method: 'POST', url: '/api/v1/updateProfile',
-      headers: { cookie: user.cookie, origin: WEB_ORIGIN, 'content-type': 'application/json' }, payload,
+      method: 'POST',
+      url: '/api/v1/updateProfile',
+      headers: { cookie: user.cookie, origin: WEB_ORIGIN, 'content-type': 'application/json' },
+      payload,
     })
     t.equal(res.statusCode, 400, `a body of ${payload} is refused`)
   }
@@ -289,7 +304,8 @@ t.test("a member cannot read or change another member's profile", async (t) => {
   const smuggled = await update(alice, { id: bob.id, name: 'Mallory' })
   t.equal(smuggled.statusCode, 400)
   const viaQuery = await call(app, 'POST', `/api/v1/updateProfile?userId=${bob.id}`, {
-    cookie: alice.cookie, body: { name: 'Mallory', birthDate: '2000-01-01' },
+    cookie: alice.cookie,
+    body: { name: 'Mallory', birthDate: '2000-01-01' },
   })
   t.equal(viaQuery.statusCode, 200)
   t.equal(viaQuery.json().id, alice.id)
@@ -316,8 +332,10 @@ t.test('an update is audited with the field names only, never the personal value
 t.test('a cross-site update is refused by the origin check', async (t) => {
   const user = await signUp(app)
   const res = await app.inject({
-    method: 'POST', url: '/api/v1/updateProfile',
-    headers: { cookie: user.cookie, origin: 'https://evil.example' }, payload: { name: 'Evil' },
+    method: 'POST',
+    url: '/api/v1/updateProfile',
+    headers: { cookie: user.cookie, origin: 'https://evil.example' },
+    payload: { name: 'Evil' },
   })
   t.equal(res.statusCode, 403)
   t.equal((await rowOf(user.id)).name, 'Test User')

@@ -22,10 +22,16 @@ interface Operation {
 }
 
 const doc = (await app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json() as {
-  paths: Record<string, Record<string, {
-    requestBody?: { content?: Record<string, { schema?: { properties?: Record<string, unknown> } }> }
-    parameters?: Array<{ in: string; name: string }>
-  }>>
+  paths: Record<
+    string,
+    Record<
+      string,
+      {
+        requestBody?: { content?: Record<string, { schema?: { properties?: Record<string, unknown> } }> }
+        parameters?: Array<{ in: string; name: string }>
+      }
+    >
+  >
 }
 const operations: Operation[] = []
 for (const [path, methods] of Object.entries(doc.paths)) {
@@ -44,9 +50,24 @@ for (const [path, methods] of Object.entries(doc.paths)) {
 const hostileString = fc.oneof(
   fc.string({ maxLength: 40 }),
   fc.constantFrom(
-    "' OR 1=1 --", '"; drop table "user"; --', '<script>alert(1)</script>', '../../etc/passwd', '%00', '%',
-    '%E0%A4%A', '\u0000', '\uD800', '𝕏'.repeat(20), '__proto__', 'constructor', '-1', '1e309', 'NaN', '',
-    '9'.repeat(400), 'a'.repeat(70_000),
+    "' OR 1=1 --",
+    '"; drop table "user"; --',
+    '<script>alert(1)</script>',
+    '../../etc/passwd',
+    '%00',
+    '%',
+    '%E0%A4%A',
+    '\u0000',
+    '\uD800',
+    '𝕏'.repeat(20),
+    '__proto__',
+    'constructor',
+    '-1',
+    '1e309',
+    'NaN',
+    '',
+    '9'.repeat(400),
+    'a'.repeat(70_000),
   ),
 )
 const deep = (depth: number): unknown => {
@@ -63,7 +84,9 @@ const hostileValue: fc.Arbitrary<unknown> = fc.oneof(
 
 function bodyFor(op: Operation): fc.Arbitrary<unknown> {
   const shaped = op.bodyKeys.length
-    ? fc.dictionary(fc.constantFrom(...op.bodyKeys, 'role', 'userId', '__proto__'), hostileValue, { maxKeys: op.bodyKeys.length + 2 })
+    ? fc.dictionary(fc.constantFrom(...op.bodyKeys, 'role', 'userId', '__proto__'), hostileValue, {
+        maxKeys: op.bodyKeys.length + 2,
+      })
     : fc.constant({})
   return fc.oneof(shaped, hostileValue)
 }

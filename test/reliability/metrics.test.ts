@@ -24,14 +24,20 @@ t.test('metrics are refused to a remote address without the token', async (t) =>
   t.equal(res.statusCode, 403)
   t.match(res.json(), { code: 'FORBIDDEN', status: 403 })
   const wrong = await app.inject({
-    method: 'GET', url: '/metrics', remoteAddress: '203.0.113.9', headers: { authorization: 'Bearer metrics-token-for-test' },
+    method: 'GET',
+    url: '/metrics',
+    remoteAddress: '203.0.113.9',
+    headers: { authorization: 'Bearer metrics-token-for-test' },
   })
   t.equal(wrong.statusCode, 403)
 })
 
 t.test('metrics are served to a remote address with the bearer token', async (t) => {
   const res = await app.inject({
-    method: 'GET', url: '/metrics', remoteAddress: '203.0.113.9', headers: { authorization: 'Bearer metrics-token-for-tests' },
+    method: 'GET',
+    url: '/metrics',
+    remoteAddress: '203.0.113.9',
+    headers: { authorization: 'Bearer metrics-token-for-tests' },
   })
   t.equal(res.statusCode, 200)
 })

@@ -13,9 +13,18 @@ if (!redisUrl) {
   const port = await proxy.start()
   t.teardown(() => proxy.close())
   const lines: string[] = []
-  const logStream = new Writable({ write(chunk, _enc, cb) { lines.push(String(chunk)); cb() } })
+  const logStream = new Writable({
+    write(chunk, _enc, cb) {
+      lines.push(String(chunk))
+      cb()
+    },
+  })
   const app = await buildTestApp({
-    env: { REDIS_URL: retarget(redisUrl, port).url, REDIS_KEY_PREFIX: `redis-down-${process.pid}-${Date.now()}:`, LOG_LEVEL: 'info' },
+    env: {
+      REDIS_URL: retarget(redisUrl, port).url,
+      REDIS_KEY_PREFIX: `redis-down-${process.pid}-${Date.now()}:`,
+      LOG_LEVEL: 'info',
+    },
     deps: { logStream },
   })
   const waitFor = async (predicate: () => boolean) => {
@@ -38,7 +47,10 @@ if (!redisUrl) {
     const user = await signUp(app)
     const who = await app.inject({ method: 'GET', url: '/api/v1/whoami', headers: { cookie: user.cookie } })
     t.equal(who.statusCode, 200, 'sign-up and a session work without Redis')
-    t.ok(lines.some((l) => l.includes('redis unavailable')), 'the outage is in the log')
+    t.ok(
+      lines.some((l) => l.includes('redis unavailable')),
+      'the outage is in the log',
+    )
   })
 
   t.test('when Redis returns, health says ok again', async (t) => {

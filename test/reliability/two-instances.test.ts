@@ -8,7 +8,10 @@ import { freshPostgresUrl, usingPostgres } from '../helpers/db.js'
 import { startServer, type ServerProcess } from '../helpers/server-process.js'
 
 if (!usingPostgres()) {
-  t.skip('two instances need a shared PostgreSQL server: set DATABASE_URL (the embedded database is single-process)', async () => {})
+  t.skip(
+    'two instances need a shared PostgreSQL server: set DATABASE_URL (the embedded database is single-process)',
+    async () => {},
+  )
 } else {
   const databaseUrl = await freshPostgresUrl()
   const handle = await openDatabase({ url: databaseUrl, pgliteDir: 'memory://', poolSize: 2 })
@@ -21,7 +24,7 @@ if (!usingPostgres()) {
     RATE_LIMIT_SIGN_IN_IP_PER_MINUTE: '6',
     REDIS_KEY_PREFIX: prefix,
   }
-  const [a, b] = await Promise.all([startServer(env), startServer(env)]) as [ServerProcess, ServerProcess]
+  const [a, b] = (await Promise.all([startServer(env), startServer(env)])) as [ServerProcess, ServerProcess]
   t.teardown(async () => {
     await Promise.all([a.stop(), b.stop()])
     await handle.close()

@@ -3,7 +3,8 @@
 import type { LightMyRequestResponse } from 'fastify'
 import t, { type Test } from 'tap'
 import { currentPeriod } from '../../src/usage/plans.js'
-import { consumeUsage, readUsed } from '../../src/usage/service.js'
+import { readCounter } from '../../src/usage/queries.js'
+import { consumeUsage } from '../../src/usage/service.js'
 import { buildTestApp, call, signUp, type TestUser } from '../helpers/app.js'
 import { usingPostgres } from '../helpers/db.js'
 
@@ -44,7 +45,8 @@ async function incrementInParallel(t: Test, user: TestUser, metric: Metric, body
   return answers
 }
 
-const usedNow = (user: TestUser, metric: Metric) => readUsed(app.db, user.id, metric, currentPeriod(metric, NOW).start)
+const usedNow = (user: TestUser, metric: Metric) =>
+  readCounter(app.db, { userId: user.id, metric, periodStart: currentPeriod(metric, NOW).start })
 
 // limit / amount = the number of requests that fit.
 const cases: { plan: Plan; metric: Metric; amount: number; limit: number }[] = [
@@ -62,27 +64,33 @@ t.comment(`database: ${usingPostgres() ? 'postgres' : 'pglite'}`)
 
 for (const c of cases) {
   const fit = Math.floor(c.limit / c.amount)
-  t.test(`${PARALLEL} parallel ${c.metric} increments of ${c.amount} on ${c.plan} (limit ${c.limit}): exactly ${fit} succeed`, async (t) => {
-    const user = await member(c.plan)
-    const responses = await incrementInParallel(t, user, c.metric, { amount: c.amount })
-    const ok = responses.filter((r) => r.statusCode === 200)
-    const refused = responses.filter((r) => r.statusCode === 402)
-    t.equal(ok.length, fit, 'successes')
-    t.equal(refused.length, PARALLEL - fit, 'refusals')
-    t.equal(ok.length + refused.length, PARALLEL, 'no other status (no 500, no 409)')
-    t.equal(await usedNow(user, c.metric), fit * c.amount, 'the counter holds exactly the successes')
+  t.test(
+    `${PARALLEL} parallel ${c.metric} increments of ${c.amount} on ${c.plan} (limit ${c.limit}): exactly ${fit} succeed`,
+    async (t) => {
+      const user = await member(c.plan)
+      const responses = await incrementInParallel(t, user, c.metric, { amount: c.amount })
+      const ok = responses.filter((r) => r.statusCode === 200)
+      const refused = responses.filter((r) => r.statusCode === 402)
+      t.equal(ok.length, fit, 'successes')
+      t.equal(refused.length, PARALLEL - fit, 'refusals')
+      t.equal(ok.length + refused.length, PARALLEL, 'no other status (no 500, no 409)')
+      t.equal(await usedNow(user, c.metric), fit * c.amount, 'the counter holds exactly the successes')
 
-    // Each success saw a distinct step of the count: no two requests read-modified-wrote the same value.
-    const seen = ok.map((r) => r.json().used as number).sort((a, b) => a - b)
-    t.same(seen, Array.from({ length: fit }, (_, i) => (i + 1) * c.amount))
-    for (const r of refused) {
-      const body = r.json()
-      if (body.code !== 'PLAN_LIMIT_REACHED' || body.data.limit !== c.limit || body.data.used > c.limit) {
-        t.fail(`unexpected refusal ${r.body}`)
-        return
+      // Each success saw a distinct step of the count: no two requests read-modified-wrote the same value.
+      const seen = ok.map((r) => r.json().used as number).sort((a, b) => a - b)
+      t.same(
+        seen,
+        Array.from({ length: fit }, (_, i) => (i + 1) * c.amount),
+      )
+      for (const r of refused) {
+        const body = r.json()
+        if (body.code !== 'PLAN_LIMIT_REACHED' || body.data.limit !== c.limit || body.data.used > c.limit) {
+          t.fail(`unexpected refusal ${r.body}`)
+          return
+        }
       }
-    }
-  })
+    },
+  )
 }
 
 t.test(`${PARALLEL} parallel increments on premium_plus are all counted`, async (t) => {

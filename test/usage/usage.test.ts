@@ -1,11 +1,13 @@
 import t from 'tap'
 import { currentPeriod } from '../../src/usage/plans.js'
-import { consumeUsage, readUsed } from '../../src/usage/service.js'
+import { readCounter } from '../../src/usage/queries.js'
+import { consumeUsage } from '../../src/usage/service.js'
 import { buildTestApp, call, signUp, type TestUser } from '../helpers/app.js'
 
-// A mutable clock: periods, resetsAt and plan expiry are judged by it.
+// A mutable clock: periods, resetsAt and plan expiry are judged by it, and so is session expiry:
+// sessions last a year here, so the clock can move months ahead and the members stay signed in.
 let fakeNow = new Date('2026-03-14T15:00:00Z')
-const app = await buildTestApp({ deps: { clock: { now: () => fakeNow } } })
+const app = await buildTestApp({ env: { SESSION_TTL_DAYS: '365' }, deps: { clock: { now: () => fakeNow } } })
 t.beforeEach(() => {
   fakeNow = new Date('2026-03-14T15:00:00Z')
 })
@@ -24,16 +26,8 @@ async function member(plan: Plan = 'free', planExpiresAt: Date | null = null): P
 }
 
 /** The stored count of the metric's period that contains the clock's now. */
-const usedNow = (user: TestUser, metric: Metric) => readUsed(app.db, user.id, metric, currentPeriod(metric, fakeNow).start)
-
-t.test('both routes need a session', async (t) => {
-  const get = await app.inject({ method: 'GET', url: '/api/v1/getPlanAndUsage' })
-  t.equal(get.statusCode, 401)
-  t.match(get.json(), { code: 'UNAUTHORIZED', status: 401 })
-  const post = await call(app, 'POST', '/api/v1/usage/aiMessages/increment', { body: {} })
-  t.equal(post.statusCode, 401)
-  t.match(post.json(), { code: 'UNAUTHORIZED' })
-})
+const usedNow = (user: TestUser, metric: Metric) =>
+  readCounter(app.db, { userId: user.id, metric, periodStart: currentPeriod(metric, fakeNow).start })
 
 t.test('a new member is on free with every metric at zero', async (t) => {
   const user = await member()
@@ -66,7 +60,16 @@ t.test('an increment counts 1 by default, or the given amount', async (t) => {
 
 t.test('a bad amount, an unknown key or an unknown metric is a 400 and counts nothing', async (t) => {
   const user = await member()
-  for (const body of [{ amount: 0 }, { amount: -1 }, { amount: 1.5 }, { amount: 1001 }, { amount: '1' }, { amount: null }, { by: 1 }, { amount: 1, metric: 'aiMessages' }]) {
+  for (const body of [
+    { amount: 0 },
+    { amount: -1 },
+    { amount: 1.5 },
+    { amount: 1001 },
+    { amount: '1' },
+    { amount: null },
+    { by: 1 },
+    { amount: 1, metric: 'aiMessages' },
+  ]) {
     const res = await increment(user, 'aiMessages', body)
     t.equal(res.statusCode, 400, `${JSON.stringify(body)} is refused`)
     t.equal(res.json().code, 'VALIDATION_ERROR')
@@ -147,7 +150,10 @@ t.test('premium has the premium limits while it runs', async (t) => {
   const res = (await planAndUsage(user)).json()
   t.equal(res.plan, 'premium')
   t.equal(res.planExpiresAt, '2026-04-14T00:00:00.000Z')
-  t.same(res.usage.map((u: { limit: number }) => u.limit), [200, 30, 50])
+  t.same(
+    res.usage.map((u: { limit: number }) => u.limit),
+    [200, 30, 50],
+  )
   t.match((await increment(user, 'aiMessages', { amount: 150 })).json(), { used: 150, limit: 200, remaining: 50 })
 })
 
@@ -159,7 +165,10 @@ t.test('an expired premium plan falls back to the free limits', async (t) => {
   const res = (await planAndUsage(user)).json()
   t.equal(res.plan, 'free')
   t.equal(res.planExpiresAt, '2026-04-14T00:00:00.000Z', 'the stored expiry is still shown')
-  t.same(res.usage.map((u: { limit: number }) => u.limit), [10, 3, 5])
+  t.same(
+    res.usage.map((u: { limit: number }) => u.limit),
+    [10, 3, 5],
+  )
 
   const refused = await increment(user, 'journalEntries', { amount: 6 })
   t.equal(refused.statusCode, 402)
@@ -182,11 +191,20 @@ t.test('premium_plus is unlimited: limit and remaining are null', async (t) => {
   const user = await member('premium_plus')
   const res = (await planAndUsage(user)).json()
   t.equal(res.plan, 'premium_plus')
-  t.same(res.usage.map((u: { limit: null }) => u.limit), [null, null, null])
+  t.same(
+    res.usage.map((u: { limit: null }) => u.limit),
+    [null, null, null],
+  )
   for (let i = 1; i <= 3; i++) {
     const inc = await increment(user, 'compatibilityChecks', { amount: 1000 })
     t.equal(inc.statusCode, 200)
-    t.same(inc.json(), { metric: 'compatibilityChecks', used: i * 1000, limit: null, remaining: null, resetsAt: '2026-04-01T00:00:00.000Z' })
+    t.same(inc.json(), {
+      metric: 'compatibilityChecks',
+      used: i * 1000,
+      limit: null,
+      remaining: null,
+      resetsAt: '2026-04-01T00:00:00.000Z',
+    })
   }
   t.match((await planAndUsage(user)).json().usage[1], { used: 3000, limit: null })
 })
@@ -204,7 +222,10 @@ t.test("a member's increments never touch another member's counters", async (t) 
   // No route takes a user id: a smuggled one is refused or ignored.
   const smuggled = await increment(alice, 'aiMessages', { amount: 1, userId: bob.id })
   t.equal(smuggled.statusCode, 400)
-  const viaQuery = await call(app, 'POST', `/api/v1/usage/aiMessages/increment?userId=${bob.id}`, { cookie: alice.cookie, body: { amount: 3 } })
+  const viaQuery = await call(app, 'POST', `/api/v1/usage/aiMessages/increment?userId=${bob.id}`, {
+    cookie: alice.cookie,
+    body: { amount: 3 },
+  })
   t.match(viaQuery.json(), { used: 3 })
   const readViaQuery = await call(app, 'GET', `/api/v1/getPlanAndUsage?userId=${bob.id}`, { cookie: alice.cookie })
   t.match(readViaQuery.json().usage[0], { used: 3 })
@@ -235,10 +256,19 @@ t.test('a refusal inside a transaction leaves it usable; the caller decides', as
   await app.db.transaction().execute(async (trx) => {
     await consumeUsage(trx, subject, 'compatibilityChecks', 3, fakeNow)
     await t.rejects(consumeUsage(trx, subject, 'compatibilityChecks', 1, fakeNow), {
-      status: 402, code: 'PLAN_LIMIT_REACHED', data: { metric: 'compatibilityChecks', limit: 3, used: 3 },
+      status: 402,
+      code: 'PLAN_LIMIT_REACHED',
+      data: { metric: 'compatibilityChecks', limit: 3, used: 3 },
     })
     // The refused statement did not abort the transaction (it wrote nothing and raised nothing in SQL).
-    t.equal(await readUsed(trx, user.id, 'compatibilityChecks', currentPeriod('compatibilityChecks', fakeNow).start), 3)
+    t.equal(
+      await readCounter(trx, {
+        userId: user.id,
+        metric: 'compatibilityChecks',
+        periodStart: currentPeriod('compatibilityChecks', fakeNow).start,
+      }),
+      3,
+    )
   })
   t.equal(await usedNow(user, 'compatibilityChecks'), 3)
 })

@@ -1,25 +1,54 @@
-// /api/auth/* for email and password, in better-auth 1.6's JSON shapes so its client keeps working.
-import type { FastifyInstance } from 'fastify'
+// Email and password accounts under /api/auth/*: sign-up, sign-in, password reset, email
+// verification and the change of password, in better-auth 1.6's names and JSON shapes so its
+// client keeps working.
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import { SignUpConsents } from '../../consent/schemas.js'
+import { PUBLIC } from '../../shared/route-policy.js'
+import { contextOf } from '../../shared/context.js'
 import { AppError } from '../../shared/errors.js'
-import { PUBLIC } from '../../plugins/route-policy.js'
 import { resolveOptionalRedirect } from '../../shared/redirect.js'
-import accountRoutes from './account-routes.js'
-import { sendPasswordResetMail, sendVerificationMail } from './account-service.js'
-import { bootstrapOwnerAtStartup } from '../bootstrap.js'
 import { currentUser } from '../guard.js'
-import { CallbackUrl, Email, ErrorSchema, Password, SessionSchema, toSessionJson, toUserJson, UserSchema } from '../schemas.js'
-import { invalidCredentials, requestMeta, signUpWithEmail, startSession, verifyEmailPassword } from './service.js'
-import { PLANS, ROLES } from '../tables.js'
+import { CallbackUrl, Email, Password, UserSchema, toUserJson } from '../schemas.js'
+import { ErrorSchema } from '../../shared/errors.js'
+import { signInBrowser } from '../session/routes.js'
+import {
+  changePassword,
+  invalidCredentials,
+  requestPasswordReset,
+  requestVerification,
+  resetPassword,
+  sendPasswordResetMail,
+  sendVerificationMail,
+  signUpWithEmail,
+  verifyEmail,
+  verifyEmailPassword,
+  type EmailAuthDeps,
+} from './service.js'
 
 const tags = ['auth']
+const Status = z.object({ status: z.literal(true) })
+const Token = z.string().min(1).max(256)
 
-export default async function authRoutes(fastify: FastifyInstance) {
+export default async function emailRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>()
+  const deps: EmailAuthDeps = { db: app.db, clock: app.clock, hasher: app.hasher, mailer: app.mailer, config: app.config.auth }
 
-  const callback = (url: string | undefined) => resolveOptionalRedirect(url, app.redirectRules, 'callbackURL')
+  const callback = (url: string | undefined, field = 'callbackURL') => resolveOptionalRedirect(url, app.redirectRules, field)
+  // The mail routes answer before they look the address up: the same work, so the same time, for an
+  // email with an account and one without (no enumeration by timing).
+  const MAIL_ROUTE = { access: 'public', rateLimit: { perEmail: 'mail' } } as const
+  /**
+   * A mail sent by a route that is not a mail route (a sign-up, a sign-in that finds a reset or a
+   * verification due) takes from the address's hourly mail budget, which a mail route's own
+   * per-email limit already counts.
+   */
+  const mailBudgetLeft = async (request: FastifyRequest, email: string, mail: string): Promise<boolean> => {
+    if (await app.takeMailBudget(request, email)) return true
+    request.log.info(`${mail} mail skipped: hourly mail budget of this address is spent`)
+    return false
+  }
 
   app.post(
     '/api/auth/sign-up/email',
@@ -33,7 +62,10 @@ export default async function authRoutes(fastify: FastifyInstance) {
           name: z.string().trim().min(1).max(100),
           email: Email,
           password: Password,
-          image: z.url({ protocol: /^https$/ }).max(2048).nullish(),
+          image: z
+            .url({ protocol: /^https$/ })
+            .max(2048)
+            .nullish(),
           callbackURL: CallbackUrl.optional(),
           rememberMe: z.boolean().optional(),
           consents: SignUpConsents.optional(),
@@ -44,15 +76,13 @@ export default async function authRoutes(fastify: FastifyInstance) {
     async (request, reply) => {
       const body = request.body
       const callbackURL = callback(body.callbackURL)
-      const user = await signUpWithEmail(app, body, requestMeta(request))
+      const user = await signUpWithEmail(deps, contextOf(request), body)
       const { requireEmailVerification, bootstrapOwnerEmail } = app.config.auth
       // The bootstrap owner's address is verified at once too: verifying it is what makes the owner.
       if (requireEmailVerification || user.email === bootstrapOwnerEmail) {
-        await sendVerificationMail(app, request, user, { callbackURL, takeBudget: true })
+        if (await mailBudgetLeft(request, user.email, 'verification')) await sendVerificationMail(deps, user, callbackURL)
       }
-      if (!requireEmailVerification) {
-        await startSession(app, request, reply, user.id, body.rememberMe ?? true)
-      }
+      if (!requireEmailVerification) await signInBrowser(app, request, reply, user.id, body.rememberMe ?? true)
       return { token: null, user: toUserJson(user) }
     },
   )
@@ -82,96 +112,136 @@ export default async function authRoutes(fastify: FastifyInstance) {
     async (request, reply) => {
       const { email, password, rememberMe = true } = request.body
       const callbackURL = callback(request.body.callbackURL)
-      const outcome = await verifyEmailPassword(app, email, password, requestMeta(request))
+      const outcome = await verifyEmailPassword(deps, contextOf(request), email, password)
       if (!outcome.ok) {
         if (outcome.reason === 'invalid') throw invalidCredentials()
         if (outcome.reason === 'reset_required') {
-          await sendPasswordResetMail(app, request, outcome.user, { takeBudget: true })
+          if (await mailBudgetLeft(request, outcome.user.email, 'password reset')) await sendPasswordResetMail(deps, outcome.user)
           throw new AppError(403, 'PASSWORD_RESET_REQUIRED', 'This account must reset its password; an email was sent')
         }
-        await sendVerificationMail(app, request, outcome.user, { callbackURL, takeBudget: true })
+        if (await mailBudgetLeft(request, outcome.user.email, 'verification'))
+          await sendVerificationMail(deps, outcome.user, callbackURL)
         throw new AppError(403, 'EMAIL_NOT_VERIFIED', 'Verify your email address before signing in')
       }
-      await startSession(app, request, reply, outcome.user.id, rememberMe)
+      await signInBrowser(app, request, reply, outcome.user.id, rememberMe)
       const user = toUserJson(outcome.user)
-      return callbackURL
-        ? { redirect: true, url: callbackURL, token: null, user }
-        : { redirect: false, token: null, user }
-    },
-  )
-
-  app.get(
-    '/api/auth/get-session',
-    {
-      config: { policy: PUBLIC },
-      schema: {
-        operationId: 'getSession',
-        tags,
-        summary: 'The current session and user, or null',
-        response: { 200: z.object({ session: SessionSchema, user: UserSchema }).nullable() },
-      },
-    },
-    async (request) => {
-      if (!request.user || !request.session) return null
-      return { session: toSessionJson(request.session), user: toUserJson(request.user) }
+      return callbackURL ? { redirect: true, url: callbackURL, token: null, user } : { redirect: false, token: null, user }
     },
   )
 
   app.post(
-    '/api/auth/sign-out',
+    '/api/auth/request-password-reset',
     {
-      config: { policy: PUBLIC },
+      config: { policy: MAIL_ROUTE },
       schema: {
-        operationId: 'signOut',
+        operationId: 'requestPasswordReset',
         tags,
-        summary: 'End the current session (succeeds also without one)',
-        body: z.strictObject({}).nullish(),
-        response: { 200: z.object({ success: z.literal(true) }) },
-      },
-    },
-    async (request, reply) => {
-      const token = app.sessionCookie.read(request)
-      if (token) await app.sessions.revokeByToken(token)
-      app.sessionCookie.clear(reply)
-      return { success: true as const }
-    },
-  )
-
-  await app.register(accountRoutes)
-  app.addHook('onReady', () => bootstrapOwnerAtStartup(app))
-
-  app.get(
-    '/api/v1/whoami',
-    {
-      schema: {
-        operationId: 'whoami',
-        tags: ['identity'],
-        summary: 'Who the current session belongs to',
-        response: {
-          200: z.object({
-            id: z.string(),
-            email: z.string(),
-            name: z.string(),
-            role: z.enum(ROLES),
-            plan: z.enum(PLANS),
-            emailVerified: z.boolean(),
-            sessionExpiresAt: z.string(),
-          }),
-          401: ErrorSchema,
-        },
+        summary: 'Mail a single-use password reset link (valid 1 h); answers the same whether the email has an account or not',
+        body: z.strictObject({ email: Email, redirectTo: CallbackUrl.optional() }),
+        response: { 200: Status, 400: ErrorSchema, 403: ErrorSchema, 429: ErrorSchema },
       },
     },
     async (request) => {
-      const user = currentUser(request)
-      return {
-        id: user.id,
-        email: user.email,
-        name: user.name,
-        role: user.role,
-        plan: user.plan,
-        emailVerified: user.emailVerified,
-        sessionExpiresAt: request.session!.expiresAt.toISOString(),
+      const { email } = request.body
+      const redirectTo = callback(request.body.redirectTo, 'redirectTo')
+      app.afterReply(request, 'password reset request', () => requestPasswordReset(deps, email, redirectTo))
+      return { status: true as const }
+    },
+  )
+
+  app.post(
+    '/api/auth/reset-password',
+    {
+      config: { policy: PUBLIC },
+      schema: {
+        operationId: 'resetPassword',
+        tags,
+        summary: 'Set a new password with the emailed token; ends every session of the account',
+        body: z.strictObject({ token: Token, newPassword: Password }),
+        response: { 200: Status, 400: ErrorSchema },
+      },
+    },
+    async (request, reply) => {
+      await resetPassword(deps, contextOf(request), request.body.token, request.body.newPassword)
+      // The sessions are gone; a cookie this browser still holds is dropped with them.
+      if (app.sessionCookie.present(request)) app.sessionCookie.clear(reply)
+      return { status: true as const }
+    },
+  )
+
+  app.post(
+    '/api/auth/send-verification-email',
+    {
+      config: { policy: MAIL_ROUTE },
+      schema: {
+        operationId: 'sendVerificationEmail',
+        tags,
+        summary: 'Mail a single-use verification link (valid 24 h) to an unverified account; answers the same in every case',
+        body: z.strictObject({ email: Email, callbackURL: CallbackUrl.optional() }),
+        response: { 200: Status, 400: ErrorSchema, 403: ErrorSchema, 429: ErrorSchema },
+      },
+    },
+    async (request) => {
+      const { email } = request.body
+      const callbackURL = callback(request.body.callbackURL)
+      app.afterReply(request, 'verification mail request', () => requestVerification(deps, email, callbackURL))
+      return { status: true as const }
+    },
+  )
+
+  app.get(
+    '/api/auth/verify-email',
+    {
+      config: { policy: PUBLIC },
+      schema: {
+        operationId: 'verifyEmail',
+        tags,
+        summary: 'Confirm the email address from the emailed link; redirects to callbackURL when given',
+        querystring: z.strictObject({ token: Token, callbackURL: CallbackUrl.optional() }),
+        response: { 200: Status, 302: z.null(), 400: ErrorSchema, 403: ErrorSchema },
+      },
+    },
+    async (request, reply) => {
+      const { token } = request.query
+      const callbackURL = callback(request.query.callbackURL)
+      const target = callbackURL === undefined ? undefined : new URL(callbackURL)
+      try {
+        await verifyEmail(deps, contextOf(request), token)
+      } catch (err) {
+        if (!target || !(err instanceof AppError) || err.code !== 'INVALID_TOKEN') throw err
+        target.searchParams.set('error', 'invalid_token')
+        return reply.redirect(target.toString(), 302)
       }
+      if (target) return reply.redirect(target.toString(), 302)
+      return { status: true as const }
+    },
+  )
+
+  app.post(
+    '/api/auth/change-password',
+    {
+      config: { policy: { reverifiesPassword: true } },
+      schema: {
+        operationId: 'changePassword',
+        tags,
+        summary: 'Change the password; every other session of the account ends',
+        body: z.strictObject({
+          currentPassword: z.string().min(1).max(1024),
+          newPassword: Password,
+          // Accepted for better-auth's client; other sessions end whatever its value.
+          revokeOtherSessions: z.boolean().optional(),
+        }),
+        response: { 200: z.object({ token: z.null(), user: UserSchema }), 400: ErrorSchema, 401: ErrorSchema },
+      },
+    },
+    async (request) => {
+      const user = await changePassword(deps, contextOf(request), {
+        userId: currentUser(request).id,
+        currentSessionId: request.session!.id,
+        currentPassword: request.body.currentPassword,
+        newPassword: request.body.newPassword,
+      })
+      return { token: null, user: toUserJson(user) }
     },
   )
 }

@@ -1,41 +1,66 @@
-// Email and password accounts: the rules behind sign-up and sign-in.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { recordAudit } from '../../shared/audit.js'
+// Email and password accounts: sign-up and sign-in, password reset, email verification and the
+// change of password.
+import type { DB } from '../../../db/index.js'
+import type { Config } from '../../config.js'
 import type { ConsentInput } from '../../consent/schemas.js'
 import { recordConsents } from '../../consent/service.js'
+import type { Mailer } from '../../plugins/mailer.js'
+import { recordAudit } from '../../shared/audit.js'
+import type { Clock } from '../../shared/clock.js'
+import type { RequestContext } from '../../shared/context.js'
 import { AppError } from '../../shared/errors.js'
 import { newId } from '../../shared/ids.js'
-import { isWeakHash, needsRehash } from '../password/password.js'
-import { CREDENTIAL, findCredentialByEmail, findUserById, setPasswordHash, type UserWithFlags } from '../queries.js'
+import { maybeBootstrapOwner } from '../bootstrap.js'
+import { isWeakHash, needsRehash, type PasswordHasher } from '../password/password.js'
+import {
+  clearPasswordResetRequired,
+  CREDENTIAL,
+  endSessionsOfUser,
+  findCredentialByEmail,
+  findPasswordHash,
+  findUserByEmail,
+  findUserById,
+  insertAccount,
+  insertUser,
+  markEmailVerified,
+  setPasswordHash,
+  type UserWithFlags,
+} from '../queries.js'
+import { consumeToken, issueToken, peekToken, revokeTokens } from './queries.js'
 
-export interface RequestMeta {
-  ip: string | null
-  userAgent: string | null
+export interface EmailAuthDeps {
+  db: DB
+  clock: Clock
+  hasher: PasswordHasher
+  mailer: Mailer
+  config: Config['auth']
 }
 
-export const invalidCredentials = () =>
-  new AppError(401, 'INVALID_EMAIL_OR_PASSWORD', 'Invalid email or password')
+const RESET_TOKEN_TTL_MS = 60 * 60 * 1000
+const VERIFY_TOKEN_TTL_MS = 24 * 60 * 60 * 1000
+
+type Recipient = Pick<UserWithFlags, 'id' | 'email' | 'name'>
+
+export const invalidCredentials = () => new AppError(401, 'INVALID_EMAIL_OR_PASSWORD', 'Invalid email or password')
+
+const invalidToken = () => new AppError(400, 'INVALID_TOKEN', 'The link is invalid, used or expired')
+
+const expiresIn = (deps: EmailAuthDeps, ms: number) => new Date(deps.clock.now().getTime() + ms)
 
 export async function signUpWithEmail(
-  app: FastifyInstance,
+  deps: EmailAuthDeps,
+  ctx: RequestContext,
   input: { name: string; email: string; password: string; image?: string | null; consents?: readonly ConsentInput[] },
-  meta: RequestMeta,
 ): Promise<UserWithFlags> {
   // Hash before the transaction: Argon2 work never holds a database connection.
-  const passwordHash = await app.hasher.hash(input.password)
+  const passwordHash = await deps.hasher.hash(input.password)
   const id = newId()
   try {
-    await app.db.transaction().execute(async (trx) => {
-      await trx
-        .insertInto('user')
-        .values({ id, name: input.name, email: input.email, image: input.image ?? null })
-        .execute()
-      await trx
-        .insertInto('account')
-        .values({ id: newId(), user_id: id, provider_id: CREDENTIAL, account_id: id, password_hash: passwordHash })
-        .execute()
-      await recordAudit(trx, { actorId: id, action: 'auth.sign_up', targetType: 'user', targetId: id, ip: meta.ip })
-      if (input.consents?.length) await recordConsents(trx, id, input.consents, meta)
+    await deps.db.transaction().execute(async (trx) => {
+      await insertUser(trx, { id, name: input.name, email: input.email, image: input.image ?? null })
+      await insertAccount(trx, { userId: id, providerId: CREDENTIAL, accountId: id, passwordHash })
+      await recordAudit(trx, { actorId: id, action: 'auth.sign_up', targetType: 'user', targetId: id, ip: ctx.ip })
+      if (input.consents?.length) await recordConsents(trx, id, input.consents, ctx)
     })
   } catch (err) {
     if ((err as { code?: string }).code === '23505') {
@@ -43,7 +68,7 @@ export async function signUpWithEmail(
     }
     throw err
   }
-  return (await findUserById(app.db, id))!
+  return (await findUserById(deps.db, id))!
 }
 
 export type SignInOutcome =
@@ -56,65 +81,170 @@ export type SignInOutcome =
  * password cost the same Argon2 work and give the same answer, so nothing reveals which emails exist.
  */
 export async function verifyEmailPassword(
-  app: FastifyInstance,
+  deps: EmailAuthDeps,
+  ctx: RequestContext,
   email: string,
   password: string,
-  meta: RequestMeta,
 ): Promise<SignInOutcome> {
-  const found = await findCredentialByEmail(app.db, email)
-  if (!found || !found.passwordHash) {
-    await app.hasher.verifyDummy(password)
-    await recordAudit(app.db, {
+  const found = await findCredentialByEmail(deps.db, email)
+  if (!found?.passwordHash) {
+    await deps.hasher.verifyDummy(password)
+    await recordAudit(deps.db, {
       actorId: found?.user.id ?? null,
       action: 'auth.sign_in_failed',
       targetType: 'user',
       targetId: found?.user.id ?? null,
-      ip: meta.ip,
+      ip: ctx.ip,
       details: { email },
     })
     return { ok: false, reason: 'invalid' }
   }
   const { user, passwordHash } = found
-  if (!(await app.hasher.verify(passwordHash, password))) {
-    await recordAudit(app.db, {
-      actorId: user.id, action: 'auth.sign_in_failed', targetType: 'user', targetId: user.id, ip: meta.ip,
+  if (!(await deps.hasher.verify(passwordHash, password))) {
+    await recordAudit(deps.db, {
+      actorId: user.id,
+      action: 'auth.sign_in_failed',
+      targetType: 'user',
+      targetId: user.id,
+      ip: ctx.ip,
     })
     return { ok: false, reason: 'invalid' }
   }
   // Only a caller who knows the password learns that a reset is required.
   if (user.passwordResetRequired || isWeakHash(passwordHash)) return { ok: false, reason: 'reset_required', user }
-  if (app.config.auth.requireEmailVerification && !user.emailVerified) {
-    return { ok: false, reason: 'email_not_verified', user }
-  }
+  if (deps.config.requireEmailVerification && !user.emailVerified) return { ok: false, reason: 'email_not_verified', user }
   if (needsRehash(passwordHash)) {
     // The previous system's scrypt/bcrypt hash is replaced by Argon2id now that we hold the password.
-    await setPasswordHash(app.db, user.id, await app.hasher.hash(password))
+    await setPasswordHash(deps.db, user.id, await deps.hasher.hash(password), deps.clock.now())
   }
   return { ok: true, user }
 }
 
-/** Creates a fresh session (a new token at every sign-in: no session fixation) and sets the cookie. */
-export async function startSession(
-  app: FastifyInstance,
-  request: FastifyRequest,
-  reply: FastifyReply,
-  userId: string,
-  rememberMe: boolean,
-) {
-  // A cookie that came with the request is replaced, and its session ended.
-  const previous = app.sessionCookie.read(request)
-  if (previous) await app.sessions.revokeByToken(previous)
-  const { token, session } = await app.sessions.create(userId, {
-    rememberMe,
-    ipAddress: request.ip,
-    userAgent: request.headers['user-agent'] ?? null,
+/**
+ * Issues a reset token and mails its link. The link opens the web front end, which asks for the new
+ * password and posts it with the token to /api/auth/reset-password: `${WEB_ORIGIN}/reset-password?token=...`,
+ * or `redirectTo` (a relative path resolves against WEB_ORIGIN) with `token` added to its query.
+ */
+export async function sendPasswordResetMail(deps: EmailAuthDeps, user: Recipient, redirectTo?: string): Promise<void> {
+  const token = await issueToken(deps.db, 'reset-password', user.id, { expiresAt: expiresIn(deps, RESET_TOKEN_TTL_MS) })
+  const link = new URL(redirectTo ?? '/reset-password', deps.config.webOrigin)
+  link.searchParams.set('token', token)
+  deps.mailer.sendInBackground({
+    to: user.email,
+    subject: 'Reset your password',
+    text: `Hello ${user.name},\n\nTo choose a new password, open this link within one hour:\n\n${link}\n\nIf you did not ask for this, ignore this email; your password stays as it is.\n`,
   })
-  app.sessionCookie.set(reply, token, { rememberMe, expiresAt: session.expiresAt })
-  await recordAudit(app.db, { actorId: userId, action: 'auth.sign_in', targetType: 'session', targetId: session.id, ip: request.ip })
-  return session
 }
 
-export const requestMeta = (request: FastifyRequest): RequestMeta => ({
-  ip: request.ip,
-  userAgent: request.headers['user-agent'] ?? null,
-})
+/** Issues a verification token and mails its link, served by this API, which then redirects to `callbackURL`. */
+export async function sendVerificationMail(deps: EmailAuthDeps, user: Recipient, callbackURL?: string): Promise<void> {
+  // The token is bound to the address it was sent to: it verifies that address and no other.
+  const token = await issueToken(deps.db, 'verify-email', user.id, {
+    expiresAt: expiresIn(deps, VERIFY_TOKEN_TTL_MS),
+    data: { email: user.email },
+  })
+  const link = new URL('/api/auth/verify-email', deps.config.baseUrl)
+  link.searchParams.set('token', token)
+  if (callbackURL) link.searchParams.set('callbackURL', callbackURL)
+  deps.mailer.sendInBackground({
+    to: user.email,
+    subject: 'Verify your email address',
+    text: `Hello ${user.name},\n\nTo confirm this email address, open this link within 24 hours:\n\n${link}\n`,
+  })
+}
+
+/**
+ * Mails a reset link when the email has an account; says nothing either way. Without an account
+ * the same database work is done, a token nobody receives (purged when it expires), so not even
+ * the requests that follow this one's after-reply work are slowed differently.
+ */
+export async function requestPasswordReset(deps: EmailAuthDeps, email: string, redirectTo?: string): Promise<void> {
+  const user = await findUserByEmail(deps.db, email)
+  if (user) await sendPasswordResetMail(deps, user, redirectTo)
+  else await issueToken(deps.db, 'reset-password', null, { expiresAt: expiresIn(deps, RESET_TOKEN_TTL_MS) })
+}
+
+/** Mails a verification link when the email has an unverified account; says nothing either way (same work: see above). */
+export async function requestVerification(deps: EmailAuthDeps, email: string, callbackURL?: string): Promise<void> {
+  const user = await findUserByEmail(deps.db, email)
+  if (user && !user.emailVerified) await sendVerificationMail(deps, user, callbackURL)
+  else await issueToken(deps.db, 'verify-email', null, { expiresAt: expiresIn(deps, VERIFY_TOKEN_TTL_MS) })
+}
+
+/** Sets the new password, ends every session of the user and clears the reset requirement. */
+export async function resetPassword(deps: EmailAuthDeps, ctx: RequestContext, token: string, newPassword: string): Promise<void> {
+  // A bad token is refused before the Argon2 work, so garbage tokens cost almost nothing.
+  if (!(await peekToken(deps.db, 'reset-password', token, deps.clock.now()))) throw invalidToken()
+  const passwordHash = await deps.hasher.hash(newPassword)
+  await deps.db.transaction().execute(async (trx) => {
+    const now = deps.clock.now()
+    const record = await consumeToken(trx, 'reset-password', token, now)
+    if (!record) throw invalidToken()
+    await setPasswordHash(trx, record.userId, passwordHash, now)
+    await clearPasswordResetRequired(trx, record.userId, now)
+    // Whoever held a session (perhaps the reason for the reset) is signed out everywhere.
+    const ended = await endSessionsOfUser(trx, record.userId)
+    await revokeTokens(trx, record.userId, 'reset-password')
+    await recordAudit(trx, {
+      actorId: record.userId,
+      action: 'auth.password_reset',
+      targetType: 'user',
+      targetId: record.userId,
+      ip: ctx.ip,
+      details: { sessionsEnded: ended },
+    })
+  })
+}
+
+/** Marks the email verified (and makes the bootstrap owner). Returns the user, or throws INVALID_TOKEN. */
+export async function verifyEmail(deps: EmailAuthDeps, ctx: RequestContext, token: string): Promise<UserWithFlags> {
+  const userId = await deps.db.transaction().execute(async (trx) => {
+    const now = deps.clock.now()
+    const record = await consumeToken(trx, 'verify-email', token, now)
+    if (!record) throw invalidToken()
+    const verified = await markEmailVerified(trx, record.userId, String(record.data.email ?? ''), now)
+    if (!verified) throw invalidToken() // the account's address changed since the mail was sent
+    await recordAudit(trx, {
+      actorId: verified.id,
+      action: 'auth.email_verified',
+      targetType: 'user',
+      targetId: verified.id,
+      ip: ctx.ip,
+    })
+    await maybeBootstrapOwner(trx, { ...verified, emailVerified: true }, deps.config.bootstrapOwnerEmail, now)
+    return verified.id
+  })
+  return (await findUserById(deps.db, userId))!
+}
+
+/**
+ * Replaces the password after checking the current one. Every other session of the user ends
+ * (docs/http-contract.md, "Sessions and cookies"): whoever else held one may be why the password
+ * is changed. The current one stays.
+ */
+export async function changePassword(
+  deps: EmailAuthDeps,
+  ctx: RequestContext,
+  input: { userId: string; currentSessionId: string; currentPassword: string; newPassword: string },
+): Promise<UserWithFlags> {
+  const stored = await findPasswordHash(deps.db, input.userId)
+  if (!stored) throw new AppError(400, 'BAD_REQUEST', 'This account has no password yet: use password reset to set one')
+  if (!(await deps.hasher.verify(stored, input.currentPassword)))
+    throw new AppError(401, 'INVALID_PASSWORD', 'The current password is wrong')
+  const passwordHash = await deps.hasher.hash(input.newPassword)
+  await deps.db.transaction().execute(async (trx) => {
+    const now = deps.clock.now()
+    await setPasswordHash(trx, input.userId, passwordHash, now)
+    await clearPasswordResetRequired(trx, input.userId, now)
+    const ended = await endSessionsOfUser(trx, input.userId, { except: input.currentSessionId })
+    await recordAudit(trx, {
+      actorId: input.userId,
+      action: 'auth.password_changed',
+      targetType: 'user',
+      targetId: input.userId,
+      ip: ctx.ip,
+      details: { otherSessionsEnded: ended },
+    })
+  })
+  return (await findUserById(deps.db, input.userId))!
+}

@@ -11,7 +11,7 @@ import {
 } from 'arctic'
 import { createRemoteJWKSet, jwtVerify, type JWTPayload } from 'jose'
 
-export const IDP_SCOPES = ['openid', 'email', 'profile']
+const IDP_SCOPES = ['openid', 'email', 'profile']
 const DISCOVERY_TTL_MS = 60 * 60 * 1000
 const CLOCK_TOLERANCE_S = 60
 
@@ -109,15 +109,22 @@ export class IdentityProvider {
       throw new IdpError('provider_unavailable', 'The identity provider could not be reached', { cause: err })
     }
     // OpenID Connect Discovery §4.3: the document must name the issuer we asked, or it is not ours.
-    if (doc.issuer !== this.settings.issuer
-      || !isHttpUrl(doc.authorization_endpoint) || !isHttpUrl(doc.token_endpoint) || !isHttpUrl(doc.jwks_uri)) {
+    if (
+      doc.issuer !== this.settings.issuer ||
+      !isHttpUrl(doc.authorization_endpoint) ||
+      !isHttpUrl(doc.token_endpoint) ||
+      !isHttpUrl(doc.jwks_uri)
+    ) {
       throw new IdpError('provider_unavailable', 'The identity provider published an unusable discovery document')
     }
     const checked = doc as Discovery
     this.discovery = { doc: checked, fetchedAt: Date.now() }
     if (this.jwks?.uri !== checked.jwks_uri) {
       // jose caches the keys and refetches (rate-limited) when a token names an unknown key id.
-      this.jwks = { uri: checked.jwks_uri, set: createRemoteJWKSet(new URL(checked.jwks_uri), { timeoutDuration: this.timeoutMs }) }
+      this.jwks = {
+        uri: checked.jwks_uri,
+        set: createRemoteJWKSet(new URL(checked.jwks_uri), { timeoutDuration: this.timeoutMs }),
+      }
     }
     return checked
   }
@@ -128,7 +135,11 @@ export class IdentityProvider {
     const codeVerifier = generateCodeVerifier()
     const nonce = generateState()
     const url = this.client.createAuthorizationURLWithPKCE(
-      authorization_endpoint, state, CodeChallengeMethod.S256, codeVerifier, IDP_SCOPES,
+      authorization_endpoint,
+      state,
+      CodeChallengeMethod.S256,
+      codeVerifier,
+      IDP_SCOPES,
     )
     url.searchParams.set('nonce', nonce)
     return { url: url.toString(), state, codeVerifier, nonce }
@@ -149,7 +160,8 @@ export class IdentityProvider {
       if (err instanceof IdpError) throw err
       // invalid_grant and friends: a used, expired or foreign code, or a PKCE mismatch.
       if (err instanceof OAuth2RequestError) throw new IdpError('invalid_code', `token endpoint refused the code: ${err.code}`)
-      if (err instanceof ArcticFetchError) throw new IdpError('provider_unavailable', 'token endpoint unreachable', { cause: err })
+      if (err instanceof ArcticFetchError)
+        throw new IdpError('provider_unavailable', 'token endpoint unreachable', { cause: err })
       // A 200 without id_token, or an unreadable answer.
       throw new IdpError('invalid_token', 'token response carried no usable ID token', { cause: err })
     }

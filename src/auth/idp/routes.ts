@@ -1,22 +1,20 @@
-// Sign-in through the identity provider (API.md §4): start (redirect or JSON for better-auth's
-// client) and the callback. Every callback failure is a redirect to the error URL, never a page of ours.
+// Sign-in through the identity provider (docs/http-contract.md, "Sign-in with the identity
+// provider"): start (redirect or JSON for better-auth's client) and the callback. Every callback
+// failure is a redirect to the error URL, never a page of ours.
 import type { FastifyInstance, FastifyReply } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
+import { PUBLIC } from '../../shared/route-policy.js'
 import { recordAudit } from '../../shared/audit.js'
+import { contextOf } from '../../shared/context.js'
 import { AppError, serviceUnavailable } from '../../shared/errors.js'
-import { PUBLIC } from '../../plugins/route-policy.js'
 import { resolveRedirect } from '../../shared/redirect.js'
-import {
-  identityProvider,
-  setFlowCookie,
-  signInWithIdentity,
-  takeFlowCookie,
-  type IdpFailureCode,
-} from './service.js'
-import { IdpError, safeEqual, type IdentityProvider } from './oauth.js'
-import { CallbackUrl, ErrorSchema } from '../schemas.js'
-import { startSession } from '../email/service.js'
+import { CallbackUrl } from '../schemas.js'
+import { ErrorSchema } from '../../shared/errors.js'
+import { signInBrowser } from '../session/routes.js'
+import { FlowCookie } from './flow-cookie.js'
+import { IdentityProvider, IdpError, safeEqual, type AuthorizationRequest, type IdpIdentity } from './oauth.js'
+import { signInWithIdentity, type IdpDeps, type IdpFailureCode } from './service.js'
 
 const tags = ['auth']
 const PROVIDER_ERROR = /^[a-z_]{1,64}$/
@@ -29,17 +27,23 @@ const callbackFields = {
 
 export default async function idpRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>()
-  const { webOrigin } = app.config.auth
+  const { webOrigin, baseUrl } = app.config.auth
+  const deps: IdpDeps = { db: app.db, clock: app.clock, config: app.config.auth }
+  const flowCookie = new FlowCookie(app.config.auth, app.clock)
+  // One client per app: it caches the provider's discovery document and keys.
+  const { issuer, clientId, clientSecret } = app.config.idp
+  const client = clientId
+    ? new IdentityProvider({ issuer, clientId, clientSecret, redirectUri: `${baseUrl}/api/auth/callback/idp` })
+    : null
 
   const configured = (): IdentityProvider => {
-    const provider = identityProvider(app)
-    if (!provider) {
+    if (!client) {
       throw serviceUnavailable(
-        'Sign-in with the identity provider is not configured: set IDP_CLIENT_ID and IDP_CLIENT_SECRET '
-        + '(and IDP_ISSUER for a provider other than Google)',
+        'Sign-in with the identity provider is not configured: set IDP_CLIENT_ID and IDP_CLIENT_SECRET ' +
+          '(and IDP_ISSUER for a provider other than Google)',
       )
     }
-    return provider
+    return client
   }
 
   // Relative paths are pages of the web front end, where the user started.
@@ -58,15 +62,16 @@ export default async function idpRoutes(fastify: FastifyInstance) {
   const start = async (reply: FastifyReply, q: Parameters<typeof flowUrls>[0]): Promise<string> => {
     const urls = flowUrls(q)
     const provider = configured()
-    let authorization
+    let authorization: AuthorizationRequest
     try {
       authorization = await provider.authorizationRequest()
     } catch (err) {
-      if (err instanceof IdpError) throw new AppError(502, 'BAD_GATEWAY', 'The identity provider could not be reached', { cause: err })
+      if (err instanceof IdpError)
+        throw new AppError(502, 'BAD_GATEWAY', 'The identity provider could not be reached', { cause: err })
       throw err
     }
     const { url, ...secrets } = authorization
-    setFlowCookie(app, reply, { ...secrets, ...urls })
+    flowCookie.set(reply, { ...secrets, ...urls })
     return url
   }
 
@@ -125,12 +130,17 @@ export default async function idpRoutes(fastify: FastifyInstance) {
           error: z.string().max(256).optional(),
           iss: z.string().max(2048).optional(),
         }),
-        response: { 302: z.null().describe('To callbackURL (or newUserCallbackURL) with the session cookie, or to the error URL with ?error='), 503: ErrorSchema },
+        response: {
+          302: z
+            .null()
+            .describe('To callbackURL (or newUserCallbackURL) with the session cookie, or to the error URL with ?error='),
+          503: ErrorSchema,
+        },
       },
     },
     async (request, reply) => {
       const provider = configured()
-      const flow = takeFlowCookie(app, request, reply)
+      const flow = flowCookie.take(request, reply)
       const fail = async (code: IdpFailureCode | string, why: string, errorUrl = `${webOrigin}/auth/error`) => {
         request.log.info({ error: code, why }, 'identity provider sign-in failed')
         await recordAudit(app.db, { actorId: null, action: 'auth.idp.sign_in_failed', ip: request.ip, details: { error: code } })
@@ -157,16 +167,16 @@ export default async function idpRoutes(fastify: FastifyInstance) {
       if (error !== undefined) return onError(PROVIDER_ERROR.test(error) ? error : 'provider_error', 'provider answered an error')
       if (!code) return onError('invalid_code', 'no code')
 
-      let identity
+      let identity: IdpIdentity
       try {
         identity = await provider.exchange(code, flow.codeVerifier, flow.nonce, app.clock.now())
       } catch (err) {
         if (err instanceof IdpError) return onError(err.code, err.message)
         throw err
       }
-      const outcome = await signInWithIdentity(app, identity, request.ip)
+      const outcome = await signInWithIdentity(deps, contextOf(request), identity)
       if (!outcome.ok) return onError(outcome.error, 'account rules')
-      await startSession(app, request, reply, outcome.userId, true)
+      await signInBrowser(app, request, reply, outcome.userId, true)
       return reply.redirect(outcome.isNewUser ? urls.newUserCallbackURL : urls.callbackURL, 302)
     },
   )

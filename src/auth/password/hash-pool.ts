@@ -1,13 +1,13 @@
 // Password hashing on worker threads that run at a lower CPU priority than the event loop.
 //
-// Argon2id takes 8 to 15 ms of one core per hash (OWASP parameters, measured on a 2-core VM). On
-// libuv's thread pool it competed with the event loop and the database as an equal, so a sign-in
-// storm slowed every other request; and with only one hash per core in flight a core sat idle
-// between one hash and the next (2 cores: 106 hashes/s of a possible 126). Here each worker is given
-// its next hash before the current one ends, and on Linux each worker thread lowers its own priority
-// (nice), so hashing fills the CPU the requests leave idle and yields it to them at once. Beyond the
-// workers' capacity, at most `maxQueue` hashes wait; past that the caller gets 503 with Retry-After
-// rather than an unbounded queue.
+// Argon2id takes milliseconds of one core per hash (OWASP parameters). On libuv's thread pool it
+// competed with the event loop and the database as an equal, so a sign-in storm slowed every other
+// request; and with only one hash per core in flight a core sat idle between one hash and the next
+// (docs/benchmarks.md has the measurements). Here each worker is given its next hash before the
+// current one ends, and on Linux each worker thread lowers its own priority (nice), so hashing
+// fills the CPU the requests leave idle and yields it to them at once. Beyond the workers'
+// capacity, at most `maxQueue` hashes wait; past that the caller gets 503 with Retry-After rather
+// than an unbounded queue.
 import { createRequire } from 'node:module'
 import { availableParallelism } from 'node:os'
 import { Worker } from 'node:worker_threads'

@@ -52,7 +52,9 @@ export class PasswordHasher {
 
 /** True when the stored hash is not a current Argon2id hash and should be replaced at sign-in. */
 export function needsRehash(stored: string): boolean {
-  return !(stored.startsWith('$argon2id$') && stored.includes(`m=${ARGON2.memoryCost},t=${ARGON2.timeCost},p=${ARGON2.parallelism}`))
+  return !(
+    stored.startsWith('$argon2id$') && stored.includes(`m=${ARGON2.memoryCost},t=${ARGON2.timeCost},p=${ARGON2.parallelism}`)
+  )
 }
 
 export function isWeakHash(stored: string): boolean {
@@ -74,7 +76,7 @@ export function isArgon2Hash(stored: string): boolean {
   return /^\$argon2(id|i|d)\$/.test(stored)
 }
 
-export function weakDigest(algorithm: WeakAlgorithm, password: string): string {
+function weakDigest(algorithm: WeakAlgorithm, password: string): string {
   return createHash(algorithm).update(password, 'utf8').digest('hex')
 }
 

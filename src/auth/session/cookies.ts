@@ -1,6 +1,7 @@
-// The one place that sets and reads the session cookie (API.md §2).
+// The one place that sets and reads the session cookie (docs/http-contract.md, "Sessions and cookies").
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Config } from '../../config.js'
+import type { Clock } from '../../shared/clock.js'
 
 // better-auth's cookie name, so the web front end's middleware that looks for it keeps working.
 const BASE_NAME = 'better-auth.session_token'
@@ -8,7 +9,10 @@ const BASE_NAME = 'better-auth.session_token'
 export class SessionCookie {
   readonly name: string
 
-  constructor(private readonly config: Config['auth']) {
+  constructor(
+    private readonly config: Config['auth'],
+    private readonly clock: Clock,
+  ) {
     this.name = config.secureCookies ? `__Secure-${BASE_NAME}` : BASE_NAME
   }
 
@@ -26,7 +30,7 @@ export class SessionCookie {
   /** With rememberMe the cookie lives as long as the session; without, it ends with the browser. */
   set(reply: FastifyReply, token: string, options: { rememberMe: boolean; expiresAt: Date }): void {
     const maxAge = options.rememberMe
-      ? Math.max(0, Math.floor((options.expiresAt.getTime() - Date.now()) / 1000))
+      ? Math.max(0, Math.floor((options.expiresAt.getTime() - this.clock.now().getTime()) / 1000))
       : undefined
     reply.setCookie(this.name, token, { ...this.attributes(), maxAge })
   }

@@ -1,23 +1,37 @@
-// Sessions through lucia over a small Kysely adapter. lucia is no longer developed upstream: it is
-// used only here, so replacing it is a one-file change.
+// Sessions through lucia over a small Kysely adapter (the queries are in session/queries.ts). lucia
+// is no longer developed upstream: it is used only here, so replacing it is a one-file change.
 //
 // The cookie carries a random 256-bit token (signed with AUTH_SECRET by @fastify/cookie). The
 // database stores only SHA-256(token) — lucia's "session id" — and a separate public id that is
 // the only id ever shown to clients. A database dump alone never yields a usable cookie.
-import { createHash, randomBytes } from 'node:crypto'
-import { sql } from 'kysely'
+//
+// Time is app.clock's, never lucia's: lucia reads Date.now() for a new session's expiry and in
+// validateSession, and a test that moves the clock must see sessions expire and renew. So the
+// manager dates new sessions and applies lucia's validation rule itself; lucia stores a new
+// session under our token hash and ends one.
 import { Lucia, TimeSpan, type Adapter, type DatabaseSession, type DatabaseUser } from 'lucia'
 import type { DB } from '../../../db/index.js'
-import { preparedStatement } from '../../../db/prepared.js'
+import type { Clock } from '../../shared/clock.js'
 import { newId } from '../../shared/ids.js'
-import { toProfile, type ProfileRow } from '../../profile/queries.js'
-import type { Profile } from '../../profile/service.js'
-import { endSessionsOfUser, toSessionUser, type SessionUserRow } from '../queries.js'
-import type { Plan, Role } from '../tables.js'
+import { endSessionsOfUser, type Profile } from '../queries.js'
+import type { Plan } from '../tables.js'
+import type { Role } from '../../shared/roles.js'
+import { hashToken, newToken } from '../tokens.js'
+import {
+  deleteExpiredSessions,
+  deleteSessionByTokenHash,
+  deleteSessionOfUser,
+  findSessionByTokenHash,
+  insertSession,
+  listLiveSessions,
+  sessionsOfUser,
+  setSessionExpiry,
+  type StoredSession,
+} from './queries.js'
 
 const BROWSER_SESSION_MS = 24 * 60 * 60 * 1000 // rememberMe: false
 
-/** The user as returned to its owner (API.md §4). */
+/** The user as returned to its owner (docs/http-contract.md, "Accounts and sessions"). */
 export interface SessionUser {
   id: string
   name: string
@@ -62,8 +76,9 @@ interface DbSessionAttributes {
   rememberMe: boolean
   ipAddress: string | null
   userAgent: string | null
-  createdAt?: Date
-  updatedAt?: Date
+  createdAt: Date
+  /** The expiry the manager chose on app.clock; the one lucia computes from Date.now() is not stored. */
+  expiresAt: Date
 }
 
 declare module 'lucia' {
@@ -74,92 +89,57 @@ declare module 'lucia' {
   }
 }
 
-// Runs on every request that carries a session cookie: a prepared statement (db/prepared.ts), one
-// indexed lookup by token hash joined to the whole user row, profile included.
-const SESSION_LOOKUP = preparedStatement<SessionUserRow & ProfileRow & {
-  session_id: string
-  expires_at: Date
-  remember_me: boolean
-  ip_address: string | null
-  user_agent: string | null
-  session_created_at: Date
-  session_updated_at: Date
-}>(
-  'session_lookup',
-  `select s.id as session_id, s.expires_at, s.remember_me, s.ip_address, s.user_agent,
-     s.created_at as session_created_at, s.updated_at as session_updated_at,
-     u.id, u.name, u.email, u.email_verified, u.image, u.role, u.plan, u.plan_expires_at,
-     u.created_at, u.updated_at,
-     u.birth_date, u.birth_time, u.birth_place, u.gender, u.locale, u.timezone
-   from "session" s join "user" u on u.id = s.user_id
-   where s.token_hash = $1`,
-)
+const toDatabaseSession = (s: StoredSession): DatabaseSession => ({
+  id: s.tokenHash,
+  userId: s.userId,
+  expiresAt: s.expiresAt,
+  attributes: {
+    publicId: s.id,
+    rememberMe: s.rememberMe,
+    ipAddress: s.ipAddress,
+    userAgent: s.userAgent,
+    createdAt: s.createdAt,
+    expiresAt: s.expiresAt,
+  },
+})
 
-export const hashToken = (token: string): string => createHash('sha256').update(token).digest('hex')
-
+/** lucia's storage interface over session/queries.ts. lucia calls setSession and deleteSession; the rest completes its contract. */
 class KyselySessionAdapter implements Adapter {
-  constructor(private readonly db: DB) {}
+  constructor(
+    private readonly db: DB,
+    private readonly clock: Clock,
+  ) {}
 
   async getSessionAndUser(tokenHash: string): Promise<[DatabaseSession | null, DatabaseUser | null]> {
-    const row = (await this.db.executeQuery(SESSION_LOOKUP([tokenHash]))).rows[0]
-    if (!row) return [null, null]
-    const session: DatabaseSession = {
-      id: tokenHash,
-      userId: row.id,
-      expiresAt: row.expires_at,
-      attributes: {
-        publicId: row.session_id,
-        rememberMe: row.remember_me,
-        ipAddress: row.ip_address,
-        userAgent: row.user_agent,
-        createdAt: row.session_created_at,
-        updatedAt: row.session_updated_at,
-      },
-    }
-    return [session, { id: row.id, attributes: { ...toSessionUser(row), profile: toProfile(row) } }]
+    const found = await findSessionByTokenHash(this.db, tokenHash)
+    return found ? [toDatabaseSession(found.session), { id: found.user.id, attributes: found.user }] : [null, null]
   }
 
   async getUserSessions(userId: string): Promise<DatabaseSession[]> {
-    const rows = await this.db.selectFrom('session').selectAll().where('user_id', '=', userId).execute()
-    return rows.map((r) => ({
-      id: r.token_hash,
-      userId: r.user_id,
-      expiresAt: r.expires_at,
-      attributes: { publicId: r.id, rememberMe: r.remember_me, ipAddress: r.ip_address, userAgent: r.user_agent },
-    }))
+    return (await sessionsOfUser(this.db, userId)).map(toDatabaseSession)
   }
 
   async setSession(session: DatabaseSession): Promise<void> {
     const a = session.attributes
-    await this.db
-      .insertInto('session')
-      .values({
-        id: a.publicId,
-        token_hash: session.id,
-        user_id: session.userId,
-        expires_at: a.rememberMe ? session.expiresAt : new Date(Date.now() + BROWSER_SESSION_MS),
-        remember_me: a.rememberMe,
-        ip_address: a.ipAddress,
-        user_agent: a.userAgent,
-      })
-      .execute()
+    await insertSession(this.db, {
+      id: a.publicId,
+      tokenHash: session.id,
+      userId: session.userId,
+      expiresAt: a.expiresAt,
+      createdAt: a.createdAt,
+      updatedAt: a.createdAt,
+      rememberMe: a.rememberMe,
+      ipAddress: a.ipAddress,
+      userAgent: a.userAgent,
+    })
   }
 
   async updateSessionExpiration(tokenHash: string, expiresAt: Date): Promise<void> {
-    // A browser session (rememberMe: false) slides by one day, a remembered one by the full lifetime.
-    await this.db
-      .updateTable('session')
-      .set({
-        // Typed casts: a bare parameter inside CASE arrives as text and Postgres refuses it.
-        expires_at: sql<Date>`case when remember_me then ${expiresAt}::timestamptz else ${new Date(Date.now() + BROWSER_SESSION_MS)}::timestamptz end`,
-        updated_at: new Date(),
-      })
-      .where('token_hash', '=', tokenHash)
-      .execute()
+    await setSessionExpiry(this.db, tokenHash, expiresAt, this.clock.now())
   }
 
   async deleteSession(tokenHash: string): Promise<void> {
-    await this.db.deleteFrom('session').where('token_hash', '=', tokenHash).execute()
+    await deleteSessionByTokenHash(this.db, tokenHash)
   }
 
   async deleteUserSessions(userId: string): Promise<void> {
@@ -167,72 +147,76 @@ class KyselySessionAdapter implements Adapter {
   }
 
   async deleteExpiredSessions(): Promise<void> {
-    await this.db.deleteFrom('session').where('expires_at', '<=', new Date()).execute()
+    await deleteExpiredSessions(this.db, this.clock.now())
   }
 }
 
 export class SessionManager {
   private readonly lucia: Lucia<DbSessionAttributes, SignedInUser>
-  readonly ttlMs: number
+  private readonly ttlMs: number
 
   constructor(
     private readonly db: DB,
+    private readonly clock: Clock,
     ttlDays: number,
   ) {
     this.ttlMs = ttlDays * 24 * 60 * 60 * 1000
-    this.lucia = new Lucia(new KyselySessionAdapter(db), {
+    this.lucia = new Lucia(new KyselySessionAdapter(db, clock), {
       sessionExpiresIn: new TimeSpan(ttlDays, 'd'),
       getSessionAttributes: (a) => a,
       getUserAttributes: (u) => u,
     })
   }
 
+  /** The end of a session started or renewed at `now`: a browser session (rememberMe: false) lasts a day. */
+  private expiryFrom(now: Date, rememberMe: boolean): Date {
+    return new Date(now.getTime() + (rememberMe ? this.ttlMs : BROWSER_SESSION_MS))
+  }
+
   /** A new session with a fresh token: called at every sign-in, so a planted token is never reused. */
   async create(
     userId: string,
-    options: { rememberMe: boolean; ipAddress?: string | null; userAgent?: string | null },
+    options: { rememberMe: boolean; ipAddress: string | null; userAgent: string | null },
   ): Promise<{ token: string; session: SessionView }> {
-    const token = randomBytes(32).toString('base64url')
-    const now = new Date()
-    const created = await this.lucia.createSession(
-      userId,
-      {
-        publicId: newId(),
-        rememberMe: options.rememberMe,
-        ipAddress: options.ipAddress ?? null,
-        userAgent: options.userAgent?.slice(0, 512) ?? null,
-      },
-      { sessionId: hashToken(token) },
-    )
-    return {
-      token,
-      session: {
-        id: created.publicId,
-        userId,
-        expiresAt: options.rememberMe ? created.expiresAt : new Date(now.getTime() + BROWSER_SESSION_MS),
-        createdAt: now,
-        updatedAt: now,
-        ipAddress: created.ipAddress,
-        userAgent: created.userAgent,
-      },
+    const token = newToken()
+    const now = this.clock.now()
+    const attributes: DbSessionAttributes = {
+      publicId: newId(),
+      rememberMe: options.rememberMe,
+      ipAddress: options.ipAddress,
+      userAgent: options.userAgent?.slice(0, 512) ?? null,
+      createdAt: now,
+      expiresAt: this.expiryFrom(now, options.rememberMe),
     }
+    await this.lucia.createSession(userId, attributes, { sessionId: hashToken(token) })
+    const { publicId, ipAddress, userAgent, expiresAt } = attributes
+    return { token, session: { id: publicId, userId, expiresAt, createdAt: now, updatedAt: now, ipAddress, userAgent } }
   }
 
-  /** Validates a token against the database on every call: a revoked session fails at once everywhere. */
+  /**
+   * Validates a token against the database on every call: a revoked session fails at once everywhere.
+   * lucia's rule on app.clock: a session is expired once `now >= expiresAt` (it is deleted), and is
+   * renewed when less than half of the lifetime is left. A browser session (one day) always is: each
+   * request moves its end a day ahead.
+   */
   async validate(token: string): Promise<ValidSession | null> {
-    const { session, user } = await this.lucia.validateSession(hashToken(token))
-    if (!session) return null
-    const view: SessionView & { rememberMe: boolean } = {
-      id: session.publicId,
-      userId: session.userId,
-      expiresAt: session.rememberMe || !session.fresh ? session.expiresAt : new Date(Date.now() + BROWSER_SESSION_MS),
-      createdAt: session.createdAt ?? new Date(),
-      updatedAt: session.fresh ? new Date() : (session.updatedAt ?? new Date()),
-      ipAddress: session.ipAddress,
-      userAgent: session.userAgent,
-      rememberMe: session.rememberMe,
+    const tokenHash = hashToken(token)
+    const found = await findSessionByTokenHash(this.db, tokenHash)
+    if (!found) return null
+    const { tokenHash: _, ...session } = found.session
+    const now = this.clock.now()
+    if (now.getTime() >= session.expiresAt.getTime()) {
+      await this.lucia.invalidateSession(tokenHash)
+      return null
     }
-    return { user, session: view, fresh: session.fresh && session.rememberMe }
+    const renew = now.getTime() >= session.expiresAt.getTime() - this.ttlMs / 2
+    if (renew) {
+      session.expiresAt = this.expiryFrom(now, session.rememberMe)
+      session.updatedAt = now
+      await setSessionExpiry(this.db, tokenHash, session.expiresAt, now)
+    }
+    // Only a remembered session's cookie carries the expiry; a browser session's cookie has none to renew.
+    return { user: found.user, session, fresh: renew && session.rememberMe }
   }
 
   async revokeByToken(token: string): Promise<void> {
@@ -240,13 +224,8 @@ export class SessionManager {
   }
 
   /** Revokes one session of a user by its public id; false when there is no such session of theirs. */
-  async revokeById(userId: string, publicId: string): Promise<boolean> {
-    const result = await this.db
-      .deleteFrom('session')
-      .where('id', '=', publicId)
-      .where('user_id', '=', userId)
-      .executeTakeFirst()
-    return result.numDeletedRows > 0n
+  revokeById(userId: string, publicId: string): Promise<boolean> {
+    return deleteSessionOfUser(this.db, userId, publicId)
   }
 
   /** Ends every session of the user, except the one with public id `exceptId` when given (endSessionsOfUser). */
@@ -254,22 +233,7 @@ export class SessionManager {
     return endSessionsOfUser(this.db, userId, { except: exceptId })
   }
 
-  async list(userId: string): Promise<SessionView[]> {
-    const rows = await this.db
-      .selectFrom('session')
-      .select(['id', 'user_id', 'expires_at', 'created_at', 'updated_at', 'ip_address', 'user_agent'])
-      .where('user_id', '=', userId)
-      .where('expires_at', '>', new Date())
-      .orderBy('created_at', 'desc')
-      .execute()
-    return rows.map((r) => ({
-      id: r.id,
-      userId: r.user_id,
-      expiresAt: r.expires_at,
-      createdAt: r.created_at,
-      updatedAt: r.updated_at,
-      ipAddress: r.ip_address,
-      userAgent: r.user_agent,
-    }))
+  list(userId: string): Promise<SessionView[]> {
+    return listLiveSessions(this.db, userId, this.clock.now())
   }
 }

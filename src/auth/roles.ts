@@ -2,11 +2,10 @@
 // command line, BOOTSTRAP_OWNER_EMAIL). Who may ask for what is the caller's business (the admin
 // service refuses owner changes through the API; the command line may set any role); what a
 // change does is decided here, so the paths cannot disagree.
-import type { Transaction } from 'kysely'
-import type { Database } from '../../db/schema.js'
-import { endSessionsOfUser } from '../auth/queries.js'
-import type { Role } from '../auth/tables.js'
+import type { Trx } from '../../db/index.js'
 import { recordAudit } from '../shared/audit.js'
+import { endSessionsOfUser, replaceRole } from './queries.js'
+import type { Role } from '../shared/roles.js'
 
 /** The privileges of each role, lowest first. A Record, so a new role must be ranked here. */
 const RANK: Record<Role, number> = { member: 0, admin: 1, owner: 2 }
@@ -15,7 +14,7 @@ const RANK: Record<Role, number> = { member: 0, admin: 1, owner: 2 }
  * A demotion is any loss of a privilege: admin -> member, owner -> member, and owner -> admin too
  * (an owner's sessions carry owner rights; the admin keeps none of them and signs in again).
  */
-export const isDemotion = (from: Role, to: Role): boolean => RANK[to] < RANK[from]
+const isDemotion = (from: Role, to: Role): boolean => RANK[to] < RANK[from]
 
 export interface RoleChange {
   userId: string
@@ -38,20 +37,19 @@ export interface RoleChange {
  * A caller that records no-op acts (the admin API) calls it with `from === to`; one that does not
  * (the command line, the bootstrap) skips the call.
  */
-export async function changeRole(trx: Transaction<Database>, change: RoleChange): Promise<{ sessionsRevoked: number }> {
+export async function changeRole(trx: Trx, change: RoleChange): Promise<{ sessionsRevoked: number }> {
   const { userId, from, to, now } = change
-  if (from !== to) {
-    const updated = await trx
-      .updateTable('user')
-      .set({ role: to, updated_at: now })
-      .where('id', '=', userId)
-      .where('role', '=', from) // the audit's `before` must be what was replaced
-      .executeTakeFirst()
-    if (updated.numUpdatedRows !== 1n) throw new Error(`changeRole: user ${userId} has no longer the role ${from}; lock the row first`)
+  // The audit's `before` must be what was replaced.
+  if (from !== to && !(await replaceRole(trx, userId, from, to, now))) {
+    throw new Error(`changeRole: user ${userId} has no longer the role ${from}; lock the row first`)
   }
   const sessionsRevoked = isDemotion(from, to) ? await endSessionsOfUser(trx, userId) : 0
   await recordAudit(trx, {
-    actorId: change.actorId, action: 'admin.user.role_changed', targetType: 'user', targetId: userId, ip: change.ip,
+    actorId: change.actorId,
+    action: 'admin.user.role_changed',
+    targetType: 'user',
+    targetId: userId,
+    ip: change.ip,
     details: { via: change.via, before: { role: from }, after: { role: to }, sessionsRevoked },
   })
   return { sessionsRevoked }

@@ -1,19 +1,11 @@
 // Single-use tokens for password reset and email verification. The token (256 random bits) goes
 // only into the emailed link; the `verification` table holds its SHA-256, so a database dump
 // yields no working link. Using a token deletes its row, inside the caller's transaction.
-import { randomBytes } from 'node:crypto'
-import type { Kysely, Transaction } from 'kysely'
-import type { Database } from '../../../db/schema.js'
-import { json } from '../../../db/index.js'
+import { json, type Executor, type Trx } from '../../../db/index.js'
 import { newId } from '../../shared/ids.js'
-import { hashToken } from '../session/sessions.js'
-import type { Executor } from '../../../db/index.js'
-
+import { hashToken, newToken } from '../tokens.js'
 
 export type VerificationPurpose = 'reset-password' | 'verify-email'
-
-export const RESET_TOKEN_TTL_MS = 60 * 60 * 1000
-export const VERIFY_TOKEN_TTL_MS = 24 * 60 * 60 * 1000
 
 export interface VerificationRecord {
   userId: string
@@ -25,9 +17,9 @@ export async function issueToken(
   db: Executor,
   purpose: VerificationPurpose,
   userId: string | null,
-  options: { now: Date; ttlMs: number; data?: Record<string, unknown> },
+  options: { expiresAt: Date; data?: Record<string, unknown> },
 ): Promise<string> {
-  const token = randomBytes(32).toString('base64url')
+  const token = newToken()
   await db
     .insertInto('verification')
     .values({
@@ -36,14 +28,19 @@ export async function issueToken(
       token_hash: hashToken(token),
       user_id: userId,
       data: json(options.data ?? {}),
-      expires_at: new Date(options.now.getTime() + options.ttlMs),
+      expires_at: options.expiresAt,
     })
     .execute()
   return token
 }
 
 /** The live record of a token without using it (to refuse a bad token before costly work). */
-export async function peekToken(db: Executor, purpose: VerificationPurpose, token: string, now: Date): Promise<VerificationRecord | null> {
+export async function peekToken(
+  db: Executor,
+  purpose: VerificationPurpose,
+  token: string,
+  now: Date,
+): Promise<VerificationRecord | null> {
   const row = await db
     .selectFrom('verification')
     .select(['user_id', 'data'])
@@ -58,18 +55,26 @@ export async function peekToken(db: Executor, purpose: VerificationPurpose, toke
  * Deletes the token and returns its record when it was live. The delete is the claim: of two
  * concurrent uses only one gets the row back. An expired token is deleted too, and yields null.
  */
-export async function consumeToken(trx: Transaction<Database>, purpose: VerificationPurpose, token: string, now: Date): Promise<VerificationRecord | null> {
+export async function consumeToken(
+  trx: Trx,
+  purpose: VerificationPurpose,
+  token: string,
+  now: Date,
+): Promise<VerificationRecord | null> {
   const row = await trx
     .deleteFrom('verification')
     .where('token_hash', '=', hashToken(token))
     .where('purpose', '=', purpose)
     .returning(['user_id', 'data', 'expires_at'])
     .executeTakeFirst()
-  if (!row || !row.user_id || row.expires_at.getTime() <= now.getTime()) return null
+  if (!row?.user_id || row.expires_at.getTime() <= now.getTime()) return null
   return { userId: row.user_id, data: row.data }
 }
 
-/** Ends every other pending token of that purpose (after a reset, older reset links die too). */
-export async function revokeTokens(trx: Transaction<Database>, purpose: VerificationPurpose, userId: string): Promise<void> {
-  await trx.deleteFrom('verification').where('purpose', '=', purpose).where('user_id', '=', userId).execute()
+/** Ends the user's pending tokens of that purpose, or of every purpose; returns how many ended. */
+export async function revokeTokens(trx: Trx, userId: string, purpose?: VerificationPurpose): Promise<number> {
+  let query = trx.deleteFrom('verification').where('user_id', '=', userId)
+  if (purpose !== undefined) query = query.where('purpose', '=', purpose)
+  const result = await query.executeTakeFirst()
+  return Number(result.numDeletedRows)
 }

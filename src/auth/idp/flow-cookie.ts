@@ -1,0 +1,60 @@
+// The identity provider flow's state, carried by the browser from the sign-in start to the callback
+// in a signed cookie (signed, never encrypted: no secret in it but the PKCE verifier, useless
+// without the code).
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { Config } from '../../config.js'
+import type { Clock } from '../../shared/clock.js'
+
+const FLOW_TTL_MS = 10 * 60 * 1000
+const BASE_NAME = 'idp_flow'
+
+export interface IdpFlow {
+  state: string
+  codeVerifier: string
+  nonce: string
+  callbackURL: string
+  errorCallbackURL: string
+  newUserCallbackURL: string
+  /** ms since the epoch */
+  expiresAt: number
+}
+
+export class FlowCookie {
+  private readonly name: string
+
+  constructor(
+    private readonly config: Config['auth'],
+    private readonly clock: Clock,
+  ) {
+    this.name = config.secureCookies ? `__Secure-${BASE_NAME}` : BASE_NAME
+  }
+
+  private attributes() {
+    // Lax: the provider's redirect back is a top-level GET navigation, which Lax lets through.
+    return { path: '/api/auth', httpOnly: true, sameSite: 'lax' as const, secure: this.config.secureCookies }
+  }
+
+  set(reply: FastifyReply, flow: Omit<IdpFlow, 'expiresAt'>): void {
+    const value: IdpFlow = { ...flow, expiresAt: this.clock.now().getTime() + FLOW_TTL_MS }
+    reply.setCookie(this.name, Buffer.from(JSON.stringify(value)).toString('base64url'), {
+      ...this.attributes(),
+      signed: true,
+      maxAge: FLOW_TTL_MS / 1000,
+    })
+  }
+
+  /** Reads and always clears the flow cookie: one callback per flow. Null when absent or forged. */
+  take(request: FastifyRequest, reply: FastifyReply): IdpFlow | null {
+    const raw = request.cookies[this.name]
+    if (raw === undefined) return null
+    reply.setCookie(this.name, '', { ...this.attributes(), maxAge: 0, expires: new Date(0) })
+    const unsigned = request.unsignCookie(raw)
+    if (!unsigned.valid || !unsigned.value) return null
+    try {
+      const flow = JSON.parse(Buffer.from(unsigned.value, 'base64url').toString('utf8')) as IdpFlow
+      return typeof flow.state === 'string' && typeof flow.expiresAt === 'number' ? flow : null
+    } catch {
+      return null
+    }
+  }
+}

@@ -1,0 +1,26 @@
+// The identity provider's accounts: rows of `account` with provider_id 'idp' and the provider's subject.
+import type { Trx } from '../../../db/index.js'
+
+export const IDP = 'idp'
+
+/** The user linked to the provider's subject `sub`. */
+export async function findUserBySubject(trx: Trx, sub: string): Promise<{ id: string; email: string } | undefined> {
+  return trx
+    .selectFrom('account')
+    .innerJoin('user', 'user.id', 'account.user_id')
+    .select(['user.id', 'user.email'])
+    .where('account.provider_id', '=', IDP)
+    .where('account.account_id', '=', sub)
+    .executeTakeFirst()
+}
+
+/** Removes every way into the user's account but the account `keepAccountId`; returns the kinds removed. */
+export async function deleteOtherAccounts(trx: Trx, userId: string, keepAccountId: string): Promise<string[]> {
+  const removed = await trx
+    .deleteFrom('account')
+    .where('user_id', '=', userId)
+    .where('id', '<>', keepAccountId)
+    .returning('provider_id')
+    .execute()
+  return removed.map((r) => r.provider_id)
+}

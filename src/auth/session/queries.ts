@@ -1,0 +1,128 @@
+// The `session` table. The token itself is never stored: a row is found by SHA-256(token), and
+// shown to clients by its public id.
+import type { Executor } from '../../../db/index.js'
+import { preparedStatement } from '../../../db/prepared.js'
+import { toProfile, toSessionUser, type ProfileRow, type SessionUserRow } from '../queries.js'
+import type { SessionView, SignedInUser } from './sessions.js'
+
+/** A session row as the session manager sees it: the public id, its token hash and its times. */
+export interface StoredSession extends SessionView {
+  tokenHash: string
+  rememberMe: boolean
+}
+
+// Runs on every request that carries a session cookie: a prepared statement (db/prepared.ts), one
+// indexed lookup by token hash joined to the whole user row, profile included.
+const SESSION_LOOKUP = preparedStatement<
+  SessionUserRow &
+    ProfileRow & {
+      session_id: string
+      expires_at: Date
+      remember_me: boolean
+      ip_address: string | null
+      user_agent: string | null
+      session_created_at: Date
+      session_updated_at: Date
+    }
+>(
+  'session_lookup',
+  `select s.id as session_id, s.expires_at, s.remember_me, s.ip_address, s.user_agent,
+     s.created_at as session_created_at, s.updated_at as session_updated_at,
+     u.id, u.name, u.email, u.email_verified, u.image, u.role, u.plan, u.plan_expires_at,
+     u.created_at, u.updated_at,
+     u.birth_date, u.birth_time, u.birth_place, u.gender, u.locale, u.timezone
+   from "session" s join "user" u on u.id = s.user_id
+   where s.token_hash = $1`,
+)
+
+/** The session with that token hash and its user (profile included), expired or not. */
+export async function findSessionByTokenHash(
+  db: Executor,
+  tokenHash: string,
+): Promise<{ session: StoredSession; user: SignedInUser } | undefined> {
+  const row = (await db.executeQuery(SESSION_LOOKUP([tokenHash]))).rows[0]
+  if (!row) return undefined
+  const session: StoredSession = {
+    id: row.session_id,
+    tokenHash,
+    userId: row.id,
+    expiresAt: row.expires_at,
+    createdAt: row.session_created_at,
+    updatedAt: row.session_updated_at,
+    ipAddress: row.ip_address,
+    userAgent: row.user_agent,
+    rememberMe: row.remember_me,
+  }
+  return { session, user: { ...toSessionUser(row), profile: toProfile(row) } }
+}
+
+export async function insertSession(db: Executor, session: StoredSession): Promise<void> {
+  await db
+    .insertInto('session')
+    .values({
+      id: session.id,
+      token_hash: session.tokenHash,
+      user_id: session.userId,
+      expires_at: session.expiresAt,
+      remember_me: session.rememberMe,
+      ip_address: session.ipAddress,
+      user_agent: session.userAgent,
+      created_at: session.createdAt,
+      updated_at: session.updatedAt,
+    })
+    .execute()
+}
+
+/** Every session of the user, expired ones included (what lucia's adapter interface asks for). */
+export async function sessionsOfUser(db: Executor, userId: string): Promise<StoredSession[]> {
+  const rows = await db.selectFrom('session').selectAll().where('user_id', '=', userId).execute()
+  return rows.map((r) => ({
+    id: r.id,
+    tokenHash: r.token_hash,
+    userId: r.user_id,
+    expiresAt: r.expires_at,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    ipAddress: r.ip_address,
+    userAgent: r.user_agent,
+    rememberMe: r.remember_me,
+  }))
+}
+
+/** The sessions of the user still live at `now`, newest first. */
+export async function listLiveSessions(db: Executor, userId: string, now: Date): Promise<SessionView[]> {
+  const rows = await db
+    .selectFrom('session')
+    .select(['id', 'user_id', 'expires_at', 'created_at', 'updated_at', 'ip_address', 'user_agent'])
+    .where('user_id', '=', userId)
+    .where('expires_at', '>', now)
+    .orderBy('created_at', 'desc')
+    .execute()
+  return rows.map((r) => ({
+    id: r.id,
+    userId: r.user_id,
+    expiresAt: r.expires_at,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    ipAddress: r.ip_address,
+    userAgent: r.user_agent,
+  }))
+}
+
+export async function setSessionExpiry(db: Executor, tokenHash: string, expiresAt: Date, now: Date): Promise<void> {
+  await db.updateTable('session').set({ expires_at: expiresAt, updated_at: now }).where('token_hash', '=', tokenHash).execute()
+}
+
+export async function deleteSessionByTokenHash(db: Executor, tokenHash: string): Promise<void> {
+  await db.deleteFrom('session').where('token_hash', '=', tokenHash).execute()
+}
+
+/** Deletes one session of the user by its public id; false when the user has no such session. */
+export async function deleteSessionOfUser(db: Executor, userId: string, publicId: string): Promise<boolean> {
+  const result = await db.deleteFrom('session').where('id', '=', publicId).where('user_id', '=', userId).executeTakeFirst()
+  return result.numDeletedRows > 0n
+}
+
+export async function deleteExpiredSessions(db: Executor, now: Date): Promise<void> {
+  await db.deleteFrom('session').where('expires_at', '<=', now).execute()
+}

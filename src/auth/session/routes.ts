@@ -1,0 +1,161 @@
+// The current session: read it, end it, list and revoke the user's sessions, and whoami. Under
+// /api/auth/* with better-auth 1.6's names and JSON shapes, so its client keeps working.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { ZodTypeProvider } from 'fastify-type-provider-zod'
+import { z } from 'zod'
+import { PUBLIC } from '../../shared/route-policy.js'
+import { contextOf } from '../../shared/context.js'
+import { currentUser } from '../guard.js'
+import { SessionSchema, toSessionJson, toUserJson, UserSchema } from '../schemas.js'
+import { ErrorSchema } from '../../shared/errors.js'
+import { PLANS } from '../tables.js'
+import { ROLES } from '../../shared/roles.js'
+import { revokeOtherSessions, revokeSession, startSession } from './service.js'
+
+const tags = ['auth']
+const Status = z.object({ status: z.literal(true) })
+
+/** Signs the request's browser in as `userId`: a new session, and its cookie on the reply. */
+export async function signInBrowser(
+  app: FastifyInstance,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  userId: string,
+  rememberMe: boolean,
+): Promise<void> {
+  const replacing = app.sessionCookie.read(request)
+  const { token, session } = await startSession({ db: app.db, sessions: app.sessions }, contextOf(request), {
+    userId,
+    rememberMe,
+    replacing,
+  })
+  app.sessionCookie.set(reply, token, { rememberMe, expiresAt: session.expiresAt })
+}
+
+export default async function sessionRoutes(fastify: FastifyInstance) {
+  const app = fastify.withTypeProvider<ZodTypeProvider>()
+  const deps = { db: app.db, sessions: app.sessions }
+
+  app.get(
+    '/api/auth/get-session',
+    {
+      config: { policy: PUBLIC },
+      schema: {
+        operationId: 'getSession',
+        tags,
+        summary: 'The current session and user, or null',
+        response: { 200: z.object({ session: SessionSchema, user: UserSchema }).nullable() },
+      },
+    },
+    async (request) => {
+      if (!request.user || !request.session) return null
+      return { session: toSessionJson(request.session), user: toUserJson(request.user) }
+    },
+  )
+
+  app.post(
+    '/api/auth/sign-out',
+    {
+      config: { policy: PUBLIC },
+      schema: {
+        operationId: 'signOut',
+        tags,
+        summary: 'End the current session (succeeds also without one)',
+        body: z.strictObject({}).nullish(),
+        response: { 200: z.object({ success: z.literal(true) }) },
+      },
+    },
+    async (request, reply) => {
+      const token = app.sessionCookie.read(request)
+      if (token) await app.sessions.revokeByToken(token)
+      app.sessionCookie.clear(reply)
+      return { success: true as const }
+    },
+  )
+
+  app.get(
+    '/api/auth/list-sessions',
+    {
+      schema: {
+        operationId: 'listSessions',
+        tags,
+        summary: 'The active sessions of the current user, newest first',
+        response: { 200: z.array(SessionSchema.extend({ current: z.boolean() })), 401: ErrorSchema },
+      },
+    },
+    async (request) => {
+      const sessions = await app.sessions.list(currentUser(request).id)
+      return sessions.map((s) => ({ ...toSessionJson(s), current: s.id === request.session!.id }))
+    },
+  )
+
+  app.post(
+    '/api/auth/revoke-session',
+    {
+      schema: {
+        operationId: 'revokeSession',
+        tags,
+        summary: "End one session of the current user by its public id (404 for an unknown id or another user's)",
+        body: z.strictObject({ id: z.string().min(1).max(64) }),
+        response: { 200: Status, 401: ErrorSchema, 404: ErrorSchema },
+      },
+    },
+    async (request, reply) => {
+      await revokeSession(deps, contextOf(request), currentUser(request).id, request.body.id)
+      if (request.body.id === request.session!.id) app.sessionCookie.clear(reply)
+      return { status: true as const }
+    },
+  )
+
+  app.post(
+    '/api/auth/revoke-other-sessions',
+    {
+      schema: {
+        operationId: 'revokeOtherSessions',
+        tags,
+        summary: 'End every session of the current user but this one',
+        body: z.strictObject({}).optional(),
+        response: { 200: Status, 401: ErrorSchema },
+      },
+    },
+    async (request) => {
+      await revokeOtherSessions(deps, contextOf(request), currentUser(request).id, request.session!.id)
+      return { status: true as const }
+    },
+  )
+
+  app.get(
+    '/api/v1/whoami',
+    {
+      schema: {
+        operationId: 'whoami',
+        tags: ['identity'],
+        summary: 'Who the current session belongs to',
+        response: {
+          200: z.object({
+            id: z.string(),
+            email: z.string(),
+            name: z.string(),
+            role: z.enum(ROLES),
+            plan: z.enum(PLANS),
+            emailVerified: z.boolean(),
+            sessionExpiresAt: z.string(),
+          }),
+          401: ErrorSchema,
+        },
+      },
+    },
+    async (request) => {
+      const user = currentUser(request)
+      return {
+        id: user.id,
+        email: user.email,
+        name: user.name,
+        role: user.role,
+        plan: user.plan,
+        emailVerified: user.emailVerified,
+        sessionExpiresAt: request.session!.expiresAt.toISOString(),
+      }
+    },
+  )
+}

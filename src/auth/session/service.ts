@@ -1,0 +1,67 @@
+// Starting and ending sessions: what a sign-in, a sign-out and a revocation do besides the cookie,
+// which stays with the routes (SessionCookie).
+import type { DB } from '../../../db/index.js'
+import { recordAudit } from '../../shared/audit.js'
+import type { RequestContext } from '../../shared/context.js'
+import { notFound } from '../../shared/errors.js'
+import type { SessionManager, SessionView } from './sessions.js'
+
+export interface SessionDeps {
+  db: DB
+  sessions: SessionManager
+}
+
+/**
+ * A new session for a sign-in, with a fresh token (no session fixation). `replacing` is the token
+ * of a cookie the request came with: its session ends.
+ */
+export async function startSession(
+  deps: SessionDeps,
+  ctx: RequestContext,
+  input: { userId: string; rememberMe: boolean; replacing: string | null },
+): Promise<{ token: string; session: SessionView }> {
+  if (input.replacing) await deps.sessions.revokeByToken(input.replacing)
+  const started = await deps.sessions.create(input.userId, {
+    rememberMe: input.rememberMe,
+    ipAddress: ctx.ip,
+    userAgent: ctx.userAgent,
+  })
+  await recordAudit(deps.db, {
+    actorId: input.userId,
+    action: 'auth.sign_in',
+    targetType: 'session',
+    targetId: started.session.id,
+    ip: ctx.ip,
+  })
+  return started
+}
+
+/** Ends one session of the user by its public id; 404 for an unknown id or another user's session. */
+export async function revokeSession(deps: SessionDeps, ctx: RequestContext, userId: string, sessionId: string): Promise<void> {
+  if (!(await deps.sessions.revokeById(userId, sessionId))) throw notFound('Session')
+  await recordAudit(deps.db, {
+    actorId: userId,
+    action: 'auth.session_revoked',
+    targetType: 'session',
+    targetId: sessionId,
+    ip: ctx.ip,
+  })
+}
+
+/** Ends every session of the user but `currentSessionId`. */
+export async function revokeOtherSessions(
+  deps: SessionDeps,
+  ctx: RequestContext,
+  userId: string,
+  currentSessionId: string,
+): Promise<void> {
+  const ended = await deps.sessions.revokeAll(userId, currentSessionId)
+  await recordAudit(deps.db, {
+    actorId: userId,
+    action: 'auth.other_sessions_revoked',
+    targetType: 'user',
+    targetId: userId,
+    ip: ctx.ip,
+    details: { ended },
+  })
+}

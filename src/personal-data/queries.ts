@@ -1,0 +1,69 @@
+import { sql, type Kysely } from 'kysely'
+import type { Trx } from '../../db/index.js'
+
+/**
+ * Every table that holds records about a user, and how to find them. A new domain that stores
+ * user data adds one line here (test/personal-data/personal-data.test.ts lists the tables it expects).
+ */
+const SECTIONS = [
+  { key: 'sessions', table: 'session', owner: 'user_id', order: 'created_at' },
+  { key: 'accounts', table: 'account', owner: 'user_id', order: 'created_at' },
+  { key: 'verifications', table: 'verification', owner: 'user_id', order: 'created_at' },
+  { key: 'journalEntries', table: 'journal_entry', owner: 'user_id', order: 'created_at' },
+  { key: 'compatibilityResults', table: 'compatibility_result', owner: 'user_id', order: 'created_at' },
+  { key: 'deepInsightsPurchases', table: 'deep_insights_purchase', owner: 'user_id', order: 'created_at' },
+  { key: 'payments', table: 'payment', owner: 'user_id', order: 'created_at' },
+  { key: 'usageCounters', table: 'usage_counter', owner: 'user_id', order: 'period_start' },
+  { key: 'consents', table: 'consent_record', owner: 'user_id', order: 'created_at' },
+  { key: 'auditEvents', table: 'audit_event', owner: ['actor_id', 'target_id'], order: 'at' },
+] as const satisfies ReadonlyArray<{ key: string; table: string; owner: string | readonly string[]; order: string }>
+
+export type SectionKey = (typeof SECTIONS)[number]['key']
+export const SECTION_KEYS: readonly SectionKey[] = SECTIONS.map((s) => s.key)
+export const EXPORTED_TABLES: readonly string[] = SECTIONS.map((s) => s.table)
+
+export type Row = Record<string, unknown>
+
+/** The user's row and the rows of every section, every column as stored. */
+export async function readPersonalData(trx: Trx, userId: string): Promise<{ user: Row; sections: Record<SectionKey, Row[]> }> {
+  // Sections are read generically by table name.
+  // biome-ignore lint/suspicious/noExplicitAny: the export reads every table of the user generically, by name
+  const db = trx as unknown as Kysely<any>
+  const user: Row = await db.selectFrom('user').selectAll().where('id', '=', userId).executeTakeFirstOrThrow()
+  const sections = {} as Record<SectionKey, Row[]>
+  for (const section of SECTIONS) {
+    const owners: readonly string[] = typeof section.owner === 'string' ? [section.owner] : section.owner
+    sections[section.key] = await db
+      .selectFrom(section.table)
+      .selectAll()
+      .where((eb) => eb.or(owners.map((column) => eb(column, '=', userId))))
+      .orderBy(section.order)
+      .execute()
+  }
+  return { user, sections }
+}
+
+/**
+ * What outlives the account loses what points to the person. Consents stay as the record of what
+ * was agreed to, no longer tied to a person or a device. Payments stay for the books; explicit
+ * rather than left to ON DELETE SET NULL, so erasure never depends on how a foreign key was
+ * declared. The audit log keeps ids (accountability) but not the email address, wherever it
+ * appears (a failed sign-in, an admin's search): every JSON string equal to it becomes "[deleted]".
+ */
+export async function anonymiseKeptRecords(trx: Trx, user: { id: string; email: string }): Promise<void> {
+  await trx
+    .updateTable('consent_record')
+    .set({ user_id: null, ip: null, user_agent: null })
+    .where('user_id', '=', user.id)
+    .execute()
+  await trx.updateTable('payment').set({ user_id: null }).where('user_id', '=', user.id).execute()
+  const quoted = JSON.stringify(user.email)
+  await sql`
+    update audit_event set details = replace(details::text, ${quoted}, '"[deleted]"')::jsonb
+    where strpos(details::text, ${quoted}) > 0`.execute(trx)
+}
+
+/** The cascade removes sessions, accounts, verifications, journal, results and usage. */
+export async function deleteUser(trx: Trx, userId: string): Promise<void> {
+  await trx.deleteFrom('user').where('id', '=', userId).execute()
+}

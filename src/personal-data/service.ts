@@ -1,0 +1,89 @@
+// The user's personal data (GDPR): everything held about them as one document, and erasure.
+import type { DB } from '../../db/index.js'
+import type { PasswordHasher } from '../auth/password/password.js'
+import { findPasswordHash } from '../auth/queries.js'
+import type { SessionUser } from '../auth/session/sessions.js'
+import { recordAudit } from '../shared/audit.js'
+import type { Clock } from '../shared/clock.js'
+import type { RequestContext } from '../shared/context.js'
+import { AppError, forbidden } from '../shared/errors.js'
+import { anonymiseKeptRecords, deleteUser, readPersonalData, type Row, type SectionKey } from './queries.js'
+
+export interface PersonalDataDeps {
+  db: DB
+  clock: Clock
+  hasher: PasswordHasher
+}
+
+/** Rows with camelCase keys and their Date values; no secret column. */
+export type PersonalData = { exportedAt: Date; profile: Row } & Record<SectionKey, Row[]>
+
+// Never exported: the session token hash, password hashes, provider tokens, any secret.
+const SECRET_COLUMN = /(^|_)(hash|token|secret)s?($|_)|password_hash/
+
+const camel = (column: string) => column.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase())
+
+function withoutSecrets(row: Row): Row {
+  return Object.fromEntries(
+    Object.entries(row)
+      .filter(([column]) => !SECRET_COLUMN.test(column))
+      .map(([column, value]) => [camel(column), value]),
+  )
+}
+
+export async function exportMyData(deps: PersonalDataDeps, ctx: RequestContext, user: SessionUser): Promise<PersonalData> {
+  return deps.db.transaction().execute(async (trx) => {
+    const { user: profile, sections } = await readPersonalData(trx, user.id)
+    const document: Record<string, unknown> = { exportedAt: deps.clock.now(), profile: withoutSecrets(profile) }
+    for (const [key, rows] of Object.entries(sections)) document[key] = rows.map(withoutSecrets)
+    await recordAudit(trx, {
+      actorId: user.id,
+      action: 'personal_data.exported',
+      targetType: 'user',
+      targetId: user.id,
+      ip: ctx.ip,
+    })
+    return document as PersonalData
+  })
+}
+
+/** An account without a password proves itself by a recent sign-in instead. */
+const RECENT_SIGN_IN_MS = 10 * 60 * 1000
+
+const invalidPassword = () => new AppError(401, 'INVALID_PASSWORD', 'Password is incorrect')
+
+/**
+ * Deletes the account of `user`, signed in with `session`. The cascade removes sessions, accounts,
+ * verifications, journal, results and usage; payments and consents stay with user_id set NULL
+ * (anonymised); the audit event of the deletion keeps only the id.
+ */
+export async function deleteMyAccount(
+  deps: PersonalDataDeps,
+  ctx: RequestContext,
+  user: SessionUser,
+  session: { createdAt: Date },
+  password: string | undefined,
+): Promise<void> {
+  // The service must always keep an operator: an owner is removed from the command line.
+  if (user.role === 'owner') throw forbidden('An owner account cannot be deleted through the API')
+  const passwordHash = await findPasswordHash(deps.db, user.id)
+  const confirmed = passwordHash
+    ? password !== undefined && (await deps.hasher.verify(passwordHash, password))
+    : deps.clock.now().getTime() - session.createdAt.getTime() < RECENT_SIGN_IN_MS
+  if (!confirmed) {
+    await recordAudit(deps.db, {
+      actorId: user.id,
+      action: 'account.delete_refused',
+      targetType: 'user',
+      targetId: user.id,
+      ip: ctx.ip,
+    })
+    throw invalidPassword()
+  }
+  await deps.db.transaction().execute(async (trx) => {
+    await anonymiseKeptRecords(trx, user)
+    await deleteUser(trx, user.id)
+    // No ip, no email: the event must not put back the personal data the deletion removed.
+    await recordAudit(trx, { actorId: user.id, action: 'account.deleted', targetType: 'user', targetId: user.id })
+  })
+}

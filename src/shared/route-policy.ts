@@ -1,0 +1,27 @@
+// What a route declares about who may call it and how (its `config.policy`); enforced for the route
+// that matched by src/plugins/route-policy.ts. Every domain's routes use this vocabulary.
+import type { Role } from './roles.js'
+
+/** The named per-IP budgets a route may add to the global one (plugins/rate-limit.ts counts them). */
+export type IpBudget = 'signIn' | 'signUp'
+/** The named per-email budgets, counted once the body is parsed. */
+export type EmailBudget = 'signIn' | 'mail'
+
+export interface RoutePolicy {
+  /** Who may call: anyone, any signed-in user (the default), or a signed-in user with one of the roles. */
+  access?: 'public' | 'session' | { roles: readonly Role[] }
+  /**
+   * `false` exempts the route from the origin rule. Only for public routes that authenticate the
+   * caller otherwise (the payment gateways' signed webhooks).
+   */
+  checkOrigin?: false
+  /** Budgets on top of the global per-IP one; `global: false` only for health probes and metrics. */
+  rateLimit?: { global?: false; perIp?: IpBudget; perEmail?: EmailBudget }
+  /** The route checks the current password: wrong answers are limited per account. */
+  reverifiesPassword?: true
+  /** Responses may be stored by caches (the public API document); every other response is no-store. */
+  cacheable?: true
+}
+
+export const PUBLIC: RoutePolicy = Object.freeze({ access: 'public' })
+export const ADMIN: RoutePolicy = Object.freeze({ access: Object.freeze({ roles: Object.freeze(['admin', 'owner'] as const) }) })
