@@ -2,7 +2,7 @@
 import { PGlite } from '@electric-sql/pglite'
 import { Kysely, PGliteDialect, PostgresDialect, sql, type Transaction } from 'kysely'
 import pg from 'pg'
-import { listenPglite, listenPostgres, type Listener, type ListenOptions } from './notifications.js'
+import { listenPglite, listenPostgres, type Listener, type ListenOptions, type PostgresListener } from './notifications.js'
 import { PreparingClient } from './prepared.js'
 import type { Database } from './schema.js'
 
@@ -66,6 +66,16 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
     pool.on('connect', (client) => {
       client.on('error', (err) => options.onPoolError?.(err))
     })
+    // A connection that wrote to a watched table is back in the pool, its transaction over: every
+    // listener of this process fences, so that this process hears its own write before it trusts
+    // what it remembers again (db/notifications.ts).
+    const listeners = new Set<PostgresListener>()
+    pool.on('release', (_err, client) => {
+      const preparing = client as unknown as PreparingClient
+      if (!preparing.wroteWatchedTable) return
+      preparing.wroteWatchedTable = false
+      for (const listener of listeners) listener.fence()
+    })
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
     return {
       db,
@@ -73,7 +83,16 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
       ping: (timeoutMs = 1000) => withTimeout(sql`select 1`.execute(db), timeoutMs),
       close: () => db.destroy(),
       poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
-      listen: (listenOptions) => listenPostgres(options.url!, listenOptions),
+      listen: (listenOptions) => {
+        const listener = listenPostgres(options.url!, listenOptions)
+        listeners.add(listener)
+        const close = listener.close
+        listener.close = () => {
+          listeners.delete(listener)
+          return close()
+        }
+        return listener
+      },
     }
   }
   const dataDir = options.pgliteDir === 'memory://' ? undefined : options.pgliteDir

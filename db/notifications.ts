@@ -3,7 +3,16 @@
 // mode) would lose it, so the listener is a dedicated pg.Client, never one from the pool. When that
 // connection fails it says so (`onState(false)`) at once and comes back with backoff; a heartbeat
 // catches a connection that died without closing (a half-open TCP link, a server that went away).
-// PGlite (one process, one in-process connection) has its own listen() and cannot go away.
+// PGlite (one process, one in-process connection) has its own listen() and cannot go away; it calls
+// the listener before the writing statement's promise resolves, so a write is heard at once.
+//
+// Hearing one's own writes: on PostgreSQL the listener hears a notification a moment after the
+// commit that sent it, so a request right after a write on this very process could still see what
+// the write changed. So the pool tells the listener whenever a connection that wrote to a watched
+// table goes back to the pool (after its commit); the listener then sends a "fence" notification
+// of its own and is not `current` until it hears it back. Notifications arrive in commit order, so
+// by then it has heard everything the write caused.
+import { randomBytes } from 'node:crypto'
 import type { PGlite } from '@electric-sql/pglite'
 import pg from 'pg'
 
@@ -17,8 +26,33 @@ export interface ListenOptions {
 
 export interface Listener {
   readonly listening: boolean
+  /** Listening, and every write of this process to a watched table has been heard back. */
+  readonly current: boolean
+  /**
+   * Moves on every notification heard, every fence sent and every change of state: a value read
+   * before a database read and found unchanged after it means nothing was heard in between.
+   */
+  readonly version: number
   close(): Promise<void>
 }
+
+/**
+ * True for a statement that may fire the change triggers (migrations/0008_session_cache.ts): an
+ * UPDATE, DELETE or TRUNCATE of "user" or "session", or an upsert into them. A plain INSERT fires
+ * none. Reading the SQL text errs on the side of a fence too many, which costs one notification.
+ */
+export function writesWatchedTable(text: string): boolean {
+  return WATCHED_WRITE.test(text) || (WATCHED_INSERT.test(text) && UPSERT.test(text))
+}
+
+const TABLE = String.raw`\s+(?:only\s+)?(?:table\s+)?"?(?:user|session)"?(?![\w$])`
+const WATCHED_WRITE = new RegExp(String.raw`\b(?:update|delete\s+from|truncate)${TABLE}`, 'i')
+const WATCHED_INSERT = new RegExp(String.raw`\binsert\s+into${TABLE}`, 'i')
+const UPSERT = /\bdo\s+update\b/i
+
+const FENCE = 'fence:'
+/** A fence not heard back within this time means the connection does not hear: it is replaced. */
+const FENCE_TIMEOUT_MS = 2_000
 
 const BACKOFF_MIN_MS = 100
 const BACKOFF_MAX_MS = 5_000
@@ -26,15 +60,28 @@ const HEARTBEAT_MS = 5_000
 
 const quoteIdent = (name: string) => `"${name.replaceAll('"', '""')}"`
 
-export function listenPostgres(url: string, options: ListenOptions): Listener {
+/** The PostgreSQL listener, with the fence the pool asks for after a watched write. */
+export interface PostgresListener extends Listener {
+  fence(): void
+}
+
+export function listenPostgres(url: string, options: ListenOptions): PostgresListener {
   let client: pg.Client | undefined
   let listening = false
   let closed = false
+  let version = 0
   let backoff = BACKOFF_MIN_MS
   let retry: NodeJS.Timeout | undefined
   let heartbeat: NodeJS.Timeout | undefined
+  // This listener's fences: other instances hear them too and ignore them.
+  const tag = `${FENCE}${randomBytes(6).toString('hex')}:`
+  let fences = 0
+  const pending = new Map<string, NodeJS.Timeout>()
 
   const setListening = (value: boolean) => {
+    version++
+    for (const timer of pending.values()) clearTimeout(timer)
+    pending.clear()
     if (listening === value) return
     listening = value
     options.onState(value)
@@ -56,10 +103,22 @@ export function listenPostgres(url: string, options: ListenOptions): Listener {
     }
   }
 
+  const hear = (payload: string) => {
+    version++
+    if (!payload.startsWith(FENCE)) return options.onMessage(payload)
+    const timer = pending.get(payload)
+    if (timer) {
+      clearTimeout(timer)
+      pending.delete(payload)
+    }
+  }
+
   const connect = async () => {
     if (closed) return
     const current = new pg.Client({
       connectionString: url,
+      // Found by name in pg_stat_activity (operators, the listener-kill test).
+      application_name: `listen ${options.channel}`,
       keepAlive: true,
       connectionTimeoutMillis: 2_000,
       query_timeout: 3_000,
@@ -68,7 +127,7 @@ export function listenPostgres(url: string, options: ListenOptions): Listener {
     current.on('error', (err) => drop(current, err))
     current.on('end', () => drop(current, new Error('listener connection ended')))
     current.on('notification', (message) => {
-      if (message.channel === options.channel && message.payload !== undefined) options.onMessage(message.payload)
+      if (message.channel === options.channel && message.payload !== undefined) hear(message.payload)
     })
     try {
       await current.connect()
@@ -91,6 +150,23 @@ export function listenPostgres(url: string, options: ListenOptions): Listener {
     get listening() {
       return listening
     },
+    get current() {
+      return listening && pending.size === 0
+    },
+    get version() {
+      return version
+    },
+    fence() {
+      const current = client
+      if (!listening || !current) return // not current anyway; a new connection starts from nothing
+      version++
+      const payload = `${tag}${++fences}`
+      const timer = setTimeout(() => drop(current, new Error('a fence notification was not heard back')), FENCE_TIMEOUT_MS)
+      timer.unref()
+      pending.set(payload, timer)
+      // Sent on the listening connection itself: a session hears its own notifications.
+      current.query('select pg_notify($1, $2)', [options.channel, payload]).catch((err: Error) => drop(current, err))
+    },
     async close() {
       closed = true
       clearTimeout(retry)
@@ -103,24 +179,39 @@ export function listenPostgres(url: string, options: ListenOptions): Listener {
 export function listenPglite(pglite: PGlite, options: ListenOptions): Listener {
   let listening = false
   let closed = false
-  const subscribed = pglite.listen(options.channel, options.onMessage).then(
-    (unsubscribe) => {
-      if (closed) return unsubscribe
-      listening = true
-      options.onState(true)
-      return unsubscribe
-    },
-    (err: Error) => {
-      options.onError?.(err)
-      return undefined
-    },
-  )
+  let version = 0
+  const subscribed = pglite
+    .listen(options.channel, (payload) => {
+      version++
+      options.onMessage(payload)
+    })
+    .then(
+      (unsubscribe) => {
+        if (closed) return unsubscribe
+        version++
+        listening = true
+        options.onState(true)
+        return unsubscribe
+      },
+      (err: Error) => {
+        options.onError?.(err)
+        return undefined
+      },
+    )
   return {
     get listening() {
       return listening
     },
+    // PGlite calls the listener before the writing statement resolves: nothing is ever in flight.
+    get current() {
+      return listening
+    },
+    get version() {
+      return version
+    },
     async close() {
       closed = true
+      version++
       if (listening) options.onState(false)
       listening = false
       const unsubscribe = await subscribed

@@ -10,6 +10,7 @@
 // max_prepared_statements set (docs/operations.md, "Scaling out").
 import { CompiledQuery } from 'kysely'
 import pg from 'pg'
+import { writesWatchedTable } from './notifications.js'
 
 /** SQL text -> statement name. Filled at module load by `preparedStatement`. */
 const names = new Map<string, string>()
@@ -27,8 +28,14 @@ export function preparedStatement<Row>(name: string, text: string): (parameters:
   return (parameters) => ({ ...template, parameters })
 }
 
-/** A pg client that executes the declared statements by name (pool option `Client`). */
+/**
+ * The pool's client (pool option `Client`): executes the declared statements by name, and remembers
+ * a write to a table whose changes are announced (db/notifications.ts), so that the pool can tell
+ * the listener when the connection goes back (db/index.ts).
+ */
 export class PreparingClient extends pg.Client {
+  wroteWatchedTable = false
+
   // Kysely calls query(text, parameters); any other call shape passes through untouched.
   // (`any`: pg's query has a dozen overloads, and this forwards all of them.)
   // biome-ignore lint/suspicious/noExplicitAny: forwards every overload of pg's query unchanged
@@ -36,6 +43,7 @@ export class PreparingClient extends pg.Client {
     if (args.length === 2 && typeof args[0] === 'string') {
       const name = names.get(args[0])
       if (name) return super.query({ name, text: args[0], values: args[1] })
+      if (!this.wroteWatchedTable && writesWatchedTable(args[0])) this.wroteWatchedTable = true
     }
     // biome-ignore lint/suspicious/noExplicitAny: as above
     return (super.query as (...a: any[]) => any)(...args)

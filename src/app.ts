@@ -19,6 +19,7 @@ import { HashPool } from './auth/password/hash-pool.js'
 import { PasswordHasher } from './auth/password/password.js'
 import sessionRoutes from './auth/session/routes.js'
 import { SessionManager } from './auth/session/sessions.js'
+import { SessionCache } from './auth/session/cache.js'
 import type { Config } from './config.js'
 import { systemClock, type Clock } from './shared/clock.js'
 import consentRoutes from './consent/routes.js'
@@ -56,6 +57,7 @@ declare module 'fastify' {
     clock: Clock
     hasher: PasswordHasher
     sessions: SessionManager
+    sessionCache: SessionCache
     sessionCookie: SessionCookie
     /** True once shutdown began: new requests get 503. */
     closing: boolean
@@ -118,11 +120,16 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   app.decorate('database', database)
   app.decorate('db', database.db)
   app.decorate('clock', deps.clock ?? systemClock)
-  const sessions = new SessionManager(database.db, app.clock, config.auth.sessionTtlDays)
+  const sessionCache = new SessionCache(config.auth.sessionCacheSize)
+  sessionCache.listen(database.listen, (err) =>
+    app.log.warn({ err: { message: err.message } }, 'session cache listener: connection lost, the cache is bypassed'),
+  )
+  const sessions = new SessionManager(database.db, app.clock, config.auth.sessionTtlDays, sessionCache)
   const sessionCookie = new SessionCookie(config.auth, app.clock)
   const hashPool = new HashPool(config.hashing.maxConcurrency, config.hashing.maxQueue)
   app.decorate('hasher', new PasswordHasher(hashPool))
   app.decorate('sessions', sessions)
+  app.decorate('sessionCache', sessionCache)
   app.decorate('sessionCookie', sessionCookie)
   app.decorate('closing', false)
 
@@ -139,6 +146,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   app.addHook('onClose', async () => {
     await handlers.drained()
     await hashPool.close()
+    await sessionCache.close()
     if (!deps.database) await database.close()
   })
 

@@ -44,6 +44,7 @@ const envSchema = z.object({
   AUTH_TRUSTED_ORIGIN: originList.default([]),
   WEB_ORIGIN: optionalString.pipe(httpUrl.optional()),
   SESSION_TTL_DAYS: int(1, 365).default(30),
+  SESSION_CACHE_SIZE: int(0, 10_000_000).default(100_000),
   PURGE_INTERVAL_SECONDS: int(0, 86400).default(3600),
   REQUIRE_EMAIL_VERIFICATION: bool.default(false),
   BOOTSTRAP_OWNER_EMAIL: optionalString.pipe(z.email().optional()),
@@ -98,6 +99,8 @@ export interface Config {
     trustedOrigins: string[]
     webOrigin: string
     sessionTtlDays: number
+    /** Sessions kept in memory per process (auth/session/cache.ts); 0 turns the cache off. */
+    sessionCacheSize: number
     requireEmailVerification: boolean
     bootstrapOwnerEmail?: string
   }
@@ -185,6 +188,7 @@ export function loadConfig(
       trustedOrigins,
       webOrigin,
       sessionTtlDays: e.SESSION_TTL_DAYS,
+      sessionCacheSize: e.SESSION_CACHE_SIZE,
       requireEmailVerification: e.REQUIRE_EMAIL_VERIFICATION,
       bootstrapOwnerEmail: e.BOOTSTRAP_OWNER_EMAIL?.toLowerCase(),
     },

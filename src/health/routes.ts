@@ -9,12 +9,22 @@ const HealthBody = z.object({
   status: z.enum(['ok', 'degraded', 'unavailable']).describe('degraded: serving, but Redis is down'),
   database: z.enum(['ok', 'down']),
   redis: z.enum(['ok', 'down', 'disabled']).describe('disabled when REDIS_URL is not set'),
+  sessionCache: z
+    .enum(['listening', 'bypassed', 'disabled'])
+    .describe(
+      'bypassed: its change listener is not connected, every session is read from the database; disabled: SESSION_CACHE_SIZE=0',
+    ),
   version: z.string(),
   uptimeSeconds: z.number(),
 })
 
 // Probed by load balancers and monitors, which carry no session; throttling them would fail health checks.
 const PROBE: RoutePolicy = { access: 'public', rateLimit: { global: false } }
+
+function sessionCacheStatus(app: FastifyInstance): 'listening' | 'bypassed' | 'disabled' {
+  if (app.config.auth.sessionCacheSize === 0) return 'disabled'
+  return app.sessionCache.listening ? 'listening' : 'bypassed'
+}
 
 export default async function healthRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>()
@@ -33,13 +43,14 @@ export default async function healthRoutes(fastify: FastifyInstance) {
     async (_request, reply) => {
       const uptimeSeconds = Math.round(process.uptime())
       const redis = redisStatus(app.redis)
+      const sessionCache = sessionCacheStatus(app)
       try {
         await app.database.ping(1000)
         const status = redis === 'down' ? ('degraded' as const) : ('ok' as const)
-        return { status, database: 'ok' as const, redis, version: VERSION, uptimeSeconds }
+        return { status, database: 'ok' as const, redis, sessionCache, version: VERSION, uptimeSeconds }
       } catch {
         reply.code(503).header('retry-after', '5')
-        return { status: 'unavailable' as const, database: 'down' as const, redis, version: VERSION, uptimeSeconds }
+        return { status: 'unavailable' as const, database: 'down' as const, redis, sessionCache, version: VERSION, uptimeSeconds }
       }
     },
   )

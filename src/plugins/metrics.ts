@@ -51,6 +51,43 @@ export default fp(
       },
     })
 
+    // The session cache (auth/session/cache.ts) counts in plain numbers on its hot path; they are
+    // read here only when scraped.
+    const cache = app.sessionCache
+    for (const [name, stat, help] of [
+      ['session_cache_hits_total', 'hits', 'Session lookups answered from memory'],
+      ['session_cache_misses_total', 'misses', 'Session lookups that read the database while the cache was usable'],
+      ['session_cache_evictions_total', 'evictions', 'Sessions dropped to keep the cache within SESSION_CACHE_SIZE'],
+      ['session_cache_invalidations_total', 'invalidations', 'Change notifications heard from PostgreSQL'],
+    ] as const) {
+      let reported = 0
+      new Counter({
+        name,
+        help,
+        registers: [register],
+        collect() {
+          this.inc(cache.stats[stat] - reported)
+          reported = cache.stats[stat]
+        },
+      })
+    }
+    new Gauge({
+      name: 'session_cache_entries',
+      help: 'Sessions held in memory now',
+      registers: [register],
+      collect() {
+        this.set(cache.size)
+      },
+    })
+    new Gauge({
+      name: 'session_cache_listening',
+      help: '1 while the change listener is connected and listening (the cache is used), else 0',
+      registers: [register],
+      collect() {
+        this.set(cache.listening ? 1 : 0)
+      },
+    })
+
     app.addHook('onResponse', async (request, reply) => {
       // The route pattern, never the raw URL: ids would explode the label cardinality.
       const labels = { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) }

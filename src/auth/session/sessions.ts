@@ -17,6 +17,7 @@ import { endSessionsOfUser, type Profile } from '../queries.js'
 import type { Plan } from '../tables.js'
 import type { Role } from '../../shared/roles.js'
 import { hashToken, newToken } from '../tokens.js'
+import type { CachedSession, SessionCache } from './cache.js'
 import {
   deleteExpiredSessions,
   deleteSessionByTokenHash,
@@ -159,6 +160,8 @@ export class SessionManager {
     private readonly db: DB,
     private readonly clock: Clock,
     ttlDays: number,
+    /** Validated sessions in memory (cache.ts); without one, every lookup reads the database. */
+    private readonly cache?: SessionCache,
   ) {
     this.ttlMs = ttlDays * 24 * 60 * 60 * 1000
     this.lucia = new Lucia(new KyselySessionAdapter(db, clock), {
@@ -194,33 +197,48 @@ export class SessionManager {
   }
 
   /**
-   * Validates a token against the database on every call: a revoked session fails at once everywhere.
+   * Validates a token: from memory when the cache holds it (cache.ts says why that is as strict as
+   * the database: a revoked session fails on the next request everywhere), else from the database.
    * lucia's rule on app.clock: a session is expired once `now >= expiresAt` (it is deleted), and is
-   * renewed when less than half of the lifetime is left. A browser session (one day) always is: each
-   * request moves its end a day ahead.
+   * renewed when less than half of its own lifetime is left (30 days, or a day for a browser
+   * session), so a renewal writes once per half-lifetime and reads never invalidate the cache.
    */
   async validate(token: string): Promise<ValidSession | null> {
     const tokenHash = hashToken(token)
-    const found = await findSessionByTokenHash(this.db, tokenHash)
+    const found = await this.lookup(tokenHash)
     if (!found) return null
     const { tokenHash: _, ...session } = found.session
     const now = this.clock.now()
     if (now.getTime() >= session.expiresAt.getTime()) {
+      this.cache?.forget(tokenHash)
       await this.lucia.invalidateSession(tokenHash)
       return null
     }
-    const renew = now.getTime() >= session.expiresAt.getTime() - this.ttlMs / 2
+    const lifetime = session.rememberMe ? this.ttlMs : BROWSER_SESSION_MS
+    const renew = now.getTime() >= session.expiresAt.getTime() - lifetime / 2
     if (renew) {
       session.expiresAt = this.expiryFrom(now, session.rememberMe)
       session.updatedAt = now
+      this.cache?.forget(tokenHash)
       await setSessionExpiry(this.db, tokenHash, session.expiresAt, now)
     }
     // Only a remembered session's cookie carries the expiry; a browser session's cookie has none to renew.
     return { user: found.user, session, fresh: renew && session.rememberMe }
   }
 
+  private async lookup(tokenHash: string): Promise<CachedSession | undefined> {
+    const cached = this.cache?.get(tokenHash)
+    if (cached) return cached
+    const ticket = this.cache?.ticket()
+    const found = await findSessionByTokenHash(this.db, tokenHash)
+    if (found && ticket !== undefined) this.cache!.put(tokenHash, found, ticket)
+    return found
+  }
+
   async revokeByToken(token: string): Promise<void> {
-    await this.lucia.invalidateSession(hashToken(token))
+    const tokenHash = hashToken(token)
+    this.cache?.forget(tokenHash)
+    await this.lucia.invalidateSession(tokenHash)
   }
 
   /** Revokes one session of a user by its public id; false when there is no such session of theirs. */

@@ -1,0 +1,131 @@
+// Validated sessions kept in memory, so that a request with a session costs no database round trip,
+// while a revoked session still fails on the very next request on every instance.
+//
+// PostgreSQL says when a cached row stops being true: triggers on "session" and "user"
+// (migrations/0008_session_cache.ts) NOTIFY this channel on every update and delete, whoever
+// writes, and each process LISTENs on a connection of its own (db/notifications.ts). The cache is
+// used only while that listener is `current`: listening, and having heard back every write this
+// process made. While it is not (not yet connected, reconnecting, a write of ours in flight), every
+// lookup goes to the database, and a lost connection empties the cache, since notifications missed
+// while it was down are never replayed.
+//
+// A lookup that read the database while a notification arrived must not cache what it read (it may
+// be what the notification just invalidated): it is cached only when the listener's version did not
+// move in between.
+import type { Listener, ListenOptions } from '../../../db/notifications.js'
+import type { StoredSession } from './queries.js'
+import type { SignedInUser } from './sessions.js'
+
+/** The channel the triggers notify (the name is also written in the migration). */
+export const SESSION_CACHE_CHANNEL = 'auth_cache'
+
+export interface CachedSession {
+  session: StoredSession
+  user: SignedInUser
+}
+
+export interface SessionCacheStats {
+  hits: number
+  misses: number
+  evictions: number
+  invalidations: number
+}
+
+const NO_TICKET = -1
+
+export class SessionCache {
+  // A Map iterates in insertion order: a hit moves its entry to the end, so the first is the least recently used.
+  private readonly entries = new Map<string, CachedSession>()
+  private readonly byUser = new Map<string, Set<string>>()
+  private listener: Listener | undefined
+  readonly stats: SessionCacheStats = { hits: 0, misses: 0, evictions: 0, invalidations: 0 }
+
+  constructor(private readonly maxEntries: number) {}
+
+  /** Starts listening; until the listener is current, the cache is bypassed. */
+  listen(open: (options: ListenOptions) => Listener, onError: (err: Error) => void): void {
+    if (this.maxEntries === 0) return
+    this.listener = open({
+      channel: SESSION_CACHE_CHANNEL,
+      onMessage: (payload) => this.invalidate(payload),
+      // Down or up again: whatever was cached may have changed unheard.
+      onState: () => this.clear(),
+      onError,
+    })
+  }
+
+  get listening(): boolean {
+    return this.listener?.listening ?? false
+  }
+
+  get size(): number {
+    return this.entries.size
+  }
+
+  private get usable(): boolean {
+    return this.listener?.current ?? false
+  }
+
+  get(tokenHash: string): CachedSession | undefined {
+    if (!this.usable) return undefined
+    const hit = this.entries.get(tokenHash)
+    if (!hit) {
+      this.stats.misses++
+      return undefined
+    }
+    this.stats.hits++
+    this.entries.delete(tokenHash)
+    this.entries.set(tokenHash, hit)
+    return hit
+  }
+
+  /** Taken before the database is read; `put` caches the row only if nothing was heard since. */
+  ticket(): number {
+    return this.usable ? this.listener!.version : NO_TICKET
+  }
+
+  put(tokenHash: string, value: CachedSession, ticket: number): void {
+    if (ticket === NO_TICKET || !this.usable || this.listener!.version !== ticket) return
+    // Shared by every request of this session from now on: nobody may change it.
+    Object.freeze(value.session)
+    Object.freeze(value.user.profile)
+    Object.freeze(value.user)
+    this.forget(tokenHash)
+    this.entries.set(tokenHash, value)
+    const tokens = this.byUser.get(value.user.id)
+    if (tokens) tokens.add(tokenHash)
+    else this.byUser.set(value.user.id, new Set([tokenHash]))
+    while (this.entries.size > this.maxEntries) {
+      this.forget(this.entries.keys().next().value!)
+      this.stats.evictions++
+    }
+  }
+
+  /** Drops one session; the request that ended or renewed it does this at once, the trigger for everyone else. */
+  forget(tokenHash: string): void {
+    const entry = this.entries.get(tokenHash)
+    if (!entry) return
+    this.entries.delete(tokenHash)
+    const tokens = this.byUser.get(entry.user.id)
+    tokens?.delete(tokenHash)
+    if (tokens?.size === 0) this.byUser.delete(entry.user.id)
+  }
+
+  private invalidate(payload: string): void {
+    this.stats.invalidations++
+    if (payload.startsWith('s:')) this.forget(payload.slice(2))
+    else if (payload.startsWith('u:')) {
+      for (const tokenHash of this.byUser.get(payload.slice(2)) ?? []) this.forget(tokenHash)
+    } else this.clear() // '*', or anything this version does not know: forgetting is always safe
+  }
+
+  clear(): void {
+    this.entries.clear()
+    this.byUser.clear()
+  }
+
+  async close(): Promise<void> {
+    await this.listener?.close()
+    this.clear()
+  }
+}
