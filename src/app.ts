@@ -152,20 +152,21 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
 
   // Hooks run in registration order: this one, then the route policy (origin and CORS, rate
   // limits, session, access). The headers are set first, so every answer carries them, errors too.
-  app.addHook('onRequest', async (request, reply) => {
+  // Hooks on every request take Fastify's callback form: no promise where there is nothing to await.
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id)
     reply.header('x-content-type-options', 'nosniff')
     // Sessions, credentials and personal data must never sit in a shared or browser cache.
     if (!policyOf(request).cacheable) reply.header('cache-control', 'no-store')
-    if (app.closing) {
-      reply.header('connection', 'close')
-      throw serviceUnavailable('The service is shutting down', 5)
-    }
+    if (!app.closing) return done()
+    reply.header('connection', 'close')
+    done(serviceUnavailable('The service is shutting down', 5))
   })
   // A request that was in flight when shutdown began: its keep-alive connection must end with the
   // response, or server.close() waits for the client's idle timeout before the process can exit.
-  app.addHook('onSend', async (_request, reply) => {
+  app.addHook('onSend', (_request, reply, payload, done) => {
     if (app.closing) reply.header('connection', 'close')
+    done(null, payload)
   })
 
   await app.register(errorHandling)

@@ -88,11 +88,23 @@ export default fp(
       },
     })
 
-    app.addHook('onResponse', async (request, reply) => {
+    // One pair of labelled children per (method, route, status), found by one string key: prom-client
+    // would otherwise hash the label object twice on every request.
+    const series = new Map<string, { count: ReturnType<typeof requests.labels>; latency: ReturnType<typeof duration.labels> }>()
+    app.addHook('onResponse', (request, reply, done) => {
       // The route pattern, never the raw URL: ids would explode the label cardinality.
-      const labels = { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) }
-      requests.inc(labels)
-      duration.observe(labels, reply.elapsedTime / 1000)
+      const route = request.is404 ? 'unmatched' : request.routeOptions.url!
+      const status = String(reply.statusCode)
+      const key = `${request.method} ${status} ${route}`
+      let children = series.get(key)
+      if (!children) {
+        const labels = { method: request.method, route, status }
+        children = { count: requests.labels(labels), latency: duration.labels(labels) }
+        series.set(key, children)
+      }
+      children.count.inc()
+      children.latency.observe(reply.elapsedTime / 1000)
+      done()
     })
 
     const allowed = (request: FastifyRequest): boolean => {

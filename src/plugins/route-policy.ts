@@ -23,6 +23,10 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     policy?: RoutePolicy
   }
+  interface FastifyRequest {
+    /** The matched route's policy, read once per request by policyOf. */
+    policy: RoutePolicy | null
+  }
   interface FastifyInstance {
     trustedOrigins: ReadonlySet<string>
     /** Where client-supplied redirect targets may lead (redirect.ts). */
@@ -40,8 +44,9 @@ export interface RegisteredRoute {
 }
 
 export function policyOf(request: FastifyRequest): RoutePolicy {
-  if (request.is404) return NOT_FOUND
-  return request.routeOptions.config.policy ?? DEFAULT
+  // Kept on the request: every hook asks, and Fastify builds a new routeOptions object per read.
+  request.policy ??= request.is404 ? NOT_FOUND : (request.routeOptions.config.policy ?? DEFAULT)
+  return request.policy
 }
 
 /** Throws at start-up for a policy that cannot be right: a typo must not fall back to a default. */
@@ -90,6 +95,7 @@ export default fp(
     const { loadSession } = opts
     app.decorate('trustedOrigins', trusted)
     app.decorate('redirectRules', { base: opts.webOrigin, trustedOrigins: trusted })
+    app.decorateRequest('policy', null)
 
     const routes: RegisteredRoute[] = []
     app.decorate('registeredRoutes', routes)
@@ -180,8 +186,8 @@ export default fp(
     })
 
     // Budgets that need the parsed body or the signed-in account, before the handler does any work.
-    app.addHook('preHandler', async (request) => {
-      const policy = policyOf(request)
+    // Most routes declare neither: they pass without a promise.
+    const budgetsBeforeHandler = async (request: FastifyRequest, policy: RoutePolicy): Promise<void> => {
       const perEmail = policy.rateLimit?.perEmail
       if (perEmail && emailOf(request)) {
         const { exceeded, retryAfter } = await app.rateLimits.perEmail[perEmail](request)
@@ -194,6 +200,11 @@ export default fp(
         if (retryAfter > 0) throw rateLimited(retryAfter)
         passwordAttempts.set(request, 'claimed')
       }
+    }
+    app.addHook('preHandler', (request, _reply, done) => {
+      const policy = policyOf(request)
+      if (!policy.rateLimit?.perEmail && !policy.reverifiesPassword) return done()
+      budgetsBeforeHandler(request, policy).then(() => done(), done)
     })
 
     // Only a wrong answer to "your current password" keeps its claim; any other outcome (right
@@ -204,8 +215,9 @@ export default fp(
         passwordAttempts.set(request, 'wrong')
       }
     })
-    app.addHook('onResponse', async (request) => {
-      if (passwordAttempts.get(request) === 'claimed') await app.rateLimits.passwordChecks.refund(request.user!.id)
+    app.addHook('onResponse', (request, _reply, done) => {
+      if (passwordAttempts.get(request) !== 'claimed') return done()
+      app.rateLimits.passwordChecks.refund(request.user!.id).then(() => done(), done)
     })
   },
   { name: 'route-policy', dependencies: ['@fastify/cookie', 'rate-limit'] },
