@@ -1,4 +1,4 @@
-// API.md §3: trusted origins, the CSRF rule and hand-written CORS.
+// Trusted origins, the CSRF rule and hand-written CORS (docs/http-contract.md, "Trusted origins, CSRF and CORS").
 import t, { type Test } from 'tap'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
