@@ -23,7 +23,7 @@ const SECONDS = Number(values.seconds)
 const SESSIONS = Number(values.sessions)
 const SECRET = 'bench-secret-0123456789-0123456789-0123456789' // bench/lib.ts serverEnv's AUTH_SECRET
 
-const db = await createDatabase('session-soak')
+const db = await createDatabase('session_soak')
 const env: Record<string, string> = { DATABASE_URL: db.url }
 if (values['cache-size']) env.SESSION_CACHE_SIZE = values['cache-size']
 const server = await startServer(env)
