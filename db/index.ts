@@ -84,13 +84,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
       close: () => db.destroy(),
       poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
       listen: (listenOptions) => {
-        const listener = listenPostgres(options.url!, listenOptions)
+        const listener = listenPostgres(options.url!, listenOptions, () => listeners.delete(listener))
         listeners.add(listener)
-        const close = listener.close
-        listener.close = () => {
-          listeners.delete(listener)
-          return close()
-        }
         return listener
       },
     }

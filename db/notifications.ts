@@ -65,7 +65,8 @@ export interface PostgresListener extends Listener {
   fence(): void
 }
 
-export function listenPostgres(url: string, options: ListenOptions): PostgresListener {
+/** `onClose` runs when the listener is closed (the pool stops asking it to fence). */
+export function listenPostgres(url: string, options: ListenOptions, onClose?: () => void): PostgresListener {
   let client: pg.Client | undefined
   let listening = false
   let closed = false
@@ -169,6 +170,7 @@ export function listenPostgres(url: string, options: ListenOptions): PostgresLis
     },
     async close() {
       closed = true
+      onClose?.()
       clearTimeout(retry)
       const current = client
       if (current) drop(current)

@@ -12,18 +12,18 @@ import { CompiledQuery } from 'kysely'
 import pg from 'pg'
 import { writesWatchedTable } from './notifications.js'
 
-/** SQL text -> statement name. Filled at module load by `preparedStatement`. */
-const names = new Map<string, string>()
+/** SQL text -> statement name, and whether it writes a watched table. Filled at module load by `preparedStatement`. */
+const names = new Map<string, { name: string; watched: boolean }>()
 
 /**
  * Declares a statement that the pg driver prepares by `name`. Returns a function that makes the
  * Kysely query to run (`db.executeQuery(statement([a, b]))`, with `db` or a transaction).
  */
 export function preparedStatement<Row>(name: string, text: string): (parameters: readonly unknown[]) => CompiledQuery<Row> {
-  for (const [known, knownName] of names) {
-    if (knownName === name && known !== text) throw new Error(`prepared statement "${name}" is declared twice`)
+  for (const [known, declared] of names) {
+    if (declared.name === name && known !== text) throw new Error(`prepared statement "${name}" is declared twice`)
   }
-  names.set(text, name)
+  names.set(text, { name, watched: writesWatchedTable(text) })
   const template = CompiledQuery.raw(text) as CompiledQuery<Row>
   return (parameters) => ({ ...template, parameters })
 }
@@ -41,9 +41,9 @@ export class PreparingClient extends pg.Client {
   // biome-ignore lint/suspicious/noExplicitAny: forwards every overload of pg's query unchanged
   override query(...args: any[]): any {
     if (args.length === 2 && typeof args[0] === 'string') {
-      const name = names.get(args[0])
-      if (name) return super.query({ name, text: args[0], values: args[1] })
-      if (!this.wroteWatchedTable && writesWatchedTable(args[0])) this.wroteWatchedTable = true
+      const declared = names.get(args[0])
+      if (declared ? declared.watched : !this.wroteWatchedTable && writesWatchedTable(args[0])) this.wroteWatchedTable = true
+      if (declared) return super.query({ name: declared.name, text: args[0], values: args[1] })
     }
     // biome-ignore lint/suspicious/noExplicitAny: as above
     return (super.query as (...a: any[]) => any)(...args)

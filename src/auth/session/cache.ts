@@ -88,6 +88,7 @@ export class SessionCache {
     if (ticket === NO_TICKET || !this.usable || this.listener!.version !== ticket) return
     // Shared by every request of this session from now on: nobody may change it.
     Object.freeze(value.session)
+    if (value.user.profile.birthPlace) Object.freeze(value.user.profile.birthPlace)
     Object.freeze(value.user.profile)
     Object.freeze(value.user)
     this.forget(tokenHash)
