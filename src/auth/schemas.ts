@@ -42,8 +42,22 @@ export const SessionSchema = z
   })
   .meta({ id: 'Session' })
 
+/** What the routes that only act answer: better-auth's `{ status: true }`. */
+export const Status = z.object({ status: z.literal(true) })
+
+export const WhoamiSchema = z.object({
+  id: z.string(),
+  email: z.string(),
+  name: z.string(),
+  role: z.enum(ROLES),
+  plan: z.enum(PLANS),
+  emailVerified: z.boolean(),
+  sessionExpiresAt: z.string(),
+})
+
 export type UserJson = z.infer<typeof UserSchema>
 export type SessionJson = z.infer<typeof SessionSchema>
+type WhoamiJson = z.infer<typeof WhoamiSchema>
 
 export function toUserJson(u: SessionUser): UserJson {
   return {
@@ -69,5 +83,17 @@ export function toSessionJson(s: SessionView): SessionJson {
     updatedAt: s.updatedAt.toISOString(),
     ipAddress: s.ipAddress,
     userAgent: s.userAgent,
+  }
+}
+
+export function toWhoamiJson(u: SessionUser, s: Pick<SessionView, 'expiresAt'>): WhoamiJson {
+  return {
+    id: u.id,
+    email: u.email,
+    name: u.name,
+    role: u.role,
+    plan: u.plan,
+    emailVerified: u.emailVerified,
+    sessionExpiresAt: s.expiresAt.toISOString(),
   }
 }

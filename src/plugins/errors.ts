@@ -34,7 +34,7 @@ const DB_DOWN_CODES = new Set([
 const DB_DOWN_MESSAGE =
   /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|database did not answer|PGlite is closed|Connection ended|Query read timeout/i
 
-export function isDatabaseDown(err: unknown): boolean {
+function isDatabaseDown(err: unknown): boolean {
   if (!err || typeof err !== 'object') return false
   const e = err as { code?: unknown; message?: unknown; errors?: unknown[] }
   if (typeof e.code === 'string' && DB_DOWN_CODES.has(e.code)) return true
@@ -44,7 +44,7 @@ export function isDatabaseDown(err: unknown): boolean {
 
 // SQLSTATE class 22 (data exception: a NUL byte, invalid text for a type, a number out of range)
 // and 54001 (a JSON value nested too deep) come from what the client sent, not from a bug.
-export function isRejectedInput(err: unknown): boolean {
+function isRejectedInput(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code
   return typeof code === 'string' && /^(22[0-9A-Z]{3}|54001)$/.test(code)
 }
@@ -129,7 +129,7 @@ function fromFastifyError(err: FastifyError): AppError | undefined {
   return undefined
 }
 
-export function sendError(reply: FastifyReply, error: AppError): FastifyReply {
+function sendError(reply: FastifyReply, error: AppError): FastifyReply {
   if (error.retryAfter !== undefined) reply.header('retry-after', String(error.retryAfter))
   const body: ErrorBody = { code: error.code, status: error.status, message: error.message }
   if (error.data) body.data = error.data

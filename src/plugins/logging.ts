@@ -49,7 +49,7 @@ const SENSITIVE_KEYS = [
   'webhookSecret',
 ]
 
-export const REDACT_PATHS = [
+const REDACT_PATHS = [
   'req.headers.cookie',
   'req.headers.authorization',
   'res.headers["set-cookie"]',

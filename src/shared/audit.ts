@@ -1,8 +1,6 @@
 // The audit log: written in the same transaction as the act it records. Never a password, token or secret.
-import type { Kysely, Transaction } from 'kysely'
-import type { Database } from '../../db/schema.js'
-import { json } from '../../db/index.js'
-import { newId } from './ids.js'
+import type { Executor } from '../../db/index.js'
+import { insertAuditEvent } from './audit-queries.js'
 
 export interface AuditEvent {
   actorId: string | null
@@ -28,17 +26,13 @@ function scrub(value: unknown): unknown {
   return value
 }
 
-export async function recordAudit(db: Kysely<Database> | Transaction<Database>, event: AuditEvent): Promise<void> {
-  await db
-    .insertInto('audit_event')
-    .values({
-      id: newId(),
-      actor_id: event.actorId,
-      action: event.action,
-      target_type: event.targetType ?? null,
-      target_id: event.targetId ?? null,
-      ip: event.ip ?? null,
-      details: json(scrub(event.details ?? {})),
-    })
-    .execute()
+export async function recordAudit(db: Executor, event: AuditEvent): Promise<void> {
+  await insertAuditEvent(db, {
+    actorId: event.actorId,
+    action: event.action,
+    targetType: event.targetType ?? null,
+    targetId: event.targetId ?? null,
+    ip: event.ip ?? null,
+    details: scrub(event.details ?? {}),
+  })
 }

@@ -11,7 +11,7 @@ export interface Viewer {
   role: Role
 }
 
-export const canModerate = (user: Viewer): boolean => user.role === 'admin' || user.role === 'owner'
+const canModerate = (user: Viewer): boolean => user.role === 'admin' || user.role === 'owner'
 
 /**
  * Lets `viewer` see a record owned by `ownerId`, or throws 404 (never 403: a member must not

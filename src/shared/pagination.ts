@@ -28,7 +28,7 @@ export const exactTime = (column: string): RawBuilder<string> =>
   sql<string>`to_char(${sql.ref(column)} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`
 
 /** The cursor's timestamp as a query value, compared in the database at full precision. */
-export const cursorTime = (cursor: Cursor): RawBuilder<Date> => sql<Date>`${cursor.at}::timestamptz`
+const cursorTime = (cursor: Cursor): RawBuilder<Date> => sql<Date>`${cursor.at}::timestamptz`
 
 const BASE64URL = /^[A-Za-z0-9_-]+$/
 const EXACT_ISO = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3})(\d{3})?Z$/
@@ -41,13 +41,13 @@ const CursorBody = z.strictObject({
     .regex(/^[\x21-\x7e]+$/),
 })
 
-export function encodeCursor(at: Date | string, id: string): string {
+function encodeCursor(at: Date | string, id: string): string {
   const c = typeof at === 'string' ? at : at.toISOString()
   return Buffer.from(JSON.stringify({ c, i: id })).toString('base64url')
 }
 
 /** Only the exact encoding we produce is accepted: anything else is a forged or garbled cursor. */
-export function decodeCursor(raw: string): Cursor | null {
+function decodeCursor(raw: string): Cursor | null {
   if (!BASE64URL.test(raw)) return null
   const buffer = Buffer.from(raw, 'base64url')
   if (buffer.toString('base64url') !== raw) return null

@@ -14,7 +14,7 @@ export interface RedirectRules {
 // C0 and C1 control characters, DEL and the backslash: refused rather than guessed at.
 const UNSAFE = /[\u0000-\u001f\u007f-\u009f\\]/
 
-export const invalidCallbackUrl = (field: string) =>
+const invalidCallbackUrl = (field: string) =>
   new AppError(403, 'INVALID_CALLBACK_URL', `${field} is not a URL on a trusted origin`)
 
 /**

@@ -88,7 +88,7 @@ t.test("without a locale the profile's locale decides, else English", async (t) 
   t.equal((await prompt(bob.cookie, '?date=2026-06-02&locale=en')).locale, 'en', 'the query wins over the profile')
 })
 
-t.test('bad prompt queries are 400, and no session is 401', async (t) => {
+t.test('bad prompt queries are 400', async (t) => {
   for (const query of [
     '?date=2026-02-30',
     '?date=today',
@@ -102,6 +102,4 @@ t.test('bad prompt queries are 400, and no session is 401', async (t) => {
     t.equal(res.statusCode, 400, query)
     t.equal(res.json().code, 'VALIDATION_ERROR')
   }
-  const anonymous = await call(app, 'GET', `${PROMPT}?date=2026-06-01`)
-  t.equal(anonymous.statusCode, 401)
 })

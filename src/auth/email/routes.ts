@@ -10,7 +10,7 @@ import { contextOf } from '../../shared/context.js'
 import { AppError } from '../../shared/errors.js'
 import { resolveOptionalRedirect } from '../../shared/redirect.js'
 import { currentUser } from '../guard.js'
-import { CallbackUrl, Email, Password, UserSchema, toUserJson } from '../schemas.js'
+import { CallbackUrl, Email, Password, Status, UserSchema, toUserJson } from '../schemas.js'
 import { ErrorSchema } from '../../shared/errors.js'
 import { signInBrowser } from '../session/routes.js'
 import {
@@ -28,7 +28,6 @@ import {
 } from './service.js'
 
 const tags = ['auth']
-const Status = z.object({ status: z.literal(true) })
 const Token = z.string().min(1).max(256)
 
 export default async function emailRoutes(fastify: FastifyInstance) {

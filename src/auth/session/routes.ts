@@ -6,14 +6,11 @@ import { z } from 'zod'
 import { PUBLIC } from '../../shared/route-policy.js'
 import { contextOf } from '../../shared/context.js'
 import { currentUser } from '../guard.js'
-import { SessionSchema, toSessionJson, toUserJson, UserSchema } from '../schemas.js'
+import { SessionSchema, Status, toSessionJson, toUserJson, toWhoamiJson, UserSchema, WhoamiSchema } from '../schemas.js'
 import { ErrorSchema } from '../../shared/errors.js'
-import { PLANS } from '../tables.js'
-import { ROLES } from '../../shared/roles.js'
 import { revokeOtherSessions, revokeSession, startSession } from './service.js'
 
 const tags = ['auth']
-const Status = z.object({ status: z.literal(true) })
 
 /** Signs the request's browser in as `userId`: a new session, and its cookie on the reply. */
 export async function signInBrowser(
@@ -131,31 +128,9 @@ export default async function sessionRoutes(fastify: FastifyInstance) {
         operationId: 'whoami',
         tags: ['identity'],
         summary: 'Who the current session belongs to',
-        response: {
-          200: z.object({
-            id: z.string(),
-            email: z.string(),
-            name: z.string(),
-            role: z.enum(ROLES),
-            plan: z.enum(PLANS),
-            emailVerified: z.boolean(),
-            sessionExpiresAt: z.string(),
-          }),
-          401: ErrorSchema,
-        },
+        response: { 200: WhoamiSchema, 401: ErrorSchema },
       },
     },
-    async (request) => {
-      const user = currentUser(request)
-      return {
-        id: user.id,
-        email: user.email,
-        name: user.name,
-        role: user.role,
-        plan: user.plan,
-        emailVerified: user.emailVerified,
-        sessionExpiresAt: request.session!.expiresAt.toISOString(),
-      }
-    },
+    async (request) => toWhoamiJson(currentUser(request), request.session!),
   )
 }
