@@ -143,16 +143,21 @@ t.test('one instance', async (t) => {
     offset = 0
   })
 
-  t.test('the cache holds at most SESSION_CACHE_SIZE sessions, least recently used out first', async (t) => {
+  t.test('the cache holds at most SESSION_CACHE_SIZE sessions; the oldest unused one goes first', async (t) => {
     const small = await buildTestApp({ env: { SESSION_CACHE_SIZE: '2' } })
     await listening(small)
-    const users = [await signUp(small), await signUp(small), await signUp(small)]
-    for (const user of users) await whoami(small, user)
+    const [a, b, c] = [await signUp(small), await signUp(small), await signUp(small)]
+    await whoami(small, a) // cached
+    await whoami(small, b) // cached
+    await whoami(small, a) // a hit: a is in use
+    await whoami(small, c) // cached; one must go, and it is b, not the older but used a
     t.equal(small.sessionCache.size, 2)
-    t.ok(small.sessionCache.stats.evictions >= 1)
-    const before = small.sessionCache.stats.misses
-    t.equal((await whoami(small, users[0]!)).statusCode, 200, 'an evicted session is read again')
-    t.equal(small.sessionCache.stats.misses, before + 1)
+    t.equal(small.sessionCache.stats.evictions, 1)
+    const before = { hits: hits(small), misses: small.sessionCache.stats.misses }
+    t.equal((await whoami(small, a)).statusCode, 200)
+    t.equal(hits(small), before.hits + 1, 'the session in use stayed')
+    t.equal((await whoami(small, b)).statusCode, 200, 'an evicted session is read again')
+    t.equal(small.sessionCache.stats.misses, before.misses + 1)
   })
 
   t.test('SESSION_CACHE_SIZE=0 turns it off: every request reads the database', async (t) => {

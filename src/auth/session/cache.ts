@@ -33,9 +33,19 @@ export interface SessionCacheStats {
 
 const NO_TICKET = -1
 
+/** An entry and its "used since the eviction sweep last passed it" bit (the CLOCK algorithm). */
+interface Slot {
+  value: CachedSession
+  used: boolean
+}
+
 export class SessionCache {
-  // A Map iterates in insertion order: a hit moves its entry to the end, so the first is the least recently used.
-  private readonly entries = new Map<string, CachedSession>()
+  // Bounded by the CLOCK algorithm, an approximation of least-recently-used: a hit only sets its
+  // slot's `used` bit, and eviction walks from the oldest entry (a Map iterates in insertion order),
+  // giving each used entry a second chance at the end. Moving the entry to the end on every hit, as
+  // an exact LRU does, churned the Map's hash table: a new multi-megabyte table every few seconds
+  // under load, which the old generation kept until its next full collection.
+  private readonly entries = new Map<string, Slot>()
   private readonly byUser = new Map<string, Set<string>>()
   private listener: Listener | undefined
   readonly stats: SessionCacheStats = { hits: 0, misses: 0, evictions: 0, invalidations: 0 }
@@ -68,15 +78,14 @@ export class SessionCache {
 
   get(tokenHash: string): CachedSession | undefined {
     if (!this.usable) return undefined
-    const hit = this.entries.get(tokenHash)
-    if (!hit) {
+    const slot = this.entries.get(tokenHash)
+    if (!slot) {
       this.stats.misses++
       return undefined
     }
     this.stats.hits++
-    this.entries.delete(tokenHash)
-    this.entries.set(tokenHash, hit)
-    return hit
+    slot.used = true
+    return slot.value
   }
 
   /** Taken before the database is read; `put` caches the row only if nothing was heard since. */
@@ -92,24 +101,33 @@ export class SessionCache {
     Object.freeze(value.user.profile)
     Object.freeze(value.user)
     this.forget(tokenHash)
-    this.entries.set(tokenHash, value)
+    this.entries.set(tokenHash, { value, used: false })
     const tokens = this.byUser.get(value.user.id)
     if (tokens) tokens.add(tokenHash)
     else this.byUser.set(value.user.id, new Set([tokenHash]))
     while (this.entries.size > this.maxEntries) {
-      this.forget(this.entries.keys().next().value!)
-      this.stats.evictions++
+      const [oldest, slot] = this.entries.entries().next().value!
+      if (slot.used) {
+        // A second chance: to the end, its bit cleared. Terminates: every pass clears one bit.
+        slot.used = false
+        this.entries.delete(oldest)
+        this.entries.set(oldest, slot)
+      } else {
+        this.forget(oldest)
+        this.stats.evictions++
+      }
     }
   }
 
   /** Drops one session; the request that ended or renewed it does this at once, the trigger for everyone else. */
   forget(tokenHash: string): void {
-    const entry = this.entries.get(tokenHash)
-    if (!entry) return
+    const slot = this.entries.get(tokenHash)
+    if (!slot) return
     this.entries.delete(tokenHash)
-    const tokens = this.byUser.get(entry.user.id)
+    const userId = slot.value.user.id
+    const tokens = this.byUser.get(userId)
     tokens?.delete(tokenHash)
-    if (tokens?.size === 0) this.byUser.delete(entry.user.id)
+    if (tokens?.size === 0) this.byUser.delete(userId)
   }
 
   private invalidate(payload: string): void {
