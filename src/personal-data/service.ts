@@ -1,5 +1,5 @@
 // The user's personal data (GDPR): everything held about them as one document, and erasure.
-import type { DB } from '../../db/index.js'
+import type { DB, Trx } from '../../db/index.js'
 import type { PasswordHasher } from '../auth/password/password.js'
 import { findPasswordHash } from '../auth/queries.js'
 import type { SessionUser } from '../auth/session/sessions.js'
@@ -52,11 +52,25 @@ const RECENT_SIGN_IN_MS = 10 * 60 * 1000
 
 const invalidPassword = () => new AppError(401, 'INVALID_PASSWORD', 'Password is incorrect')
 
+/** The service must always keep an operator: an owner is removed from the command line. */
+export function assertDeletable(user: Pick<SessionUser, 'role'>): void {
+  if (user.role === 'owner') throw forbidden('An owner account cannot be deleted through the API')
+}
+
 /**
- * Deletes the account of `user`, signed in with `session`. The cascade removes sessions, accounts,
- * verifications, journal, results and usage; payments and consents stay with user_id set NULL
- * (anonymised); the audit event of the deletion keeps only the id.
+ * THE deletion of an account, in the caller's transaction (DELETE /api/v1/me and better-auth's
+ * delete-user share it). The cascade removes sessions, accounts, verifications, journal, results
+ * and usage; payments and consents stay with user_id set NULL (anonymised); the audit event of the
+ * deletion keeps only the id.
  */
+export async function eraseAccount(trx: Trx, user: Pick<SessionUser, 'id' | 'email'>): Promise<void> {
+  await anonymiseKeptRecords(trx, user)
+  await deleteUser(trx, user.id)
+  // No ip, no email: the event must not put back the personal data the deletion removed.
+  await recordAudit(trx, { actorId: user.id, action: 'account.deleted', targetType: 'user', targetId: user.id })
+}
+
+/** Deletes the account of `user`, signed in with `session`, once the password (or a recent sign-in) confirms it. */
 export async function deleteMyAccount(
   deps: PersonalDataDeps,
   ctx: RequestContext,
@@ -64,8 +78,7 @@ export async function deleteMyAccount(
   session: { createdAt: Date },
   password: string | undefined,
 ): Promise<void> {
-  // The service must always keep an operator: an owner is removed from the command line.
-  if (user.role === 'owner') throw forbidden('An owner account cannot be deleted through the API')
+  assertDeletable(user)
   const passwordHash = await findPasswordHash(deps.db, user.id)
   const confirmed = passwordHash
     ? password !== undefined && (await deps.hasher.verify(passwordHash, password))
@@ -80,10 +93,5 @@ export async function deleteMyAccount(
     })
     throw invalidPassword()
   }
-  await deps.db.transaction().execute(async (trx) => {
-    await anonymiseKeptRecords(trx, user)
-    await deleteUser(trx, user.id)
-    // No ip, no email: the event must not put back the personal data the deletion removed.
-    await recordAudit(trx, { actorId: user.id, action: 'account.deleted', targetType: 'user', targetId: user.id })
-  })
+  await deps.db.transaction().execute((trx) => eraseAccount(trx, user))
 }
