@@ -7,6 +7,7 @@ import type { DestinationStream } from 'pino'
 import { openDatabase, type DatabaseHandle, type DB } from '../db/index.js'
 import { migrateToLatest } from '../db/migrate.js'
 import adminRoutes from './admin/routes.js'
+import accountRoutes from './auth/account/routes.js'
 import { bootstrapOwnerAtStartup } from './auth/bootstrap.js'
 import emailRoutes from './auth/email/routes.js'
 import idpRoutes from './auth/idp/routes.js'
@@ -190,6 +191,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   await app.register(sessionRoutes)
   await app.register(emailRoutes)
   await app.register(idpRoutes)
+  await app.register(accountRoutes)
   await app.register(profileRoutes)
   await app.register(usageRoutes)
   await app.register(journalRoutes)

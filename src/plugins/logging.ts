@@ -6,9 +6,12 @@ import type { LoggerOptions } from 'pino'
 const SENSITIVE_QUERY =
   /^(token|code|state|password|secret|signature|id_token|access_token|refresh_token|session_token|api_key|key)$/i
 const MAX_URL = 512
+// better-auth's reset link carries its token in the path: /api/auth/reset-password/<token>.
+const TOKEN_IN_PATH = /^([^?]*\/reset-password\/)[^/?]+/i
 
-/** The URL with the values of sensitive query parameters replaced. */
-export function redactUrl(url: string): string {
+/** The URL with the values of sensitive query parameters (and a token in the path) replaced. */
+export function redactUrl(original: string): string {
+  const url = original.replace(TOKEN_IN_PATH, '$1[Redacted]')
   const q = url.indexOf('?')
   const shortened = url.length > MAX_URL ? `${url.slice(0, MAX_URL)}…` : url
   if (q === -1) return shortened

@@ -48,6 +48,9 @@ const PUBLIC_ROUTES = [
   'GET /api/auth/sign-in/idp',
   'POST /api/auth/sign-in/social',
   'GET /api/auth/callback/idp',
+  'GET /api/auth/reset-password/:token',
+  'GET /api/auth/ok',
+  'GET /api/auth/error',
   'POST /api/v1/payments/webhook/:provider',
   'GET /api/v1/payments/sandbox/:paymentId',
 ]

@@ -1,15 +1,27 @@
-// Single-use tokens for password reset and email verification. The token (256 random bits) goes
+// Single-use tokens for password reset, email verification, the change of address and account deletion. The token (256 random bits) goes
 // only into the emailed link; the `verification` table holds its SHA-256, so a database dump
 // yields no working link. Using a token deletes its row, inside the caller's transaction.
 import { json, type Executor, type Trx } from '../../../db/index.js'
 import { newId } from '../../shared/ids.js'
 import { hashToken, newToken } from '../tokens.js'
 
-export type VerificationPurpose = 'reset-password' | 'verify-email'
+export type VerificationPurpose =
+  | 'reset-password'
+  | 'verify-email'
+  /** A verified account's current address approves a change of address (better-auth's first step). */
+  | 'change-email-confirmation'
+  /** The new address proves itself; using it changes the address. */
+  | 'change-email-verification'
+  /** An account without a password confirms its deletion. */
+  | 'delete-account'
 
 export interface VerificationRecord {
   userId: string
   data: Record<string, unknown>
+}
+
+export interface PurposedRecord extends VerificationRecord {
+  purpose: VerificationPurpose
 }
 
 /** `userId` null: a token nobody receives (see requestPasswordReset), purged when it expires. */
@@ -69,6 +81,26 @@ export async function consumeToken(
     .executeTakeFirst()
   if (!row?.user_id || row.expires_at.getTime() <= now.getTime()) return null
   return { userId: row.user_id, data: row.data }
+}
+
+/**
+ * `consumeToken` for a link that may serve any of `purposes` (the one verify-email link of
+ * better-auth's mails): the token says which it is.
+ */
+export async function consumeTokenOf(
+  trx: Trx,
+  purposes: readonly VerificationPurpose[],
+  token: string,
+  now: Date,
+): Promise<PurposedRecord | null> {
+  const row = await trx
+    .deleteFrom('verification')
+    .where('token_hash', '=', hashToken(token))
+    .where('purpose', 'in', purposes)
+    .returning(['purpose', 'user_id', 'data', 'expires_at'])
+    .executeTakeFirst()
+  if (!row?.user_id || row.expires_at.getTime() <= now.getTime()) return null
+  return { purpose: row.purpose as VerificationPurpose, userId: row.user_id, data: row.data }
 }
 
 /** Ends the user's pending tokens of that purpose, or of every purpose; returns how many ended. */

@@ -19,6 +19,7 @@ import {
   requestPasswordReset,
   requestVerification,
   resetPassword,
+  resetTokenIsLive,
   sendPasswordResetMail,
   sendVerificationMail,
   signUpWithEmail,
@@ -165,6 +166,28 @@ export default async function emailRoutes(fastify: FastifyInstance) {
       // The sessions are gone; a cookie this browser still holds is dropped with them.
       if (app.sessionCookie.present(request)) app.sessionCookie.clear(reply)
       return { status: true as const }
+    },
+  )
+
+  app.get(
+    '/api/auth/reset-password/:token',
+    {
+      config: { policy: PUBLIC },
+      schema: {
+        operationId: 'resetPasswordCallback',
+        tags,
+        summary: "better-auth's reset link: 302 to callbackURL with the token, or with ?error=INVALID_TOKEN",
+        params: z.strictObject({ token: Token }),
+        querystring: z.strictObject({ callbackURL: CallbackUrl }),
+        response: { 302: z.null(), 400: ErrorSchema, 403: ErrorSchema },
+      },
+    },
+    async (request, reply) => {
+      const target = new URL(callback(request.query.callbackURL)!)
+      // Looked at, not used: the token is spent when the new password is posted with it.
+      if (await resetTokenIsLive(deps, request.params.token)) target.searchParams.set('token', request.params.token)
+      else target.searchParams.set('error', 'INVALID_TOKEN')
+      return reply.redirect(target.toString(), 302)
     },
   )
 

@@ -26,7 +26,8 @@ import {
   setPasswordHash,
   type UserWithFlags,
 } from '../queries.js'
-import { consumeToken, issueToken, peekToken, revokeTokens } from './queries.js'
+import { approveEmailChange, completeEmailChange } from '../account/service.js'
+import { consumeToken, consumeTokenOf, issueToken, peekToken, revokeTokens } from './queries.js'
 
 export interface EmailAuthDeps {
   db: DB
@@ -171,6 +172,11 @@ export async function requestVerification(deps: EmailAuthDeps, email: string, ca
   else await issueToken(deps.db, 'verify-email', null, { expiresAt: expiresIn(deps, VERIFY_TOKEN_TTL_MS) })
 }
 
+/** Whether a reset token is live (better-auth's reset link checks before it hands the token on). */
+export async function resetTokenIsLive(deps: EmailAuthDeps, token: string): Promise<boolean> {
+  return (await peekToken(deps.db, 'reset-password', token, deps.clock.now())) !== null
+}
+
 /** Sets the new password, ends every session of the user and clears the reset requirement. */
 export async function resetPassword(deps: EmailAuthDeps, ctx: RequestContext, token: string, newPassword: string): Promise<void> {
   // A bad token is refused before the Argon2 work, so garbage tokens cost almost nothing.
@@ -196,25 +202,41 @@ export async function resetPassword(deps: EmailAuthDeps, ctx: RequestContext, to
   })
 }
 
-/** Marks the email verified (and makes the bootstrap owner). Returns the user, or throws INVALID_TOKEN. */
-export async function verifyEmail(deps: EmailAuthDeps, ctx: RequestContext, token: string): Promise<UserWithFlags> {
-  const userId = await deps.db.transaction().execute(async (trx) => {
-    const now = deps.clock.now()
-    const record = await consumeToken(trx, 'verify-email', token, now)
-    if (!record) throw invalidToken()
-    const verified = await markEmailVerified(trx, record.userId, String(record.data.email ?? ''), now)
-    if (!verified) throw invalidToken() // the account's address changed since the mail was sent
-    await recordAudit(trx, {
-      actorId: verified.id,
-      action: 'auth.email_verified',
-      targetType: 'user',
-      targetId: verified.id,
-      ip: ctx.ip,
+/** What a verify-email link may be: better-auth mails that one link for every step of a change of address too. */
+const VERIFY_LINK_PURPOSES = ['verify-email', 'change-email-confirmation', 'change-email-verification'] as const
+
+/**
+ * Uses a verify-email link: marks the email verified (and makes the bootstrap owner), or takes the
+ * next step of a change of address (src/auth/account/service.ts). Throws INVALID_TOKEN.
+ */
+export async function verifyEmail(deps: EmailAuthDeps, ctx: RequestContext, token: string): Promise<void> {
+  let mail: (() => void) | null
+  try {
+    mail = await deps.db.transaction().execute(async (trx) => {
+      const now = deps.clock.now()
+      const record = await consumeTokenOf(trx, VERIFY_LINK_PURPOSES, token, now)
+      if (!record) throw invalidToken()
+      if (record.purpose === 'change-email-confirmation') return approveEmailChange(deps, trx, record)
+      if (record.purpose === 'change-email-verification') return completeEmailChange(deps, ctx, trx, record)
+      const verified = await markEmailVerified(trx, record.userId, String(record.data.email ?? ''), now)
+      if (!verified) throw invalidToken() // the account's address changed since the mail was sent
+      await recordAudit(trx, {
+        actorId: verified.id,
+        action: 'auth.email_verified',
+        targetType: 'user',
+        targetId: verified.id,
+        ip: ctx.ip,
+      })
+      await maybeBootstrapOwner(trx, { ...verified, emailVerified: true }, deps.config.bootstrapOwnerEmail, now)
+      return null
     })
-    await maybeBootstrapOwner(trx, { ...verified, emailVerified: true }, deps.config.bootstrapOwnerEmail, now)
-    return verified.id
-  })
-  return (await findUserById(deps.db, userId))!
+  } catch (err) {
+    // The new address was taken between the check and the change: the link can no longer work.
+    if ((err as { code?: string }).code === '23505') throw invalidToken()
+    throw err
+  }
+  // Mail only for what committed.
+  mail?.()
 }
 
 /**

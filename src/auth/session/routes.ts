@@ -8,7 +8,7 @@ import { contextOf } from '../../shared/context.js'
 import { currentUser } from '../guard.js'
 import { SessionSchema, Status, toSessionJson, toUserJson, toWhoamiJson, UserSchema, WhoamiSchema } from '../schemas.js'
 import { ErrorSchema } from '../../shared/errors.js'
-import { revokeOtherSessions, revokeSession, startSession } from './service.js'
+import { revokeAllSessions, revokeOtherSessions, revokeSession, startSession } from './service.js'
 
 const tags = ['auth']
 
@@ -117,6 +117,24 @@ export default async function sessionRoutes(fastify: FastifyInstance) {
     },
     async (request) => {
       await revokeOtherSessions(deps, contextOf(request), currentUser(request).id, request.session!.id)
+      return { status: true as const }
+    },
+  )
+
+  app.post(
+    '/api/auth/revoke-sessions',
+    {
+      schema: {
+        operationId: 'revokeSessions',
+        tags,
+        summary: 'End every session of the current user, this one included',
+        body: z.strictObject({}).optional(),
+        response: { 200: Status, 401: ErrorSchema },
+      },
+    },
+    async (request, reply) => {
+      await revokeAllSessions(deps, contextOf(request), currentUser(request).id)
+      app.sessionCookie.clear(reply)
       return { status: true as const }
     },
   )

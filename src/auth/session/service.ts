@@ -4,6 +4,7 @@ import type { DB } from '../../../db/index.js'
 import { recordAudit } from '../../shared/audit.js'
 import type { RequestContext } from '../../shared/context.js'
 import { notFound } from '../../shared/errors.js'
+import { endSessionsOfUser } from '../queries.js'
 import type { SessionManager, SessionView } from './sessions.js'
 
 export interface SessionDeps {
@@ -59,6 +60,19 @@ export async function revokeOtherSessions(
   await recordAudit(deps.db, {
     actorId: userId,
     action: 'auth.other_sessions_revoked',
+    targetType: 'user',
+    targetId: userId,
+    ip: ctx.ip,
+    details: { ended },
+  })
+}
+
+/** Ends every session of the user, the current one included (better-auth's revoke-sessions). */
+export async function revokeAllSessions(deps: SessionDeps, ctx: RequestContext, userId: string): Promise<void> {
+  const ended = await endSessionsOfUser(deps.db, userId)
+  await recordAudit(deps.db, {
+    actorId: userId,
+    action: 'auth.all_sessions_revoked',
     targetType: 'user',
     targetId: userId,
     ip: ctx.ip,

@@ -1,0 +1,226 @@
+// Self-service on the signed-in user's account under /api/auth/*, at parity with better-auth
+// 1.6.34's core routes (same paths, bodies, answers and error codes), so its client's updateUser,
+// changeEmail, deleteUser, listAccounts and unlinkAccount work unchanged; and its /ok and /error.
+import type { FastifyInstance } from 'fastify'
+import type { ZodTypeProvider } from 'fastify-type-provider-zod'
+import { z } from 'zod'
+import { updateProfileBody } from '../../profile/schemas.js'
+import { contextOf } from '../../shared/context.js'
+import { AppError, ErrorSchema } from '../../shared/errors.js'
+import { resolveOptionalRedirect, resolveRedirect } from '../../shared/redirect.js'
+import { PUBLIC } from '../../shared/route-policy.js'
+import { currentUser } from '../guard.js'
+import { CallbackUrl, Email, Status } from '../schemas.js'
+import {
+  assertNewEmail,
+  confirmDeletion,
+  deleteUser,
+  listAccounts,
+  requestEmailChange,
+  unlinkAccount,
+  updateUser,
+  type AccountDeps,
+} from './service.js'
+
+const tags = ['auth']
+const Token = z.string().min(1).max(256)
+
+const LinkedAccountSchema = z
+  .object({
+    id: z.string(),
+    providerId: z.string().describe('"credential" for the password, "idp" for the identity provider'),
+    accountId: z.string(),
+    userId: z.string(),
+    scopes: z.array(z.string()),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  })
+  .meta({ id: 'LinkedAccount' })
+
+const Deleted = z.object({ success: z.literal(true), message: z.enum(['User deleted', 'Verification email sent']) })
+
+export default async function accountRoutes(fastify: FastifyInstance) {
+  const app = fastify.withTypeProvider<ZodTypeProvider>()
+  const deps: AccountDeps = { db: app.db, clock: app.clock, hasher: app.hasher, mailer: app.mailer, config: app.config.auth }
+  // A link's landing page defaults to the front end's home, as better-auth's "/" does.
+  const landing = (url: string | undefined) => resolveRedirect(url ?? '/', app.redirectRules, 'callbackURL')
+
+  app.post(
+    '/api/auth/update-user',
+    {
+      schema: {
+        operationId: 'updateUser',
+        tags,
+        summary: 'Change the name or the image; email (400 EMAIL_CAN_NOT_BE_UPDATED), role, plan and unknown keys are refused',
+        body: updateProfileBody(app.clock)
+          .pick({ name: true, image: true })
+          .extend({ email: z.unknown().optional().describe('Refused: the address changes through change-email') }),
+        response: { 200: Status, 400: ErrorSchema, 401: ErrorSchema },
+      },
+    },
+    async (request) => {
+      await updateUser(deps, contextOf(request), currentUser(request), request.body)
+      return { status: true as const }
+    },
+  )
+
+  app.post(
+    '/api/auth/change-email',
+    {
+      schema: {
+        operationId: 'changeEmail',
+        tags,
+        summary:
+          'Change the address: a verified account approves from its current address, then the new address confirms (links valid 24 h); answers the same whether the new address is taken or not',
+        body: z.strictObject({ newEmail: Email, callbackURL: CallbackUrl.optional() }),
+        response: { 200: Status, 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema },
+      },
+    },
+    async (request) => {
+      const user = currentUser(request)
+      const { newEmail } = request.body
+      assertNewEmail(user, newEmail)
+      const callbackURL = landing(request.body.callbackURL)
+      // The recipient's hourly mail budget, taken whether or not the address is free (no enumeration).
+      if (!(await app.takeMailBudget(request, newEmail))) {
+        request.log.info('change-email mail skipped: hourly mail budget of the new address is spent')
+        return { status: true as const }
+      }
+      const who = { id: user.id, name: user.name, email: user.email, emailVerified: user.emailVerified }
+      app.afterReply(request, 'change of email request', () => requestEmailChange(deps, who, newEmail, callbackURL))
+      return { status: true as const }
+    },
+  )
+
+  app.post(
+    '/api/auth/delete-user',
+    {
+      config: { policy: { reverifiesPassword: true } },
+      schema: {
+        operationId: 'deleteUser',
+        tags,
+        summary:
+          'Delete the account: with the password at once; without a password, a confirmation link is mailed (valid 24 h, single use)',
+        body: z.strictObject({
+          password: z.string().min(1).max(1024).optional(),
+          callbackURL: CallbackUrl.optional(),
+          token: Token.optional(),
+        }),
+        response: { 200: Deleted, 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema, 404: ErrorSchema },
+      },
+    },
+    async (request, reply) => {
+      const { password, token } = request.body
+      const callbackURL = landing(request.body.callbackURL)
+      const outcome = await deleteUser(deps, contextOf(request), currentUser(request), { password, token, callbackURL })
+      if (outcome === 'mailed') return { success: true as const, message: 'Verification email sent' as const }
+      app.sessionCookie.clear(reply)
+      return { success: true as const, message: 'User deleted' as const }
+    },
+  )
+
+  app.get(
+    '/api/auth/delete-user/callback',
+    {
+      schema: {
+        operationId: 'deleteUserCallback',
+        tags,
+        summary: 'The mailed deletion link, opened where its owner is signed in; redirects to callbackURL when given',
+        querystring: z.strictObject({ token: Token, callbackURL: CallbackUrl.optional() }),
+        response: { 200: Deleted, 302: z.null(), 401: ErrorSchema, 403: ErrorSchema, 404: ErrorSchema },
+      },
+    },
+    async (request, reply) => {
+      const callbackURL = resolveOptionalRedirect(request.query.callbackURL, app.redirectRules, 'callbackURL')
+      try {
+        await confirmDeletion(deps, contextOf(request), currentUser(request), request.query.token)
+      } catch (err) {
+        if (!callbackURL || !(err instanceof AppError) || err.code !== 'INVALID_TOKEN') throw err
+        return reply.redirect(withQuery(callbackURL, { error: 'INVALID_TOKEN' }), 302)
+      }
+      app.sessionCookie.clear(reply)
+      if (callbackURL) return reply.redirect(callbackURL, 302)
+      return { success: true as const, message: 'User deleted' as const }
+    },
+  )
+
+  app.get(
+    '/api/auth/list-accounts',
+    {
+      schema: {
+        operationId: 'listUserAccounts',
+        tags,
+        summary: 'The ways into the account: "credential" (the password) and "idp"; never a hash or a token',
+        response: { 200: z.array(LinkedAccountSchema), 401: ErrorSchema },
+      },
+    },
+    async (request) => {
+      const accounts = await listAccounts(deps, currentUser(request).id)
+      return accounts.map((a) => ({
+        id: a.id,
+        providerId: a.providerId,
+        accountId: a.accountId,
+        userId: a.userId,
+        // No provider scopes are kept.
+        scopes: [],
+        createdAt: a.createdAt.toISOString(),
+        updatedAt: a.updatedAt.toISOString(),
+      }))
+    },
+  )
+
+  app.post(
+    '/api/auth/unlink-account',
+    {
+      schema: {
+        operationId: 'unlinkAccount',
+        tags,
+        summary: 'Remove one way in; never the last one (400 FAILED_TO_UNLINK_LAST_ACCOUNT)',
+        body: z.strictObject({ providerId: z.string().min(1).max(64), accountId: z.string().min(1).max(256).optional() }),
+        response: { 200: Status, 400: ErrorSchema, 401: ErrorSchema },
+      },
+    },
+    async (request) => {
+      await unlinkAccount(deps, contextOf(request), currentUser(request).id, request.body)
+      return { status: true as const }
+    },
+  )
+
+  app.get(
+    '/api/auth/ok',
+    {
+      config: { policy: PUBLIC },
+      schema: { operationId: 'ok', tags, summary: 'The auth API answers', response: { 200: z.object({ ok: z.literal(true) }) } },
+    },
+    async () => ({ ok: true as const }),
+  )
+
+  app.get(
+    '/api/auth/error',
+    {
+      config: { policy: PUBLIC },
+      schema: {
+        operationId: 'error',
+        tags,
+        summary: "better-auth's error page: 302 to the web front end's error page with the same error and description",
+        querystring: z.looseObject({ error: z.string().max(256).optional(), error_description: z.string().max(1024).optional() }),
+        response: { 302: z.null(), 400: ErrorSchema },
+      },
+    },
+    async (request, reply) => {
+      const { error, error_description: description } = request.query
+      // better-auth's rule: a code outside this alphabet is shown as UNKNOWN.
+      const code = error && /^['A-Za-z0-9_-]+$/.test(error) ? error : 'UNKNOWN'
+      const query: Record<string, string> = { error: code }
+      if (description) query.error_description = description
+      return reply.redirect(withQuery(landing('/auth/error'), query), 302)
+    },
+  )
+}
+
+/** `url` with the parameters set (their values percent-encoded by URLSearchParams). */
+function withQuery(url: string, params: Record<string, string>): string {
+  const target = new URL(url)
+  for (const [k, v] of Object.entries(params)) target.searchParams.set(k, v)
+  return target.toString()
+}

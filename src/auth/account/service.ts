@@ -1,0 +1,286 @@
+// Self-service on the signed-in user's own account, at parity with better-auth 1.6.34's core
+// routes: name and image, the change of address, deletion, and the ways in (linked accounts).
+import type { DB, Trx } from '../../../db/index.js'
+import type { Config } from '../../config.js'
+import { assertDeletable, eraseAccount } from '../../personal-data/service.js'
+import type { Mailer } from '../../plugins/mailer.js'
+import { updateProfile } from '../../profile/service.js'
+import { recordAudit } from '../../shared/audit.js'
+import type { Clock } from '../../shared/clock.js'
+import type { RequestContext } from '../../shared/context.js'
+import { AppError } from '../../shared/errors.js'
+import { maybeBootstrapOwner } from '../bootstrap.js'
+import { consumeToken, issueToken, peekToken, revokeTokens, type VerificationRecord } from '../email/queries.js'
+import type { PasswordHasher } from '../password/password.js'
+import { findPasswordHash, findUserById } from '../queries.js'
+import type { SessionUser, SignedInUser } from '../session/sessions.js'
+import {
+  accountsOfUser,
+  deleteAccountOfUser,
+  emailTaken,
+  lockAccountsOfUser,
+  replaceEmail,
+  type LinkedAccount,
+} from './queries.js'
+
+export interface AccountDeps {
+  db: DB
+  clock: Clock
+  hasher: PasswordHasher
+  mailer: Mailer
+  config: Config['auth']
+}
+
+/** better-auth's defaults: a change-of-address link and a deletion link live 24 hours. */
+const CHANGE_EMAIL_TTL_MS = 24 * 60 * 60 * 1000
+const DELETE_TOKEN_TTL_MS = 24 * 60 * 60 * 1000
+
+const expiresIn = (deps: Pick<AccountDeps, 'clock'>, ms: number) => new Date(deps.clock.now().getTime() + ms)
+const invalidToken = (status = 400) => new AppError(status, 'INVALID_TOKEN', 'The link is invalid, used or expired')
+
+// ---- update-user -------------------------------------------------------------------------------
+
+/**
+ * better-auth's update-user: name and image only, through the profile's one update. The address
+ * changes only through change-email (its owner must prove it), so `email` is refused by name.
+ */
+export async function updateUser(
+  deps: Pick<AccountDeps, 'db' | 'clock'>,
+  ctx: RequestContext,
+  user: SignedInUser,
+  input: { name?: string; image?: string | null; email?: unknown },
+): Promise<void> {
+  if (input.email !== undefined) throw new AppError(400, 'EMAIL_CAN_NOT_BE_UPDATED', 'Email can not be updated')
+  if (input.name === undefined && input.image === undefined) throw new AppError(400, 'BAD_REQUEST', 'No fields to update')
+  await updateProfile(deps, ctx, user, { name: input.name, image: input.image })
+}
+
+// ---- change-email ------------------------------------------------------------------------------
+
+type Mail = () => void
+
+/** better-auth refuses a "change" to the address the account already has. */
+export function assertNewEmail(user: Pick<SessionUser, 'email'>, newEmail: string): void {
+  if (newEmail === user.email) throw new AppError(400, 'BAD_REQUEST', 'Email is the same')
+}
+
+/** The one link better-auth mails for every step: this API's verify-email, which then redirects. */
+function verifyLink(deps: Pick<AccountDeps, 'config'>, token: string, callbackURL: string | undefined): URL {
+  const link = new URL('/api/auth/verify-email', deps.config.baseUrl)
+  link.searchParams.set('token', token)
+  if (callbackURL) link.searchParams.set('callbackURL', callbackURL)
+  return link
+}
+
+async function mailNewAddressLink(
+  deps: AccountDeps,
+  db: DB | Trx,
+  user: { id: string; name: string; email: string },
+  newEmail: string,
+  callbackURL: string | undefined,
+): Promise<Mail> {
+  const token = await issueToken(db, 'change-email-verification', user.id, {
+    expiresAt: expiresIn(deps, CHANGE_EMAIL_TTL_MS),
+    data: { email: user.email, newEmail, callbackURL: callbackURL ?? null },
+  })
+  const link = verifyLink(deps, token, callbackURL)
+  return () =>
+    deps.mailer.sendInBackground({
+      to: newEmail,
+      subject: 'Confirm your new email address',
+      text: `Hello ${user.name},\n\nTo make ${newEmail} the email address of your account, open this link within 24 hours:\n\n${link}\n\nIf you did not ask for this, ignore this email; nothing changes.\n`,
+    })
+}
+
+/**
+ * The work of change-email, done after the reply (the same time whether the new address is taken
+ * or not). A taken address costs the same database work, a token nobody receives, and mails no
+ * one. A verified account approves from its current address first; an unverified one has nothing
+ * to approve from, so the new address gets its link at once (better-auth's order).
+ */
+export async function requestEmailChange(
+  deps: AccountDeps,
+  user: Pick<SessionUser, 'id' | 'name' | 'email' | 'emailVerified'>,
+  newEmail: string,
+  callbackURL: string | undefined,
+): Promise<void> {
+  if (await emailTaken(deps.db, newEmail)) {
+    await issueToken(deps.db, 'change-email-verification', null, { expiresAt: expiresIn(deps, CHANGE_EMAIL_TTL_MS) })
+    return
+  }
+  if (!user.emailVerified) {
+    ;(await mailNewAddressLink(deps, deps.db, user, newEmail, callbackURL))()
+    return
+  }
+  const token = await issueToken(deps.db, 'change-email-confirmation', user.id, {
+    expiresAt: expiresIn(deps, CHANGE_EMAIL_TTL_MS),
+    data: { email: user.email, newEmail, callbackURL: callbackURL ?? null },
+  })
+  const link = verifyLink(deps, token, callbackURL)
+  deps.mailer.sendInBackground({
+    to: user.email,
+    subject: 'Approve the change of your email address',
+    text: `Hello ${user.name},\n\nSomeone signed in to your account asked to change its email address to ${newEmail}. To approve, open this link within 24 hours; a link to confirm the new address is then sent there:\n\n${link}\n\nIf this was not you, ignore this email and change your password.\n`,
+  })
+}
+
+const dataOf = (record: VerificationRecord) => ({
+  email: String(record.data.email ?? ''),
+  newEmail: String(record.data.newEmail ?? ''),
+  callbackURL: typeof record.data.callbackURL === 'string' ? record.data.callbackURL : undefined,
+})
+
+/**
+ * The current address approved (its link was used, in `trx`): the new address gets its link. Stale
+ * when the account's address changed since; a new address taken since gets no link. Returns the
+ * mail to send once the transaction commits.
+ */
+export async function approveEmailChange(deps: AccountDeps, trx: Trx, record: VerificationRecord): Promise<Mail | null> {
+  const { email, newEmail, callbackURL } = dataOf(record)
+  const user = await findUserById(trx, record.userId)
+  if (!user || user.email !== email) throw invalidToken()
+  if (await emailTaken(trx, newEmail)) return null
+  return mailNewAddressLink(deps, trx, user, newEmail, callbackURL)
+}
+
+/**
+ * The new address proved itself (its link was used, in `trx`): it becomes the account's address,
+ * verified. Links still pending were mailed to the old address and end; the old address is told.
+ */
+export async function completeEmailChange(
+  deps: AccountDeps,
+  ctx: RequestContext,
+  trx: Trx,
+  record: VerificationRecord,
+): Promise<Mail> {
+  const { email, newEmail } = dataOf(record)
+  const now = deps.clock.now()
+  if (await emailTaken(trx, newEmail)) throw invalidToken()
+  const changed = await replaceEmail(trx, record.userId, email, newEmail, now)
+  if (!changed) throw invalidToken() // the address changed since the mail was sent
+  const tokensRevoked = await revokeTokens(trx, changed.id)
+  // Addresses stay out of the audit log: a deletion could not scrub an old one from it.
+  await recordAudit(trx, {
+    actorId: changed.id,
+    action: 'auth.email_changed',
+    targetType: 'user',
+    targetId: changed.id,
+    ip: ctx.ip,
+    details: { tokensRevoked },
+  })
+  await maybeBootstrapOwner(trx, { id: changed.id, email: newEmail, emailVerified: true }, deps.config.bootstrapOwnerEmail, now)
+  return () =>
+    deps.mailer.sendInBackground({
+      to: email,
+      subject: 'Your email address was changed',
+      text: `Hello ${changed.name},\n\nThe email address of your account was changed from ${email} to ${newEmail}; this address no longer signs in to it.\n\nIf this was not you, reply to this email at once.\n`,
+    })
+}
+
+// ---- delete-user -------------------------------------------------------------------------------
+
+export type DeleteOutcome = 'deleted' | 'mailed'
+
+/** Deletes the account with a deletion link's token, which must be this user's. */
+async function eraseWithToken(deps: AccountDeps, ctx: RequestContext, user: SessionUser, token: string): Promise<void> {
+  const now = deps.clock.now()
+  // Another user's token is refused without being spent.
+  const peeked = await peekToken(deps.db, 'delete-account', token, now)
+  if (!peeked || peeked.userId !== user.id) throw invalidToken(404)
+  await deps.db.transaction().execute(async (trx) => {
+    const record = await consumeToken(trx, 'delete-account', token, now)
+    if (!record || record.userId !== user.id) throw invalidToken(404)
+    await eraseAccount(trx, user)
+  })
+  ctx.log.info('account deleted through its deletion link')
+}
+
+/**
+ * better-auth's delete-user: with the password, the account goes at once (the same erasure as
+ * DELETE /api/v1/me); with a deletion link's token, too; an account without a password is mailed
+ * a single-use link (24 h) instead, since nothing else proves it is its owner asking.
+ */
+export async function deleteUser(
+  deps: AccountDeps,
+  ctx: RequestContext,
+  user: SessionUser,
+  input: { password?: string; token?: string; callbackURL: string },
+): Promise<DeleteOutcome> {
+  assertDeletable(user)
+  const passwordHash = await findPasswordHash(deps.db, user.id)
+  if (input.password !== undefined || passwordHash) {
+    if (!passwordHash) throw new AppError(400, 'CREDENTIAL_ACCOUNT_NOT_FOUND', 'Credential account not found')
+    if (input.password === undefined || !(await deps.hasher.verify(passwordHash, input.password))) {
+      await recordAudit(deps.db, {
+        actorId: user.id,
+        action: 'account.delete_refused',
+        targetType: 'user',
+        targetId: user.id,
+        ip: ctx.ip,
+      })
+      throw new AppError(400, 'INVALID_PASSWORD', 'Invalid password')
+    }
+  }
+  if (input.token !== undefined) {
+    await eraseWithToken(deps, ctx, user, input.token)
+    return 'deleted'
+  }
+  if (passwordHash) {
+    await deps.db.transaction().execute((trx) => eraseAccount(trx, user))
+    return 'deleted'
+  }
+  const token = await issueToken(deps.db, 'delete-account', user.id, { expiresAt: expiresIn(deps, DELETE_TOKEN_TTL_MS) })
+  const link = new URL('/api/auth/delete-user/callback', deps.config.baseUrl)
+  link.searchParams.set('token', token)
+  link.searchParams.set('callbackURL', input.callbackURL)
+  deps.mailer.sendInBackground({
+    to: user.email,
+    subject: 'Confirm the deletion of your account',
+    text: `Hello ${user.name},\n\nTo delete your account and its data for good, open this link within 24 hours, in the browser where you are signed in:\n\n${link}\n\nIf you did not ask for this, ignore this email; your account stays.\n`,
+  })
+  return 'mailed'
+}
+
+/** The deletion link (GET /api/auth/delete-user/callback), opened where its owner is signed in. */
+export async function confirmDeletion(deps: AccountDeps, ctx: RequestContext, user: SessionUser, token: string): Promise<void> {
+  assertDeletable(user)
+  await eraseWithToken(deps, ctx, user, token)
+}
+
+// ---- linked accounts ---------------------------------------------------------------------------
+
+export function listAccounts(deps: Pick<AccountDeps, 'db'>, userId: string): Promise<LinkedAccount[]> {
+  return accountsOfUser(deps.db, userId)
+}
+
+const lastAccount = () => new AppError(400, 'FAILED_TO_UNLINK_LAST_ACCOUNT', "You can't unlink your last account")
+
+/**
+ * Removes one way in (the password, or the identity provider's link), never the last one that
+ * signs in. Someone else's account is simply not among the user's: ACCOUNT_NOT_FOUND, as better-auth.
+ */
+export async function unlinkAccount(
+  deps: Pick<AccountDeps, 'db'>,
+  ctx: RequestContext,
+  userId: string,
+  input: { providerId: string; accountId?: string },
+): Promise<void> {
+  await deps.db.transaction().execute(async (trx) => {
+    const accounts = await lockAccountsOfUser(trx, userId)
+    if (accounts.length <= 1) throw lastAccount()
+    const target = accounts.find(
+      (a) => a.providerId === input.providerId && (input.accountId === undefined || a.accountId === input.accountId),
+    )
+    if (!target) throw new AppError(400, 'ACCOUNT_NOT_FOUND', 'Account not found')
+    if (!accounts.some((a) => a !== target && a.signsIn)) throw lastAccount()
+    await deleteAccountOfUser(trx, userId, target.id)
+    await recordAudit(trx, {
+      actorId: userId,
+      action: 'auth.account_unlinked',
+      targetType: 'user',
+      targetId: userId,
+      ip: ctx.ip,
+      details: { providerId: target.providerId },
+    })
+  })
+}
