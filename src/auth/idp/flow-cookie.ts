@@ -15,6 +15,8 @@ export interface IdpFlow {
   callbackURL: string
   errorCallbackURL: string
   newUserCallbackURL: string
+  /** Set by link-social: the callback links the provider account to this signed-in user instead of signing in. */
+  linkUserId?: string
   /** ms since the epoch */
   expiresAt: number
 }

@@ -9,12 +9,13 @@ import { recordAudit } from '../../shared/audit.js'
 import { contextOf } from '../../shared/context.js'
 import { AppError, serviceUnavailable } from '../../shared/errors.js'
 import { resolveRedirect } from '../../shared/redirect.js'
+import { currentUser } from '../guard.js'
 import { CallbackUrl } from '../schemas.js'
 import { ErrorSchema } from '../../shared/errors.js'
 import { signInBrowser } from '../session/routes.js'
 import { FlowCookie } from './flow-cookie.js'
 import { IdentityProvider, IdpError, safeEqual, type AuthorizationRequest, type IdpIdentity } from './oauth.js'
-import { signInWithIdentity, type IdpDeps, type IdpFailureCode } from './service.js'
+import { linkIdentity, signInWithIdentity, type IdpDeps, type IdpFailureCode } from './service.js'
 
 const tags = ['auth']
 const PROVIDER_ERROR = /^[a-z_]{1,64}$/
@@ -59,7 +60,7 @@ export default async function idpRoutes(fastify: FastifyInstance) {
     }
   }
 
-  const start = async (reply: FastifyReply, q: Parameters<typeof flowUrls>[0]): Promise<string> => {
+  const start = async (reply: FastifyReply, q: Parameters<typeof flowUrls>[0], linkUserId?: string): Promise<string> => {
     const urls = flowUrls(q)
     const provider = configured()
     let authorization: AuthorizationRequest
@@ -71,7 +72,7 @@ export default async function idpRoutes(fastify: FastifyInstance) {
       throw err
     }
     const { url, ...secrets } = authorization
-    flowCookie.set(reply, { ...secrets, ...urls })
+    flowCookie.set(reply, { ...secrets, ...urls, ...(linkUserId ? { linkUserId } : {}) })
     return url
   }
 
@@ -112,6 +113,35 @@ export default async function idpRoutes(fastify: FastifyInstance) {
       const { provider, disableRedirect, ...q } = request.body
       if (provider !== 'idp') throw new AppError(404, 'PROVIDER_NOT_FOUND', `Provider "${provider}" is not configured; use "idp"`)
       return { url: await start(reply, q), redirect: !disableRedirect }
+    },
+  )
+
+  app.post(
+    '/api/auth/link-social',
+    {
+      schema: {
+        operationId: 'linkSocialAccount',
+        tags,
+        summary:
+          "Link the identity provider's account to the signed-in user: answers its authorization URL (better-auth's client)",
+        body: z.strictObject({
+          provider: z.string().min(1).max(64),
+          callbackURL: CallbackUrl.optional(),
+          errorCallbackURL: CallbackUrl.optional(),
+          disableRedirect: z.boolean().optional(),
+        }),
+        response: {
+          200: z.object({ url: z.string(), redirect: z.boolean() }),
+          401: ErrorSchema,
+          404: ErrorSchema,
+          ...startErrors,
+        },
+      },
+    },
+    async (request, reply) => {
+      const { provider, disableRedirect, ...q } = request.body
+      if (provider !== 'idp') throw new AppError(404, 'PROVIDER_NOT_FOUND', `Provider "${provider}" is not configured; use "idp"`)
+      return { url: await start(reply, q, currentUser(request).id), redirect: !disableRedirect }
     },
   )
 
@@ -173,6 +203,13 @@ export default async function idpRoutes(fastify: FastifyInstance) {
       } catch (err) {
         if (err instanceof IdpError) return onError(err.code, err.message)
         throw err
+      }
+      if (flow.linkUserId !== undefined) {
+        // Linking needs the very user who started it still signed in in this browser.
+        if (request.user?.id !== flow.linkUserId) return onError('unable_to_link_account', 'not signed in as the linking user')
+        const linked = await linkIdentity(deps, contextOf(request), flow.linkUserId, identity)
+        if (!linked.ok) return onError(linked.error, 'link rules')
+        return reply.redirect(urls.callbackURL, 302)
       }
       const outcome = await signInWithIdentity(deps, contextOf(request), identity)
       if (!outcome.ok) return onError(outcome.error, 'account rules')

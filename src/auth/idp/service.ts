@@ -7,7 +7,7 @@ import type { RequestContext } from '../../shared/context.js'
 import { newId } from '../../shared/ids.js'
 import { maybeBootstrapOwner } from '../bootstrap.js'
 import { revokeTokens } from '../email/queries.js'
-import { endSessionsOfUser, findUserByEmail, insertAccount, insertUser, setEmailVerified } from '../queries.js'
+import { endSessionsOfUser, findUserByEmail, findUserById, insertAccount, insertUser, setEmailVerified } from '../queries.js'
 import type { IdpIdentity } from './oauth.js'
 import { deleteOtherAccounts, findUserBySubject, IDP } from './queries.js'
 
@@ -27,6 +27,10 @@ export type IdpFailureCode =
   | 'issuer_mismatch'
   | 'provider_unavailable'
   | 'provider_error'
+
+export type IdpLinkFailureCode = 'unable_to_link_account' | "email_doesn't_match" | 'account_already_linked_to_different_user'
+
+export type IdpLinkOutcome = { ok: true } | { ok: false; error: IdpLinkFailureCode }
 
 export type IdpSignInOutcome =
   | { ok: true; userId: string; isNewUser: boolean }
@@ -130,5 +134,49 @@ async function claimUnverifiedAccount(
     targetId: userId,
     ip,
     details: { removedAccounts: removedAccounts.sort(), sessionsRevoked, tokensRevoked },
+  })
+}
+
+/**
+ * link-social's callback: links the provider's subject to the signed-in user `userId`, with
+ * better-auth's rules: the provider must vouch for the email, which must be the user's own; a
+ * subject already linked to another user is refused (the same `sub` is always the same user).
+ */
+export async function linkIdentity(
+  deps: IdpDeps,
+  ctx: RequestContext,
+  userId: string,
+  identity: IdpIdentity,
+): Promise<IdpLinkOutcome> {
+  try {
+    return await linkAccount(deps, ctx, userId, identity)
+  } catch (err) {
+    // The same subject was linked concurrently; the retry finds it and judges it.
+    if ((err as { code?: string }).code === '23505') return linkAccount(deps, ctx, userId, identity)
+    throw err
+  }
+}
+
+function linkAccount(deps: IdpDeps, ctx: RequestContext, userId: string, identity: IdpIdentity): Promise<IdpLinkOutcome> {
+  return deps.db.transaction().execute(async (trx): Promise<IdpLinkOutcome> => {
+    const now = deps.clock.now()
+    const linked = await findUserBySubject(trx, identity.sub)
+    if (linked) return linked.id === userId ? { ok: true } : { ok: false, error: 'account_already_linked_to_different_user' }
+    const user = await findUserById(trx, userId)
+    if (!user || !identity.emailVerified) return { ok: false, error: 'unable_to_link_account' }
+    if (identity.email?.toLowerCase() !== user.email) return { ok: false, error: "email_doesn't_match" }
+    await insertAccount(trx, { userId, providerId: IDP, accountId: identity.sub, passwordHash: null })
+    // The provider vouches for the address the signed-in user holds.
+    if (!user.emailVerified) await setEmailVerified(trx, userId, now)
+    await recordAudit(trx, {
+      actorId: userId,
+      action: 'auth.idp.account_linked',
+      targetType: 'user',
+      targetId: userId,
+      ip: ctx.ip,
+      details: { via: 'link-social' },
+    })
+    await maybeBootstrapOwner(trx, { id: userId, email: user.email, emailVerified: true }, deps.config.bootstrapOwnerEmail, now)
+    return { ok: true }
   })
 }
