@@ -353,3 +353,40 @@ t.test('/ok and /error answer as better-auth does, publicly', async (t) => {
   const huge = await app.inject({ method: 'GET', url: `/api/auth/error?error_description=${'d'.repeat(1100)}` })
   t.same([huge.statusCode, huge.json().code], [400, 'VALIDATION_ERROR'])
 })
+
+t.test('every new callbackURL goes through the one redirect rule: hostile values are 403, nothing written', async (t) => {
+  const hostile = [
+    '//attacker.example',
+    '/\\attacker.example',
+    '/\t/attacker.example',
+    'https://attacker.example/',
+    'javascript:alert(1)',
+    `${WEB_ORIGIN}@attacker.example/`,
+    '/.//attacker.example',
+  ]
+  const user = await userWithoutPassword()
+  const tokensBefore = (await app.db.selectFrom('verification').select('id').execute()).length
+  for (const value of hostile) {
+    const label = JSON.stringify(value)
+    const cases = [
+      await call(app, 'POST', '/api/auth/change-email', {
+        cookie: user.cookie,
+        body: { newEmail: `x-${newId()}@example.com`.toLowerCase(), callbackURL: value },
+      }),
+      await call(app, 'POST', '/api/auth/delete-user', { cookie: user.cookie, body: { callbackURL: value } }),
+      await app.inject({
+        method: 'GET',
+        url: `/api/auth/delete-user/callback?token=x&callbackURL=${encodeURIComponent(value)}`,
+        headers: { cookie: user.cookie },
+      }),
+      await app.inject({ method: 'GET', url: `/api/auth/reset-password/x?callbackURL=${encodeURIComponent(value)}` }),
+    ]
+    for (const res of cases) {
+      t.same([res.statusCode, res.json().code], [403, 'INVALID_CALLBACK_URL'], label)
+      t.notOk(res.headers.location, `${label}: no Location`)
+    }
+  }
+  await app.settled()
+  t.equal((await app.db.selectFrom('verification').select('id').execute()).length, tokensBefore, 'no token was written')
+  t.ok(await userRow(user.id))
+})

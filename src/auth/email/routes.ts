@@ -218,7 +218,8 @@ export default async function emailRoutes(fastify: FastifyInstance) {
       schema: {
         operationId: 'verifyEmail',
         tags,
-        summary: 'Confirm the email address from the emailed link; redirects to callbackURL when given',
+        summary:
+          'Use an emailed link: confirm the address, or a step of a change of address (approve, then confirm the new one); redirects to callbackURL when given',
         querystring: z.strictObject({ token: Token, callbackURL: CallbackUrl.optional() }),
         response: { 200: Status, 302: z.null(), 400: ErrorSchema, 403: ErrorSchema },
       },
