@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto'
 import cookie from '@fastify/cookie'
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify'
-import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod'
+import { validatorCompiler } from 'fastify-type-provider-zod'
 import type { DestinationStream } from 'pino'
 import { openDatabase, type DatabaseHandle, type DB } from '../db/index.js'
 import { migrateToLatest } from '../db/migrate.js'
@@ -28,10 +28,11 @@ import personalDataRoutes from './personal-data/routes.js'
 import { serviceUnavailable } from './shared/errors.js'
 import healthRoutes from './health/routes.js'
 import journalRoutes from './journal/routes.js'
-import { loggerOptions, RequestLog } from './plugins/logging.js'
+import { loggerOptions, RequestLog, requestLogger } from './plugins/logging.js'
 import { RunningHandlers } from './plugins/running-handlers.js'
 import errorHandling, { clientError, frameworkError } from './plugins/errors.js'
 import metrics from './plugins/metrics.js'
+import { serializerCompiler } from './plugins/serializer.js'
 import openapi from './plugins/openapi.js'
 import rateLimits from './plugins/rate-limit.js'
 import routePolicy, { policyOf } from './plugins/route-policy.js'
@@ -93,6 +94,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
     trustProxy: config.trustProxy,
     return503OnClosing: false,
     logController: new RequestLog(),
+    childLoggerFactory: requestLogger,
     genReqId: (req) => {
       const given = req.headers['x-request-id']
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()

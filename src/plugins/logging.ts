@@ -1,7 +1,7 @@
 // Pino options: one line per request with its id; secrets never reach the log. JSON, except in
 // development on a terminal, where pino-pretty makes the lines readable.
-import { LogController, type FastifyReply, type FastifyRequest } from 'fastify'
-import type { LoggerOptions } from 'pino'
+import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest } from 'fastify'
+import type { Bindings, ChildLoggerOptions, Logger, LoggerOptions } from 'pino'
 
 const SENSITIVE_QUERY =
   /^(token|code|state|password|secret|signature|id_token|access_token|refresh_token|session_token|api_key|key)$/i
@@ -104,4 +104,69 @@ export class RequestLog extends LogController {
     if (error) reply.log.error({ ...line, err: error }, 'request errored')
     else reply.log.info(line, 'request completed')
   }
+}
+
+type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace'
+
+/**
+ * A request's logger that becomes a pino child (with the request id) only when something is
+ * logged at an enabled level. Most requests log nothing below `info`, and building a child, with
+ * its redaction of the bindings, cost more than the rest of a liveness probe's logging.
+ */
+class RequestLogger {
+  private child_: FastifyBaseLogger | undefined
+
+  constructor(
+    private readonly parent: Logger,
+    private readonly bindings: Bindings,
+    private readonly options: ChildLoggerOptions,
+  ) {}
+
+  private real(): FastifyBaseLogger {
+    this.child_ ??= this.parent.child(this.bindings, this.options)
+    return this.child_
+  }
+
+  private write(level: Level, args: unknown[]): void {
+    if (this.child_ || this.parent.isLevelEnabled(level)) (this.real()[level] as (...a: unknown[]) => void)(...args)
+  }
+
+  get level(): string {
+    return this.child_?.level ?? this.parent.level
+  }
+
+  set level(level: string) {
+    this.real().level = level
+  }
+
+  fatal(...args: unknown[]): void {
+    this.write('fatal', args)
+  }
+  error(...args: unknown[]): void {
+    this.write('error', args)
+  }
+  warn(...args: unknown[]): void {
+    this.write('warn', args)
+  }
+  info(...args: unknown[]): void {
+    this.write('info', args)
+  }
+  debug(...args: unknown[]): void {
+    this.write('debug', args)
+  }
+  trace(...args: unknown[]): void {
+    this.write('trace', args)
+  }
+  silent(): void {}
+
+  child(bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
+    return this.real().child(bindings, options)
+  }
+}
+
+/** Fastify's `childLoggerFactory`: a route with its own log level gets a real child at once. */
+export function requestLogger(logger: FastifyBaseLogger, bindings: Bindings, options: ChildLoggerOptions): FastifyBaseLogger {
+  const parent = logger as Logger
+  if (options.level) return parent.child(bindings, options)
+  return new RequestLogger(parent, bindings, options) as unknown as FastifyBaseLogger
 }

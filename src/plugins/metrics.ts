@@ -3,7 +3,7 @@
 import { timingSafeEqual } from 'node:crypto'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
+import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client'
 import { forbidden } from '../shared/errors.js'
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|::ffff:127\.\d+\.\d+\.\d+)$/
@@ -15,21 +15,90 @@ function tokenMatches(header: string | undefined, token: string): boolean {
   return given.length === expected.length && timingSafeEqual(given, expected)
 }
 
+const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]
+
+interface Series {
+  labels: { method: string; route: string; status: string }
+  count: number
+  sum: number
+  /** Observations per bucket (not cumulative); the last one is +Inf. */
+  buckets: number[]
+}
+
+/**
+ * `http_requests_total` and `http_request_duration_seconds`, counted in plain numbers on every
+ * response and turned into prom-client's form only when scraped. prom-client's own Counter and
+ * Histogram validate and hash the label set on every observation, which cost more per request than
+ * the rest of the metrics work together.
+ */
+class RequestSeries {
+  private readonly series = new Map<string, Series>()
+
+  observe(method: string, route: string, statusCode: number, elapsedMs: number): void {
+    const key = `${method} ${statusCode} ${route}`
+    let s = this.series.get(key)
+    if (!s) {
+      s = { labels: { method, route, status: String(statusCode) }, count: 0, sum: 0, buckets: BUCKETS.map(() => 0).concat(0) }
+      this.series.set(key, s)
+    }
+    const seconds = elapsedMs / 1000
+    let i = 0
+    while (i < BUCKETS.length && seconds > BUCKETS[i]!) i++
+    s.buckets[i]!++
+    s.count++
+    s.sum += seconds
+  }
+
+  /** A prom-client metric (what Registry.registerMetric reads) of the request counts. */
+  counter() {
+    const name = 'http_requests_total'
+    const help = 'HTTP requests'
+    const get = () => ({
+      name,
+      help,
+      type: 'counter',
+      aggregator: 'sum',
+      values: [...this.series.values()].map((s) => ({ labels: s.labels, value: s.count })),
+    })
+    return { name, help, type: 'counter', aggregator: 'sum', get, reset: () => this.series.clear() }
+  }
+
+  /** The latency histogram, in the lines prom-client's Histogram writes (`le` first, cumulative). */
+  histogram() {
+    const name = 'http_request_duration_seconds'
+    const help = 'HTTP request latency'
+    const get = () => ({
+      name,
+      help,
+      type: 'histogram',
+      aggregator: 'sum',
+      values: [...this.series.values()].flatMap((s) => {
+        let cumulative = 0
+        const bucketLines = s.buckets.map((n, i) => {
+          cumulative += n
+          const le = i < BUCKETS.length ? String(BUCKETS[i]) : '+Inf'
+          return { metricName: `${name}_bucket`, labels: { le, ...s.labels }, value: cumulative }
+        })
+        return [
+          ...bucketLines,
+          { metricName: `${name}_sum`, labels: s.labels, value: s.sum },
+          { metricName: `${name}_count`, labels: s.labels, value: s.count },
+        ]
+      }),
+    })
+    return { name, help, type: 'histogram', aggregator: 'sum', get, reset: () => this.series.clear() }
+  }
+}
+
 export default fp(
   async function metrics(app: FastifyInstance) {
     // One registry per app instance, so several apps in one process (tests) never collide.
     const register = new Registry()
     collectDefaultMetrics({ register })
 
-    const labelNames = ['method', 'route', 'status'] as const
-    const requests = new Counter({ name: 'http_requests_total', help: 'HTTP requests', labelNames, registers: [register] })
-    const duration = new Histogram({
-      name: 'http_request_duration_seconds',
-      help: 'HTTP request latency',
-      labelNames,
-      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
-      registers: [register],
-    })
+    const requests = new RequestSeries()
+    register.registerMetric(requests.counter() as never)
+    register.registerMetric(requests.histogram() as never)
     new Gauge({
       name: 'db_pool_connections',
       help: 'Database pool connections by state',
@@ -88,22 +157,14 @@ export default fp(
       },
     })
 
-    // One pair of labelled children per (method, route, status), found by one string key: prom-client
-    // would otherwise hash the label object twice on every request.
-    const series = new Map<string, { count: ReturnType<typeof requests.labels>; latency: ReturnType<typeof duration.labels> }>()
     app.addHook('onResponse', (request, reply, done) => {
       // The route pattern, never the raw URL: ids would explode the label cardinality.
-      const route = request.is404 ? 'unmatched' : request.routeOptions.url!
-      const status = String(reply.statusCode)
-      const key = `${request.method} ${status} ${route}`
-      let children = series.get(key)
-      if (!children) {
-        const labels = { method: request.method, route, status }
-        children = { count: requests.labels(labels), latency: duration.labels(labels) }
-        series.set(key, children)
-      }
-      children.count.inc()
-      children.latency.observe(reply.elapsedTime / 1000)
+      requests.observe(
+        request.method,
+        request.is404 ? 'unmatched' : request.routeOptions.url!,
+        reply.statusCode,
+        reply.elapsedTime,
+      )
       done()
     })
 
