@@ -1,7 +1,7 @@
 import { z } from 'zod'
 
 // The one error type. Every failure reaches the client as
-// { code, status, message, data? } through src/plugins/errors.ts.
+// { code, status, message, data?, defined: false } through src/plugins/errors.ts.
 
 export type ErrorCode =
   | 'VALIDATION_ERROR'
@@ -65,5 +65,7 @@ export const ErrorSchema = z
     status: z.number().int(),
     message: z.string(),
     data: z.record(z.string(), z.unknown()).optional(),
+    // oRPC 1.14's error JSON: its OpenAPILink then reads code, status, message and data as they are.
+    defined: z.literal(false),
   })
   .meta({ id: 'Error' })
