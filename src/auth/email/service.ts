@@ -53,7 +53,7 @@ export async function signUpWithEmail(
   input: { name: string; email: string; password: string; image?: string | null; consents?: readonly ConsentInput[] },
 ): Promise<UserWithFlags> {
   // Hash before the transaction: Argon2 work never holds a database connection.
-  const passwordHash = await deps.hasher.hash(input.password)
+  const passwordHash = await deps.hasher.hashNew(input.password)
   const id = newId()
   try {
     await deps.db.transaction().execute(async (trx) => {
@@ -175,7 +175,7 @@ export async function requestVerification(deps: EmailAuthDeps, email: string, ca
 export async function resetPassword(deps: EmailAuthDeps, ctx: RequestContext, token: string, newPassword: string): Promise<void> {
   // A bad token is refused before the Argon2 work, so garbage tokens cost almost nothing.
   if (!(await peekToken(deps.db, 'reset-password', token, deps.clock.now()))) throw invalidToken()
-  const passwordHash = await deps.hasher.hash(newPassword)
+  const passwordHash = await deps.hasher.hashNew(newPassword)
   await deps.db.transaction().execute(async (trx) => {
     const now = deps.clock.now()
     const record = await consumeToken(trx, 'reset-password', token, now)
@@ -231,7 +231,7 @@ export async function changePassword(
   if (!stored) throw new AppError(400, 'BAD_REQUEST', 'This account has no password yet: use password reset to set one')
   if (!(await deps.hasher.verify(stored, input.currentPassword)))
     throw new AppError(401, 'INVALID_PASSWORD', 'The current password is wrong')
-  const passwordHash = await deps.hasher.hash(input.newPassword)
+  const passwordHash = await deps.hasher.hashNew(input.newPassword)
   await deps.db.transaction().execute(async (trx) => {
     const now = deps.clock.now()
     await setPasswordHash(trx, input.userId, passwordHash, now)
