@@ -10,6 +10,7 @@ import type { Clock } from '../../shared/clock.js'
 import type { RequestContext } from '../../shared/context.js'
 import { AppError } from '../../shared/errors.js'
 import { newId } from '../../shared/ids.js'
+import { banHolds, bannedUser } from '../ban.js'
 import { maybeBootstrapOwner } from '../bootstrap.js'
 import { isWeakHash, needsRehash, type PasswordHasher } from '../password/password.js'
 import {
@@ -109,6 +110,18 @@ export async function verifyEmailPassword(
       ip: ctx.ip,
     })
     return { ok: false, reason: 'invalid' }
+  }
+  // Only a caller who knows the password learns of a ban; a banned user gets no mail either.
+  if (await banHolds(deps.db, ctx, user.id, deps.clock.now())) {
+    await recordAudit(deps.db, {
+      actorId: user.id,
+      action: 'auth.sign_in_failed',
+      targetType: 'user',
+      targetId: user.id,
+      ip: ctx.ip,
+      details: { reason: 'banned' },
+    })
+    throw bannedUser()
   }
   // Only a caller who knows the password learns that a reset is required.
   if (user.passwordResetRequired || isWeakHash(passwordHash)) return { ok: false, reason: 'reset_required', user }
