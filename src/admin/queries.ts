@@ -1,7 +1,8 @@
-import { sql } from 'kysely'
+import { type Selectable, sql } from 'kysely'
 import type { Executor, Trx } from '../../db/index.js'
-import { sessionUserColumns, toSessionUser } from '../auth/queries.js'
+import { type Ban, type SessionUserRow, sessionUserColumns, toSessionUser } from '../auth/queries.js'
 import type { SessionUser } from '../auth/session/sessions.js'
+import type { UserTable } from '../auth/tables.js'
 import type { Plan } from '../auth/tables.js'
 import type { Role } from '../shared/roles.js'
 import { exactTime, newestFirst, type PageRequest } from '../shared/pagination.js'
@@ -13,6 +14,15 @@ export interface UserFilters {
   plan?: Plan
 }
 
+/** A user as admins see them: what the user sees of themselves, and their suspension. */
+export type ManagedUser = SessionUser & Ban
+
+const managedUserColumns = [...sessionUserColumns, 'banned', 'ban_reason', 'ban_expires'] as const
+
+function toManagedUser(r: SessionUserRow & Pick<Selectable<UserTable>, 'banned' | 'ban_reason' | 'ban_expires'>): ManagedUser {
+  return { ...toSessionUser(r), banned: r.banned, banReason: r.ban_reason, banExpiresAt: r.ban_expires }
+}
+
 /** LIKE wildcards in the admin's text are literal characters, not patterns. */
 const escapeLike = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`)
 
@@ -20,8 +30,8 @@ export async function findUsers(
   db: Executor,
   filters: UserFilters,
   page: PageRequest,
-): Promise<Array<{ user: SessionUser; cursorAt: string }>> {
-  let query = db.selectFrom('user').select([...sessionUserColumns, exactTime('created_at').as('cursor_at')])
+): Promise<Array<{ user: ManagedUser; cursorAt: string }>> {
+  let query = db.selectFrom('user').select([...managedUserColumns, exactTime('created_at').as('cursor_at')])
   if (filters.email !== undefined) query = query.where('email', '=', filters.email)
   if (filters.q !== undefined) {
     const pattern = `%${escapeLike(filters.q)}%`
@@ -30,16 +40,21 @@ export async function findUsers(
   if (filters.role !== undefined) query = query.where('role', '=', filters.role)
   if (filters.plan !== undefined) query = query.where('plan', '=', filters.plan)
   const rows = await newestFirst(query, page).execute()
-  return rows.map((r) => ({ user: toSessionUser(r), cursorAt: r.cursor_at }))
+  return rows.map((r) => ({ user: toManagedUser(r), cursorAt: r.cursor_at }))
 }
 
 /** Locks the row: concurrent acts on one user (the admin API, the command line) apply one after the other. */
-export async function findUserForUpdate(trx: Trx, by: { id: string } | { email: string }): Promise<SessionUser | undefined> {
-  const query = trx.selectFrom('user').select(sessionUserColumns)
+export async function findUserForUpdate(trx: Trx, by: { id: string } | { email: string }): Promise<ManagedUser | undefined> {
+  const query = trx.selectFrom('user').select(managedUserColumns)
   const row = await ('id' in by ? query.where('id', '=', by.id) : query.where('email', '=', by.email))
     .forUpdate()
     .executeTakeFirst()
-  return row && toSessionUser(row)
+  return row && toManagedUser(row)
+}
+
+export async function findManagedUser(db: Executor, id: string): Promise<ManagedUser | undefined> {
+  const row = await db.selectFrom('user').select(managedUserColumns).where('id', '=', id).executeTakeFirst()
+  return row && toManagedUser(row)
 }
 
 /** Changes the plan of a user. Never the role: that is changeRole's. */
@@ -48,14 +63,30 @@ export async function updateUserPlan(
   id: string,
   changes: { plan: Plan; plan_expires_at: Date | null },
   now: Date,
-): Promise<SessionUser> {
+): Promise<ManagedUser> {
   const row = await trx
     .updateTable('user')
     .set({ ...changes, updated_at: now })
     .where('id', '=', id)
-    .returning(sessionUserColumns)
+    .returning(managedUserColumns)
     .executeTakeFirstOrThrow()
-  return toSessionUser(row)
+  return toManagedUser(row)
+}
+
+/** Sets or lifts the suspension of a user (`banned: false` with both others null lifts it). */
+export async function updateBan(
+  trx: Trx,
+  id: string,
+  ban: { banned: boolean; ban_reason: string | null; ban_expires: Date | null },
+  now: Date,
+): Promise<ManagedUser> {
+  const row = await trx
+    .updateTable('user')
+    .set({ ...ban, updated_at: now })
+    .where('id', '=', id)
+    .returning(managedUserColumns)
+    .executeTakeFirstOrThrow()
+  return toManagedUser(row)
 }
 
 export interface UserCounts {

@@ -2,7 +2,6 @@
 // else), checked at onRequest so a member learns nothing about the admin schemas, not even from a 400.
 import type { FastifyInstance } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
-import { toUserJson, UserSchema } from '../auth/schemas.js'
 import { ErrorSchema } from '../shared/errors.js'
 import { ADMIN } from '../shared/route-policy.js'
 import { contextOf } from '../shared/context.js'
@@ -11,7 +10,9 @@ import {
   AnalyticsQuery,
   AuditListSchema,
   AuditQuery,
+  BanBody,
   EmptyBody,
+  ManagedUserSchema,
   ListUsersQuery,
   RevokedSchema,
   SetPlanBody,
@@ -19,12 +20,14 @@ import {
   SetRoleBody,
   toAdminUserJson,
   toAuditListJson,
+  toManagedUserJson,
   toUserListJson,
   UsageAnalyticsSchema,
   UserIdParams,
   UserListSchema,
 } from './schemas.js'
 import {
+  banUser,
   getUsageAnalytics,
   getUser,
   listAuditEvents,
@@ -32,6 +35,7 @@ import {
   revokeUserSessions,
   setUserPlan,
   setUserRole,
+  unbanUser,
   type AdminDeps,
 } from './service.js'
 
@@ -85,10 +89,10 @@ export default async function adminRoutes(fastify: FastifyInstance) {
         summary: 'Give a user the admin role (idempotent)',
         params: UserIdParams,
         body: EmptyBody,
-        response: { 200: UserSchema, ...errors },
+        response: { 200: ManagedUserSchema, ...errors },
       },
     },
-    async (request) => toUserJson(await setUserRole(deps, contextOf(request), request.params.id, 'admin', 'make-admin')),
+    async (request) => toManagedUserJson(await setUserRole(deps, contextOf(request), request.params.id, 'admin', 'make-admin')),
   )
 
   app.post(
@@ -101,10 +105,11 @@ export default async function adminRoutes(fastify: FastifyInstance) {
         summary: "Set a user's role to member or admin; demoting an admin ends their sessions",
         params: UserIdParams,
         body: SetRoleBody,
-        response: { 200: UserSchema, ...errors },
+        response: { 200: ManagedUserSchema, ...errors },
       },
     },
-    async (request) => toUserJson(await setUserRole(deps, contextOf(request), request.params.id, request.body.role, 'role')),
+    async (request) =>
+      toManagedUserJson(await setUserRole(deps, contextOf(request), request.params.id, request.body.role, 'role')),
   )
 
   app.post(
@@ -117,11 +122,11 @@ export default async function adminRoutes(fastify: FastifyInstance) {
         summary: 'Put a user on premium_plus, until expiresAt or without end',
         params: UserIdParams,
         body: SetPremiumPlusBody,
-        response: { 200: UserSchema, ...errors },
+        response: { 200: ManagedUserSchema, ...errors },
       },
     },
     async (request) =>
-      toUserJson(
+      toManagedUserJson(
         await setUserPlan(deps, contextOf(request), request.params.id, { ...request.body, plan: 'premium_plus' }, 'premium-plus'),
       ),
   )
@@ -136,10 +141,10 @@ export default async function adminRoutes(fastify: FastifyInstance) {
         summary: "Set a user's plan, until expiresAt or without end",
         params: UserIdParams,
         body: SetPlanBody,
-        response: { 200: UserSchema, ...errors },
+        response: { 200: ManagedUserSchema, ...errors },
       },
     },
-    async (request) => toUserJson(await setUserPlan(deps, contextOf(request), request.params.id, request.body, 'plan')),
+    async (request) => toManagedUserJson(await setUserPlan(deps, contextOf(request), request.params.id, request.body, 'plan')),
   )
 
   app.post(
@@ -156,6 +161,38 @@ export default async function adminRoutes(fastify: FastifyInstance) {
       },
     },
     async (request) => revokeUserSessions(deps, contextOf(request), request.params.id),
+  )
+
+  app.post(
+    '/api/v1/admin/users/:id/ban',
+    {
+      config: { policy: ADMIN },
+      schema: {
+        operationId: 'banUser',
+        tags,
+        summary: 'Suspend a user until unbanned or expiresAt: every session ends, every sign-in is 403 BANNED_USER',
+        params: UserIdParams,
+        body: BanBody,
+        response: { 200: AdminUserSchema, ...errors },
+      },
+    },
+    async (request) => toAdminUserJson(await banUser(deps, contextOf(request), request.params.id, request.body)),
+  )
+
+  app.post(
+    '/api/v1/admin/users/:id/unban',
+    {
+      config: { policy: ADMIN },
+      schema: {
+        operationId: 'unbanUser',
+        tags,
+        summary: "Lift a user's suspension",
+        params: UserIdParams,
+        body: EmptyBody,
+        response: { 200: AdminUserSchema, ...errors },
+      },
+    },
+    async (request) => toAdminUserJson(await unbanUser(deps, contextOf(request), request.params.id)),
   )
 
   app.get(

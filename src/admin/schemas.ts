@@ -1,9 +1,10 @@
 import { z } from 'zod'
 import { toUserJson, UserSchema } from '../auth/schemas.js'
-import type { SessionUser } from '../auth/session/sessions.js'
 import { PLANS } from '../auth/tables.js'
+import { iso } from '../shared/dates.js'
 import { ROLES } from '../shared/roles.js'
 import { CursorParam, Limit, type Page } from '../shared/pagination.js'
+import type { ManagedUser } from './queries.js'
 import type { AdminUser, AuditEvent } from './service.js'
 
 const FutureInstant = z.iso.datetime({ offset: true }).describe('ISO-8601 instant in the future')
@@ -21,11 +22,23 @@ export const ListUsersQuery = z.strictObject({
   cursor: CursorParam.optional(),
 })
 
-export const UserListSchema = z.object({ items: z.array(UserSchema), nextCursor: z.string().nullable() }).meta({ id: 'UserList' })
+/** A user as admins see them: the user's own view and the suspension (better-auth's admin plugin fields). */
+export const ManagedUserSchema = z
+  .object({
+    ...UserSchema.shape,
+    banned: z.boolean(),
+    banReason: z.string().nullable(),
+    banExpiresAt: z.string().nullable().describe('null: until unbanned'),
+  })
+  .meta({ id: 'ManagedUser' })
+
+export const UserListSchema = z
+  .object({ items: z.array(ManagedUserSchema), nextCursor: z.string().nullable() })
+  .meta({ id: 'UserList' })
 
 export const AdminUserSchema = z
   .object({
-    ...UserSchema.shape,
+    ...ManagedUserSchema.shape,
     counts: z.object({
       sessions: z.number().int().describe('Sessions not yet expired'),
       entries: z.number().int(),
@@ -46,6 +59,11 @@ export const SetRoleBody = z.strictObject({
 export const SetPremiumPlusBody = z.strictObject({ expiresAt: FutureInstant.optional() })
 
 export const SetPlanBody = z.strictObject({ plan: z.enum(PLANS), expiresAt: FutureInstant.optional() })
+
+export const BanBody = z.strictObject({
+  reason: z.string().trim().min(1).max(500),
+  expiresAt: FutureInstant.optional().describe('When the ban ends by itself; without it, it lasts until unbanned'),
+})
 
 export const RevokedSchema = z.object({ revoked: z.number().int() })
 
@@ -110,12 +128,16 @@ export const AuditListSchema = z
   .object({ items: z.array(AuditEventSchema), nextCursor: z.string().nullable() })
   .meta({ id: 'AuditEventList' })
 
-export function toUserListJson(page: Page<SessionUser>): z.infer<typeof UserListSchema> {
-  return { items: page.items.map(toUserJson), nextCursor: page.nextCursor }
+export function toManagedUserJson(u: ManagedUser): z.infer<typeof ManagedUserSchema> {
+  return { ...toUserJson(u), banned: u.banned, banReason: u.banReason, banExpiresAt: iso(u.banExpiresAt) }
+}
+
+export function toUserListJson(page: Page<ManagedUser>): z.infer<typeof UserListSchema> {
+  return { items: page.items.map(toManagedUserJson), nextCursor: page.nextCursor }
 }
 
 export function toAdminUserJson({ user, counts }: AdminUser): z.infer<typeof AdminUserSchema> {
-  return { ...toUserJson(user), counts }
+  return { ...toManagedUserJson(user), counts }
 }
 
 function toAuditEventJson(e: AuditEvent): z.infer<typeof AuditEventSchema> {

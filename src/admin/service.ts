@@ -2,8 +2,7 @@
 // changed. Nobody changes an owner through the API, grants owner, or changes their own role.
 // Who may call these is the routes' ADMIN policy; the acting admin is ctx.actorId.
 import type { DB } from '../../db/index.js'
-import { endSessionsOfUser, findUserById, type UserWithFlags } from '../auth/queries.js'
-import type { SessionUser } from '../auth/session/sessions.js'
+import { endSessionsOfUser } from '../auth/queries.js'
 import { PLANS, type Plan } from '../auth/tables.js'
 import type { Role } from '../shared/roles.js'
 import { recordAudit } from '../shared/audit.js'
@@ -22,10 +21,13 @@ import {
   countUsersByPlan,
   countUsersByRole,
   findAuditEvents,
+  findManagedUser,
   findUserForUpdate,
   findUsers,
+  type ManagedUser,
   sumPaidPayments,
   sumUsage,
+  updateBan,
   updateUserPlan,
   type AuditFilters,
   type UserCounts,
@@ -39,7 +41,7 @@ export interface AdminDeps {
 }
 
 export interface AdminUser {
-  user: UserWithFlags
+  user: ManagedUser
   counts: UserCounts
 }
 
@@ -61,7 +63,7 @@ export async function listUsers(
   ctx: RequestContext,
   filters: UserFilters,
   page: PageRequest,
-): Promise<Page<SessionUser>> {
+): Promise<Page<ManagedUser>> {
   return deps.db.transaction().execute(async (trx) => {
     const rows = await findUsers(trx, filters, page)
     const result = toPage(
@@ -84,7 +86,7 @@ export async function listUsers(
 /** A moderation read of one user: audited like every read of another user's data. */
 export async function getUser(deps: AdminDeps, ctx: RequestContext, id: string): Promise<AdminUser> {
   return deps.db.transaction().execute(async (trx) => {
-    const user = await findUserById(trx, id)
+    const user = await findManagedUser(trx, id)
     if (!user) throw notFound('User')
     const counts = await countsFor(trx, id, deps.clock.now())
     await recordAudit(trx, { actorId: ctx.actorId, action: 'admin.user.viewed', targetType: 'user', targetId: id, ip: ctx.ip })
@@ -98,7 +100,7 @@ export async function setUserRole(
   id: string,
   role: Role,
   via: string,
-): Promise<SessionUser> {
+): Promise<ManagedUser> {
   // owner is granted only from the command line: an API session that leaks cannot mint one.
   if (role === 'owner') throw forbidden('The owner role cannot be granted through the API')
   if (id === ctx.actorId) throw forbidden('You cannot change your own role')
@@ -119,7 +121,7 @@ export async function setUserPlan(
   id: string,
   change: { plan: Plan; expiresAt?: string },
   via: string,
-): Promise<SessionUser> {
+): Promise<ManagedUser> {
   const { plan } = change
   const now = deps.clock.now()
   const expiry = change.expiresAt === undefined ? null : new Date(change.expiresAt)
@@ -161,6 +163,60 @@ export async function revokeUserSessions(deps: AdminDeps, ctx: RequestContext, i
       details: { before: { sessions: revoked }, after: { sessions: 0 }, revoked },
     })
     return { revoked }
+  })
+}
+
+const banJson = (u: ManagedUser) => ({ banned: u.banned, banReason: u.banReason, banExpiresAt: iso(u.banExpiresAt) })
+
+/**
+ * Suspends a user: every session ends in the same transaction, and no sign-in of any kind
+ * succeeds (src/auth/ban.ts) until the ban is lifted or `expiresAt` passes. Banning again replaces
+ * the reason and the expiry. Nobody bans an owner or themselves.
+ */
+export async function banUser(
+  deps: AdminDeps,
+  ctx: RequestContext,
+  id: string,
+  input: { reason: string; expiresAt?: string },
+): Promise<AdminUser> {
+  if (id === ctx.actorId) throw forbidden('You cannot ban yourself')
+  const now = deps.clock.now()
+  const expiry = input.expiresAt === undefined ? null : new Date(input.expiresAt)
+  if (expiry && expiry.getTime() <= now.getTime()) throw invalidInput('body.expiresAt', 'must be in the future')
+  return deps.db.transaction().execute(async (trx) => {
+    const before = await findUserForUpdate(trx, { id })
+    if (!before) throw notFound('User')
+    if (before.role === 'owner') throw forbidden('An owner cannot be banned')
+    const user = await updateBan(trx, id, { banned: true, ban_reason: input.reason, ban_expires: expiry }, now)
+    const sessionsRevoked = await endSessionsOfUser(trx, id)
+    await recordAudit(trx, {
+      actorId: ctx.actorId,
+      action: 'admin.user.banned',
+      targetType: 'user',
+      targetId: id,
+      ip: ctx.ip,
+      details: { before: banJson(before), after: banJson(user), sessionsRevoked },
+    })
+    return { user, counts: await countsFor(trx, id, now) }
+  })
+}
+
+/** Lifts a user's ban (a no-op for a user who is not banned, audited all the same). */
+export async function unbanUser(deps: AdminDeps, ctx: RequestContext, id: string): Promise<AdminUser> {
+  const now = deps.clock.now()
+  return deps.db.transaction().execute(async (trx) => {
+    const before = await findUserForUpdate(trx, { id })
+    if (!before) throw notFound('User')
+    const user = before.banned ? await updateBan(trx, id, { banned: false, ban_reason: null, ban_expires: null }, now) : before
+    await recordAudit(trx, {
+      actorId: ctx.actorId,
+      action: 'admin.user.unbanned',
+      targetType: 'user',
+      targetId: id,
+      ip: ctx.ip,
+      details: { via: 'admin', before: banJson(before), after: banJson(user) },
+    })
+    return { user, counts: await countsFor(trx, id, now) }
   })
 }
 

@@ -236,3 +236,31 @@ export async function endSessionsOfUser(db: Executor, userId: string, options: {
   const result = await query.executeTakeFirst()
   return Number(result.numDeletedRows)
 }
+
+/** A suspension, as better-auth's admin plugin names its fields. */
+export interface Ban {
+  banned: boolean
+  banReason: string | null
+  banExpiresAt: Date | null
+}
+
+export async function findBan(db: Executor, userId: string): Promise<Ban | undefined> {
+  const row = await db
+    .selectFrom('user')
+    .select(['banned', 'ban_reason', 'ban_expires'])
+    .where('id', '=', userId)
+    .executeTakeFirst()
+  return row && { banned: row.banned, banReason: row.ban_reason, banExpiresAt: row.ban_expires }
+}
+
+/** Lifts the ban of the user when it expired at or before `now`; false when there was none to lift. */
+export async function liftExpiredBan(db: Executor, userId: string, now: Date): Promise<boolean> {
+  const result = await db
+    .updateTable('user')
+    .set({ banned: false, ban_reason: null, ban_expires: null, updated_at: now })
+    .where('id', '=', userId)
+    .where('banned', '=', true)
+    .where('ban_expires', '<=', now)
+    .executeTakeFirst()
+  return result.numUpdatedRows === 1n
+}

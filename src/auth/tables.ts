@@ -44,6 +44,10 @@ export interface UserTable extends ProfileColumns {
   plan: Generated<Plan>
   plan_expires_at: Date | null
   password_reset_required: Generated<boolean>
+  /** Suspension (migration 0010): while true and `ban_expires` is null or ahead, no session. */
+  banned: Generated<boolean>
+  ban_reason: string | null
+  ban_expires: Date | null
   created_at: CreatedAt
   updated_at: Timestamp
 }

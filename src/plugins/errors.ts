@@ -1,4 +1,4 @@
-// One error shape for every failure: { code, status, message, data? }. A 5xx never carries a
+// One error shape for every failure: { code, status, message, data?, defined: false }. A 5xx never carries a
 // stack trace, SQL, a driver message or a file path; the details go to the log with the request id.
 import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
@@ -11,6 +11,8 @@ export interface ErrorBody {
   status: number
   message: string
   data?: Record<string, unknown>
+  /** Always false: it makes the body oRPC 1.14's error JSON, read exactly by the web client's OpenAPILink. */
+  defined: false
 }
 
 // Connection-level failures of node-postgres / PGlite: the database is unreachable, not a bug.
@@ -77,7 +79,7 @@ export function clientError(err: NodeJS.ErrnoException, socket: Socket): void {
       : status === 408
         ? 'The request took too long'
         : 'The request could not be read'
-  const body = JSON.stringify({ code: 'BAD_REQUEST', status, message })
+  const body = JSON.stringify({ code: 'BAD_REQUEST', status, message, defined: false } satisfies ErrorBody)
   const headers = {
     ...ALWAYS,
     'content-type': 'application/json; charset=utf-8',
@@ -131,8 +133,13 @@ function fromFastifyError(err: FastifyError): AppError | undefined {
 
 function sendError(reply: FastifyReply, error: AppError): FastifyReply {
   if (error.retryAfter !== undefined) reply.header('retry-after', String(error.retryAfter))
-  const body: ErrorBody = { code: error.code, status: error.status, message: error.message }
-  if (error.data) body.data = error.data
+  const body: ErrorBody = {
+    code: error.code,
+    status: error.status,
+    message: error.message,
+    ...(error.data && { data: error.data }),
+    defined: false,
+  }
   // A serializer-free send: the route's response schema must not apply to an error body.
   return reply.code(error.status).type('application/json; charset=utf-8').serializer(JSON.stringify).send(body)
 }
@@ -164,7 +171,12 @@ export default fp(
 
     // An `Expect` other than 100-continue: Node would answer 417 by itself, without our headers.
     app.server.on('checkExpectation', (_request, response) => {
-      const body = JSON.stringify({ code: 'BAD_REQUEST', status: 417, message: 'Expectation not supported' })
+      const body = JSON.stringify({
+        code: 'BAD_REQUEST',
+        status: 417,
+        message: 'Expectation not supported',
+        defined: false,
+      } satisfies ErrorBody)
       response.writeHead(417, {
         ...ALWAYS,
         'content-type': 'application/json; charset=utf-8',

@@ -19,7 +19,8 @@ export default fp(
           version: VERSION,
           description:
             'Accounts, sessions, roles, profile, plan and usage, journal, compatibility results, payments, ' +
-            'admin and consent. Errors always have the shape {code, status, message, data?}. ' +
+            'admin and consent. Errors always have the shape {code, status, message, data?, defined: false} ' +
+            "(oRPC 1.14's error JSON). " +
             'Sessions travel in an HttpOnly cookie set by the /api/auth routes.',
         },
         servers: [{ url: opts.serverUrl }],

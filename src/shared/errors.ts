@@ -1,7 +1,7 @@
 import { z } from 'zod'
 
 // The one error type. Every failure reaches the client as
-// { code, status, message, data? } through src/plugins/errors.ts.
+// { code, status, message, data?, defined: false } through src/plugins/errors.ts.
 
 export type ErrorCode =
   | 'VALIDATION_ERROR'
@@ -21,6 +21,8 @@ export type ErrorCode =
   | 'MISSING_OR_NULL_ORIGIN'
   | 'INVALID_CALLBACK_URL'
   | 'PASSWORD_RESET_REQUIRED'
+  | 'PASSWORD_COMPROMISED'
+  | 'BANNED_USER'
   | 'EMAIL_NOT_VERIFIED'
   | 'NOT_FOUND'
   | 'PROVIDER_NOT_FOUND'
@@ -69,5 +71,7 @@ export const ErrorSchema = z
     status: z.number().int(),
     message: z.string(),
     data: z.record(z.string(), z.unknown()).optional(),
+    // oRPC 1.14's error JSON: its OpenAPILink then reads code, status, message and data as they are.
+    defined: z.literal(false),
   })
   .meta({ id: 'Error' })

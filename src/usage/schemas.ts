@@ -75,6 +75,7 @@ export const PlanLimitErrorSchema = z
       used: z.number().int().describe('The count of the current period; unchanged by the refused call'),
       resetsAt,
     }),
+    defined: z.literal(false),
   })
   .meta({
     id: 'PlanLimitError',
@@ -84,6 +85,7 @@ export const PlanLimitErrorSchema = z
         status: 402,
         message: 'The aiMessages limit of your plan is reached',
         data: { metric: 'aiMessages', limit: 10, used: 10, resetsAt: '2026-03-05T00:00:00.000Z' },
+        defined: false,
       },
     ],
   })

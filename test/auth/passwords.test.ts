@@ -75,7 +75,7 @@ t.test('unknown email, wrong password and an account without a password answer i
   t.equal(none.statusCode, unknown.statusCode)
   t.equal(wrong.body, unknown.body)
   t.equal(none.body, unknown.body)
-  t.same(unknown.json(), { code: 'INVALID_EMAIL_OR_PASSWORD', status: 401, message: 'Invalid email or password' })
+  t.same(unknown.json(), { code: 'INVALID_EMAIL_OR_PASSWORD', status: 401, message: 'Invalid email or password', defined: false })
   t.notOk(unknown.headers['set-cookie'])
 })
 

@@ -65,7 +65,12 @@ async function outageTests() {
     const probe = await within(5000, 'a database route', app.inject({ method: 'GET', url: '/api/v1/test-db-probe' }))
     t.equal(probe.statusCode, 503)
     t.equal(probe.headers['retry-after'], '5')
-    t.same(probe.json(), { code: 'SERVICE_UNAVAILABLE', status: 503, message: 'The service is temporarily unavailable' })
+    t.same(probe.json(), {
+      code: 'SERVICE_UNAVAILABLE',
+      status: 503,
+      message: 'The service is temporarily unavailable',
+      defined: false,
+    })
 
     const signIn = await within(
       5000,

@@ -94,7 +94,7 @@ t.test('a declared Content-Length over the limit is 413 before the body is read'
     payload: '{}',
   })
   t.equal(res.statusCode, 413)
-  t.same(res.json(), { code: 'PAYLOAD_TOO_LARGE', status: 413, message: 'Request body is too large' })
+  t.same(res.json(), { code: 'PAYLOAD_TOO_LARGE', status: 413, message: 'Request body is too large', defined: false })
 })
 
 t.test('every error body is JSON with exactly code, status, message and optional data', async (t) => {
@@ -116,8 +116,9 @@ t.test('every error body is JSON with exactly code, status, message and optional
       Object.keys(body)
         .filter((k) => k !== 'data')
         .sort(),
-      ['code', 'message', 'status'],
+      ['code', 'defined', 'message', 'status'],
     )
+    t.equal(body.defined, false, "oRPC's error JSON")
     t.equal(body.status, res.statusCode)
     t.ok(res.headers['x-request-id'])
   }
@@ -140,7 +141,7 @@ t.test('an unexpected throw is a generic 500, without details, logged with the r
 
   const res = await own.inject({ method: 'GET', url: '/api/v1/test-throw', headers: { 'x-request-id': 'req-throw-1' } })
   t.equal(res.statusCode, 500)
-  t.same(res.json(), { code: 'INTERNAL_SERVER_ERROR', status: 500, message: 'Something went wrong on our side' })
+  t.same(res.json(), { code: 'INTERNAL_SERVER_ERROR', status: 500, message: 'Something went wrong on our side', defined: false })
   t.notMatch(res.body, /secret_table|\/srv\/app|stack|at /)
   t.equal(res.headers['x-request-id'], 'req-throw-1')
 
@@ -152,7 +153,7 @@ t.test('an unexpected throw is a generic 500, without details, logged with the r
 
   const bare = await own.inject({ method: 'GET', url: '/api/v1/test-throw-value' })
   t.equal(bare.statusCode, 500)
-  t.same(bare.json(), { code: 'INTERNAL_SERVER_ERROR', status: 500, message: 'Something went wrong on our side' })
+  t.same(bare.json(), { code: 'INTERNAL_SERVER_ERROR', status: 500, message: 'Something went wrong on our side', defined: false })
 })
 
 t.test('router errors are in the one error shape with a request id', async (t) => {
@@ -216,7 +217,8 @@ t.test('what Node answers by itself (unreadable requests) is in the one shape, w
     t.match(head.toLowerCase(), /x-content-type-options: nosniff/, `${name}: nosniff`)
     t.match(head.toLowerCase(), /cache-control: no-store/, `${name}: no-store`)
     t.match(JSON.parse(body), { code: 'BAD_REQUEST', status, message: String }, `${name}: the one shape`)
-    t.same(Object.keys(JSON.parse(body)).sort(), ['code', 'message', 'status'])
+    t.same(Object.keys(JSON.parse(body)).sort(), ['code', 'defined', 'message', 'status'])
+    t.equal(JSON.parse(body).defined, false, `${name}: oRPC's error JSON`)
   }
 })
 

@@ -272,6 +272,21 @@ t.test(
       await seenByB('demotion on A', user, refused)
     })
 
+    t.test('a ban on A', async (t) => {
+      const user = await signUp(a)
+      await cached(t, b, user)
+      const res = await call(a, 'POST', `/api/v1/admin/users/${user.id}/ban`, { cookie: admin.cookie, body: { reason: 'Abuse' } })
+      t.equal(res.statusCode, 200)
+      await seenByB('ban on A', user, refused)
+    })
+
+    t.test('a ban set in SQL, which ends no session by itself', async (t) => {
+      const user = await signUp(a)
+      await cached(t, b, user)
+      await sqlClient.query(`update "user" set banned = true, ban_reason = 'by hand' where id = $1`, [user.id])
+      await seenByB('ban set in SQL', user, refused)
+    })
+
     t.test('the command line', async (t) => {
       const user = await signUp(a)
       await cached(t, b, user)

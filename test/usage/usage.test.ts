@@ -95,6 +95,7 @@ t.test('at the limit the increment is a 402 PLAN_LIMIT_REACHED and nothing is co
     status: 402,
     message: 'The journalEntries limit of your plan is reached',
     data: { metric: 'journalEntries', limit: 5, used: 4, resetsAt: '2026-03-15T00:00:00.000Z' },
+    defined: false,
   })
   t.equal(await usedNow(user, 'journalEntries'), 4)
   const last = await increment(user, 'journalEntries', { amount: 1 })

@@ -10,6 +10,7 @@ import type { Clock } from '../../shared/clock.js'
 import type { RequestContext } from '../../shared/context.js'
 import { AppError } from '../../shared/errors.js'
 import { newId } from '../../shared/ids.js'
+import { banHolds, bannedUser } from '../ban.js'
 import { maybeBootstrapOwner } from '../bootstrap.js'
 import { isWeakHash, needsRehash, type PasswordHasher } from '../password/password.js'
 import {
@@ -54,7 +55,7 @@ export async function signUpWithEmail(
   input: { name: string; email: string; password: string; image?: string | null; consents?: readonly ConsentInput[] },
 ): Promise<UserWithFlags> {
   // Hash before the transaction: Argon2 work never holds a database connection.
-  const passwordHash = await deps.hasher.hash(input.password)
+  const passwordHash = await deps.hasher.hashNew(input.password)
   const id = newId()
   try {
     await deps.db.transaction().execute(async (trx) => {
@@ -110,6 +111,18 @@ export async function verifyEmailPassword(
       ip: ctx.ip,
     })
     return { ok: false, reason: 'invalid' }
+  }
+  // Only a caller who knows the password learns of a ban; a banned user gets no mail either.
+  if (await banHolds(deps.db, ctx, user.id, deps.clock.now())) {
+    await recordAudit(deps.db, {
+      actorId: user.id,
+      action: 'auth.sign_in_failed',
+      targetType: 'user',
+      targetId: user.id,
+      ip: ctx.ip,
+      details: { reason: 'banned' },
+    })
+    throw bannedUser()
   }
   // Only a caller who knows the password learns that a reset is required.
   if (user.passwordResetRequired || isWeakHash(passwordHash)) return { ok: false, reason: 'reset_required', user }
@@ -181,7 +194,7 @@ export async function resetTokenIsLive(deps: EmailAuthDeps, token: string): Prom
 export async function resetPassword(deps: EmailAuthDeps, ctx: RequestContext, token: string, newPassword: string): Promise<void> {
   // A bad token is refused before the Argon2 work, so garbage tokens cost almost nothing.
   if (!(await peekToken(deps.db, 'reset-password', token, deps.clock.now()))) throw invalidToken()
-  const passwordHash = await deps.hasher.hash(newPassword)
+  const passwordHash = await deps.hasher.hashNew(newPassword)
   await deps.db.transaction().execute(async (trx) => {
     const now = deps.clock.now()
     const record = await consumeToken(trx, 'reset-password', token, now)
@@ -253,7 +266,7 @@ export async function changePassword(
   if (!stored) throw new AppError(400, 'BAD_REQUEST', 'This account has no password yet: use password reset to set one')
   if (!(await deps.hasher.verify(stored, input.currentPassword)))
     throw new AppError(401, 'INVALID_PASSWORD', 'The current password is wrong')
-  const passwordHash = await deps.hasher.hash(input.newPassword)
+  const passwordHash = await deps.hasher.hashNew(input.newPassword)
   await deps.db.transaction().execute(async (trx) => {
     const now = deps.clock.now()
     await setPasswordHash(trx, input.userId, passwordHash, now)

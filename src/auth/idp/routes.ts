@@ -213,7 +213,13 @@ export default async function idpRoutes(fastify: FastifyInstance) {
       }
       const outcome = await signInWithIdentity(deps, contextOf(request), identity)
       if (!outcome.ok) return onError(outcome.error, 'account rules')
-      await signInBrowser(app, request, reply, outcome.userId, true)
+      try {
+        await signInBrowser(app, request, reply, outcome.userId, true)
+      } catch (err) {
+        // A ban that landed after the account rules passed: the browser still goes to the error URL.
+        if (err instanceof AppError && err.code === 'BANNED_USER') return onError(err.code, 'banned meanwhile')
+        throw err
+      }
       return reply.redirect(outcome.isNewUser ? urls.newUserCallbackURL : urls.callbackURL, 302)
     },
   )

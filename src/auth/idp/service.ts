@@ -5,6 +5,7 @@ import { recordAudit } from '../../shared/audit.js'
 import type { Clock } from '../../shared/clock.js'
 import type { RequestContext } from '../../shared/context.js'
 import { newId } from '../../shared/ids.js'
+import { banHolds } from '../ban.js'
 import { maybeBootstrapOwner } from '../bootstrap.js'
 import { revokeTokens } from '../email/queries.js'
 import { endSessionsOfUser, findUserByEmail, findUserById, insertAccount, insertUser, setEmailVerified } from '../queries.js'
@@ -34,12 +35,13 @@ export type IdpLinkOutcome = { ok: true } | { ok: false; error: IdpLinkFailureCo
 
 export type IdpSignInOutcome =
   | { ok: true; userId: string; isNewUser: boolean }
-  | { ok: false; error: 'email_not_verified' | 'email_missing' }
+  | { ok: false; error: 'email_not_verified' | 'email_missing' | 'BANNED_USER' }
 
 /**
  * The account rules: the subject decides (the same `sub` is always the same user, whatever its
  * email is today); a new subject links to an existing user only on a provider-verified email,
- * else creates a member.
+ * else creates a member. A banned user is refused before anything is linked or created
+ * (better-auth redirects with its admin plugin's code, `error=BANNED_USER`).
  */
 export async function signInWithIdentity(deps: IdpDeps, ctx: RequestContext, identity: IdpIdentity): Promise<IdpSignInOutcome> {
   try {
@@ -58,6 +60,7 @@ function resolveAccount(deps: IdpDeps, ctx: RequestContext, identity: IdpIdentit
     const now = deps.clock.now()
     const linked = await findUserBySubject(trx, identity.sub)
     if (linked) {
+      if (await banHolds(trx, ctx, linked.id, now)) return { ok: false, error: 'BANNED_USER' }
       // The user's email stays ours: a changed address at the provider does not rewrite it.
       if (identity.emailVerified && identity.email === linked.email) {
         await maybeBootstrapOwner(trx, { ...linked, emailVerified: true }, bootstrapEmail, now)
@@ -81,6 +84,8 @@ function resolveAccount(deps: IdpDeps, ctx: RequestContext, identity: IdpIdentit
         })
         return { ok: false, error: 'email_not_verified' }
       }
+      // Only now that the provider proved the address: a ban is nobody else's business.
+      if (await banHolds(trx, ctx, existing.id, now)) return { ok: false, error: 'BANNED_USER' }
       const linkId = newId()
       await insertAccount(trx, { id: linkId, userId: existing.id, providerId: IDP, accountId: identity.sub, passwordHash: null })
       if (!existing.emailVerified) await claimUnverifiedAccount(trx, existing.id, linkId, now, ip)

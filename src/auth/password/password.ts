@@ -2,6 +2,7 @@
 // hash-pool.ts, with a bounded queue. Kept from the previous system: scrypt (better-auth's format),
 // bcrypt, Argon2 PHC. Weak unsalted digests are stored only wrapped in Argon2id and force a reset.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
+import { isCommonPassword, passwordCompromised } from './common.js'
 import type { HashPool } from './hash-pool.js'
 
 /** Argon2id parameters of every new hash (OWASP); the bench measures hashing with the same. */
@@ -18,8 +19,18 @@ export class PasswordHasher {
 
   constructor(readonly pool: HashPool) {}
 
+  /** Hashes a password the user already has (a rehash at sign-in, the import): never refused. */
   hash(password: string): Promise<string> {
     return this.pool.argon2Hash(password.normalize('NFKC'), ARGON2)
+  }
+
+  /**
+   * Hashes a password the user chooses now (sign-up, reset, change, any other way to set one):
+   * 400 PASSWORD_COMPROMISED for a common password, before any Argon2 work or database write.
+   */
+  hashNew(password: string): Promise<string> {
+    if (isCommonPassword(password)) return Promise.reject(passwordCompromised())
+    return this.hash(password)
   }
 
   /** Argon2id over the unsalted legacy digest: the weak digest is never stored as it is. */

@@ -23,6 +23,8 @@ const SESSION_LOOKUP = preparedStatement<
       user_agent: string | null
       session_created_at: Date
       session_updated_at: Date
+      banned: boolean
+      ban_expires: Date | null
     }
 >(
   'session_lookup',
@@ -30,7 +32,8 @@ const SESSION_LOOKUP = preparedStatement<
      s.created_at as session_created_at, s.updated_at as session_updated_at,
      u.id, u.name, u.email, u.email_verified, u.image, u.role, u.plan, u.plan_expires_at,
      u.created_at, u.updated_at,
-     u.birth_date, u.birth_time, u.birth_place, u.gender, u.locale, u.timezone
+     u.birth_date, u.birth_time, u.birth_place, u.gender, u.locale, u.timezone,
+     u.banned, u.ban_expires
    from "session" s join "user" u on u.id = s.user_id
    where s.token_hash = $1`,
 )
@@ -53,7 +56,10 @@ export async function findSessionByTokenHash(
     userAgent: row.user_agent,
     rememberMe: row.remember_me,
   }
-  return { session, user: { ...toSessionUser(row), profile: toProfile(row) } }
+  return {
+    session,
+    user: { ...toSessionUser(row), profile: toProfile(row), banned: row.banned, banExpiresAt: row.ban_expires },
+  }
 }
 
 export async function insertSession(db: Executor, session: StoredSession): Promise<void> {

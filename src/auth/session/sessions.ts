@@ -13,7 +13,8 @@ import { Lucia, TimeSpan, type Adapter, type DatabaseSession, type DatabaseUser 
 import type { DB } from '../../../db/index.js'
 import type { Clock } from '../../shared/clock.js'
 import { newId } from '../../shared/ids.js'
-import { endSessionsOfUser, type Profile } from '../queries.js'
+import { bannedUser, isBanned } from '../ban.js'
+import { endSessionsOfUser, findBan, type Profile } from '../queries.js'
 import type { Plan } from '../tables.js'
 import type { Role } from '../../shared/roles.js'
 import { hashToken, newToken } from '../tokens.js'
@@ -52,6 +53,9 @@ export interface SessionUser {
  */
 export interface SignedInUser extends SessionUser {
   profile: Profile
+  /** The suspension (src/auth/ban.ts): a session of a user whose ban holds is refused. */
+  banned: boolean
+  banExpiresAt: Date | null
 }
 
 /** The session as shown to clients: `id` is the public id, never the token or its hash. */
@@ -181,8 +185,11 @@ export class SessionManager {
     userId: string,
     options: { rememberMe: boolean; ipAddress: string | null; userAgent: string | null },
   ): Promise<{ token: string; session: SessionView }> {
-    const token = newToken()
     const now = this.clock.now()
+    // Every sign-in path checks the ban first (banHolds); this is the last word, whatever the path.
+    const ban = await findBan(this.db, userId)
+    if (ban && isBanned(ban, now)) throw bannedUser()
+    const token = newToken()
     const attributes: DbSessionAttributes = {
       publicId: newId(),
       rememberMe: options.rememberMe,
@@ -209,7 +216,9 @@ export class SessionManager {
     if (!found) return null
     const { tokenHash: _, ...session } = found.session
     const now = this.clock.now()
-    if (now.getTime() >= session.expiresAt.getTime()) {
+    // A ban ends the user's sessions; one that exists anyway (a sign-in that raced the ban, a ban
+    // set by SQL) is refused and ended too.
+    if (now.getTime() >= session.expiresAt.getTime() || isBanned(found.user, now)) {
       this.cache?.forget(tokenHash)
       await this.lucia.invalidateSession(tokenHash)
       return null
