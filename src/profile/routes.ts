@@ -4,10 +4,13 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { currentUser } from '../auth/guard.js'
 import { ErrorSchema } from '../shared/errors.js'
 import { contextOf } from '../shared/context.js'
+import { JsonMemo } from '../shared/json-memo.js'
+import type { Profile } from '../auth/queries.js'
 import { ProfileSchema, toProfileJson, updateProfileBody } from './schemas.js'
 import { updateProfile } from './service.js'
 
 const tags = ['profile']
+const profileJson = new JsonMemo<Profile>(ProfileSchema)
 
 export default async function profileRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>()
@@ -23,8 +26,12 @@ export default async function profileRoutes(fastify: FastifyInstance) {
         response: { 200: ProfileSchema, 401: ErrorSchema },
       },
     },
-    // Read with the session, in its one query (src/auth/session/queries.ts).
-    async (request) => toProfileJson(currentUser(request).profile),
+    // Read with the session, in its one query (src/auth/session/queries.ts), and serialized once
+    // per cached profile object.
+    async (request, reply) => {
+      const { profile } = currentUser(request)
+      return profileJson.send(reply, profile, 0, () => toProfileJson(profile))
+    },
   )
 
   app.post(

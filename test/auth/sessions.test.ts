@@ -71,6 +71,9 @@ t.test('a cookie with a forged signature is no session', async (t) => {
   const [name, value] = [user.cookie.split('=')[0]!, decodeURIComponent(user.cookie.split('=').slice(1).join('='))]
   const [token, signature] = value.split('.') as [string, string]
   const flipped = signature.startsWith('A') ? `B${signature.slice(1)}` : `A${signature.slice(1)}`
+  // Verified once first: the cookie module remembers values that verified, and must not let a
+  // near miss of one through.
+  t.equal((await whoami(user.cookie)).statusCode, 200)
   for (const forged of [
     `${name}=${encodeURIComponent(`${token}.${flipped}`)}`,
     `${name}=${encodeURIComponent(token)}`, // the bare token, unsigned
@@ -125,6 +128,7 @@ t.test('sliding renewal: a session with less than half its life left is extended
   t.equal(res.statusCode, 200)
   const cookie = setCookies(res).find((c) => /session_token=[^;]+/.test(c))
   t.ok(cookie, 'the cookie is sent again')
+  t.equal(cookie!.split(';', 1)[0], user.cookie, 'the same token and signature, with a new lifetime')
   const maxAge = Number(/Max-Age=(\d+)/i.exec(cookie!)?.[1])
   t.ok(maxAge > 29 * 24 * 3600 && maxAge <= 30 * 24 * 3600, `Max-Age is the full lifetime again (${maxAge})`)
   const row = await app.db.selectFrom('session').select('expires_at').where('user_id', '=', user.id).executeTakeFirstOrThrow()
@@ -277,6 +281,18 @@ t.test('the app clock drives expiry, renewal, the cookie and the session list', 
     t.notOk(renewedCookie(later), 'more than half of the renewed lifetime left: no renewal')
     at(46.01)
     t.equal((await who(user.cookie)).statusCode, 401, 'and ends at the renewed expiry')
+  })
+
+  t.test('get-session answers the renewed expiry on the request that renews', async (t) => {
+    at(200)
+    const user = await signUp(clocked)
+    const get = async () => (await call(clocked, 'GET', '/api/auth/get-session', { cookie: user.cookie })).json()
+    const first = await get() // now answered from memory, its JSON kept with the cached session
+    t.same(await get(), first, 'the same answer while nothing changes')
+    at(216)
+    const renewed = await get()
+    t.ok(Math.abs(new Date(renewed.session.expiresAt).getTime() - (Date.now() + 246 * DAY)) < 60_000, 'the new expiry')
+    t.not(renewed.session.updatedAt, first.session.updatedAt)
   })
 
   t.test('a new session, its cookie and the session list are dated by the clock', async (t) => {

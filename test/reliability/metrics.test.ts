@@ -13,6 +13,23 @@ t.test('metrics count requests by route pattern and status, with latency and poo
   t.match(res.body, /http_requests_total\{method="GET",route="\/api\/v1\/whoami",status="200"\} 1/)
   t.match(res.body, /http_requests_total\{method="GET",route="unmatched",status="404"\} 1/)
   t.match(res.body, /http_request_duration_seconds_bucket\{le="0.005",method="GET",route="\/api\/v1\/whoami"/)
+  // A histogram as Prometheus reads it: cumulative buckets, +Inf equal to the count, a sum.
+  const whoami = 'method="GET",route="/api/v1/whoami",status="200"'
+  const line = (name: string) => res.body.split('\n').find((l) => l.startsWith(name))
+  const buckets = res.body.split('\n').filter((l) => l.startsWith('http_request_duration_seconds_bucket{') && l.includes(whoami))
+  t.equal(buckets.length, 13, 'twelve bounds and +Inf')
+  const counts = buckets.map((l) => Number(l.split(' ').pop()))
+  t.same(
+    [...counts].sort((a, b) => a - b),
+    counts,
+    'cumulative',
+  )
+  t.equal(
+    line(`http_request_duration_seconds_bucket{le="+Inf",${whoami}}`),
+    `http_request_duration_seconds_bucket{le="+Inf",${whoami}} 1`,
+  )
+  t.equal(line(`http_request_duration_seconds_count{${whoami}}`), `http_request_duration_seconds_count{${whoami}} 1`)
+  t.ok(Number(line(`http_request_duration_seconds_sum{${whoami}}`)?.split(' ').pop()) > 0)
   t.match(res.body, /db_pool_connections\{state="total"\}/)
   t.match(res.body, /password_hashes_in_flight 0/)
   t.match(res.body, /process_resident_memory_bytes/)

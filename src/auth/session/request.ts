@@ -15,14 +15,14 @@ declare module 'fastify' {
 export function sessionLoader(sessions: SessionManager, cookie: SessionCookie) {
   return async function loadSession(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     if (!cookie.present(request)) return
-    const token = cookie.read(request)
-    const valid = token ? await sessions.validate(token) : null
+    const value = cookie.tokenHashOf(request)
+    const valid = value ? await sessions.validateHash(value.tokenHash) : null
     if (!valid) {
       cookie.clear(reply) // tell the browser to drop it
       return
     }
     request.user = valid.user
     request.session = valid.session
-    if (valid.fresh) cookie.set(reply, token!, { rememberMe: true, expiresAt: valid.session.expiresAt })
+    if (valid.fresh) cookie.renew(reply, value!.signed, valid.session.expiresAt)
   }
 }

@@ -8,9 +8,14 @@ import { contextOf } from '../../shared/context.js'
 import { currentUser } from '../guard.js'
 import { SessionSchema, Status, toSessionJson, toUserJson, toWhoamiJson, UserSchema, WhoamiSchema } from '../schemas.js'
 import { ErrorSchema } from '../../shared/errors.js'
+import { JsonMemo } from '../../shared/json-memo.js'
+import type { SignedInUser } from './sessions.js'
 import { revokeAllSessions, revokeOtherSessions, revokeSession, startSession } from './service.js'
 
 const tags = ['auth']
+
+const GetSessionSchema = z.object({ session: SessionSchema, user: UserSchema }).nullable()
+const getSessionJson = new JsonMemo<SignedInUser>(GetSessionSchema)
 
 /** Signs the request's browser in as `userId`: a new session, and its cookie on the reply. */
 export async function signInBrowser(
@@ -41,12 +46,17 @@ export default async function sessionRoutes(fastify: FastifyInstance) {
         operationId: 'getSession',
         tags,
         summary: 'The current session and user, or null',
-        response: { 200: z.object({ session: SessionSchema, user: UserSchema }).nullable() },
+        response: { 200: GetSessionSchema },
       },
     },
-    async (request) => {
-      if (!request.user || !request.session) return null
-      return { session: toSessionJson(request.session), user: toUserJson(request.user) }
+    async (request, reply) => {
+      const { user, session } = request
+      if (!user || !session) return null
+      // Kept with the cached user object; the expiry is the one part a renewal changes.
+      return getSessionJson.send(reply, user, session.expiresAt.getTime(), () => ({
+        session: toSessionJson(session),
+        user: toUserJson(user),
+      }))
     },
   )
 

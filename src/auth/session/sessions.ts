@@ -210,8 +210,12 @@ export class SessionManager {
    * renewed when less than half of its own lifetime is left (30 days, or a day for a browser
    * session), so a renewal writes once per half-lifetime and reads never invalidate the cache.
    */
-  async validate(token: string): Promise<ValidSession | null> {
-    const tokenHash = hashToken(token)
+  validate(token: string): Promise<ValidSession | null> {
+    return this.validateHash(hashToken(token))
+  }
+
+  /** `validate` for a token already hashed (the session cookie remembers the hash of a value it verified). */
+  async validateHash(tokenHash: string): Promise<ValidSession | null> {
     const found = await this.lookup(tokenHash)
     if (!found) return null
     const { tokenHash: _, ...session } = found.session

@@ -1,0 +1,28 @@
+// The JSON of an answer built from a value that never changes, serialized once. The session cache
+// (src/auth/session/cache.ts) hands every request of a session the same frozen user object, and
+// replaces it, never edits it, when the row changes; so the answer built from it can be kept with
+// it and dropped with it. Serializing through the response schema here, once, is what the route's
+// serializer would otherwise do on every request.
+import type { FastifyReply } from 'fastify'
+import { type $ZodType, safeParse } from 'zod/v4/core'
+
+export class JsonMemo<Source extends object> {
+  private readonly bodies = new WeakMap<Source, { version: number; body: string }>()
+
+  constructor(private readonly schema: $ZodType) {}
+
+  /**
+   * Sends the JSON of `build()`, computed once per `source` and `version` (a number the answer
+   * depends on beyond `source`, such as a renewed session's expiry).
+   */
+  send<R extends FastifyReply>(reply: R, source: Source, version: number, build: () => unknown): R {
+    let kept = this.bodies.get(source)
+    if (kept?.version !== version) {
+      const result = safeParse(this.schema, build())
+      if (!result.success) throw result.error // a bug, as a mismatch in the route's serializer is
+      kept = { version, body: JSON.stringify(result.data) }
+      this.bodies.set(source, kept)
+    }
+    return reply.header('content-type', 'application/json; charset=utf-8').send(kept.body) as R
+  }
+}
