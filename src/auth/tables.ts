@@ -44,6 +44,7 @@ export interface UserTable extends ProfileColumns {
   plan: Generated<Plan>
   plan_expires_at: Date | null
   password_reset_required: Generated<boolean>
+  two_factor_enabled: Generated<boolean>
   created_at: CreatedAt
   updated_at: Timestamp
 }
@@ -56,6 +57,8 @@ export interface SessionTable {
   remember_me: Generated<boolean>
   ip_address: string | null
   user_agent: string | null
+  /** The session was started after a second factor (migration 0009). */
+  two_factor_verified: Generated<boolean>
   created_at: CreatedAt
   updated_at: Timestamp
 }
@@ -80,9 +83,28 @@ export interface VerificationTable {
   created_at: CreatedAt
 }
 
+/** A user's TOTP secret (encrypted) and its state (migration 0009). */
+export interface TwoFactorTable {
+  user_id: string
+  secret: string
+  verified: Generated<boolean>
+  /** bigint: the driver returns it as a string. */
+  last_step: ColumnType<string | null, number | null | undefined, number | null>
+  failed_attempts: Generated<number>
+  created_at: CreatedAt
+  updated_at: Timestamp
+}
+
+export interface TwoFactorBackupCodeTable {
+  user_id: string
+  code_hash: string
+}
+
 export interface AuthTables {
   user: UserTable
   session: SessionTable
   account: AccountTable
   verification: VerificationTable
+  two_factor: TwoFactorTable
+  two_factor_backup_code: TwoFactorBackupCodeTable
 }

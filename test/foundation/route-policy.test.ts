@@ -48,6 +48,8 @@ const PUBLIC_ROUTES = [
   'GET /api/auth/sign-in/idp',
   'POST /api/auth/sign-in/social',
   'GET /api/auth/callback/idp',
+  'POST /api/auth/two-factor/verify-totp',
+  'POST /api/auth/two-factor/verify-backup-code',
   'POST /api/v1/payments/webhook/:provider',
   'GET /api/v1/payments/sandbox/:paymentId',
 ]

@@ -11,7 +11,7 @@ import { AppError, serviceUnavailable } from '../../shared/errors.js'
 import { resolveRedirect } from '../../shared/redirect.js'
 import { CallbackUrl } from '../schemas.js'
 import { ErrorSchema } from '../../shared/errors.js'
-import { signInBrowser } from '../session/routes.js'
+import { signInOrChallenge } from '../two-factor/routes.js'
 import { FlowCookie } from './flow-cookie.js'
 import { IdentityProvider, IdpError, safeEqual, type AuthorizationRequest, type IdpIdentity } from './oauth.js'
 import { signInWithIdentity, type IdpDeps, type IdpFailureCode } from './service.js'
@@ -133,7 +133,10 @@ export default async function idpRoutes(fastify: FastifyInstance) {
         response: {
           302: z
             .null()
-            .describe('To callbackURL (or newUserCallbackURL) with the session cookie, or to the error URL with ?error='),
+            .describe(
+              'To callbackURL (or newUserCallbackURL) with the session cookie; with two-factor on, to ' +
+                '{web_origin}/two-factor?callbackURL= with the two_factor cookie; or to the error URL with ?error=',
+            ),
           503: ErrorSchema,
         },
       },
@@ -176,7 +179,14 @@ export default async function idpRoutes(fastify: FastifyInstance) {
       }
       const outcome = await signInWithIdentity(deps, contextOf(request), identity)
       if (!outcome.ok) return onError(outcome.error, 'account rules')
-      await signInBrowser(app, request, reply, outcome.userId, true)
+      const user = { id: outcome.userId, twoFactorEnabled: outcome.twoFactorEnabled }
+      if ((await signInOrChallenge(app, request, reply, user, true)) === 'two-factor') {
+        // No session yet: the web app's two-factor page asks for the code (the `two_factor` cookie is
+        // set), then sends the browser on to where the sign-in was going.
+        const page = new URL('/two-factor', webOrigin)
+        page.searchParams.set('callbackURL', urls.callbackURL)
+        return reply.redirect(page.toString(), 302)
+      }
       return reply.redirect(outcome.isNewUser ? urls.newUserCallbackURL : urls.callbackURL, 302)
     },
   )

@@ -18,13 +18,14 @@ export interface SessionDeps {
 export async function startSession(
   deps: SessionDeps,
   ctx: RequestContext,
-  input: { userId: string; rememberMe: boolean; replacing: string | null },
+  input: { userId: string; rememberMe: boolean; replacing: string | null; twoFactorVerified?: boolean },
 ): Promise<{ token: string; session: SessionView }> {
   if (input.replacing) await deps.sessions.revokeByToken(input.replacing)
   const started = await deps.sessions.create(input.userId, {
     rememberMe: input.rememberMe,
     ipAddress: ctx.ip,
     userAgent: ctx.userAgent,
+    twoFactorVerified: input.twoFactorVerified,
   })
   await recordAudit(deps.db, {
     actorId: input.userId,
@@ -32,6 +33,7 @@ export async function startSession(
     targetType: 'session',
     targetId: started.session.id,
     ip: ctx.ip,
+    ...(input.twoFactorVerified ? { details: { twoFactor: true } } : {}),
   })
   return started
 }
