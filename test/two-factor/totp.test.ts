@@ -14,7 +14,7 @@ import {
   TRUST,
   twoFactorApp,
   type TestBrowser,
-} from './helpers.js'
+} from '../helpers/two-factor.js'
 
 const { app, clock, baseURL } = await twoFactorApp()
 

@@ -4,12 +4,12 @@ import { createAuthClient } from 'better-auth/client'
 import { twoFactorClient } from 'better-auth/client/plugins'
 import type { FastifyInstance } from 'fastify'
 import { Secret, TOTP, URI } from 'otpauth'
-import { buildTestApp, WEB_ORIGIN } from '../helpers/app.js'
+import { buildTestApp, WEB_ORIGIN } from './app.js'
 
 export const PASSWORD = 'correct horse battery staple'
 
-/** The app on a clock the test moves (`clock.advance`), listening on a loopback port. */
-export async function twoFactorApp(env: Record<string, string> = {}) {
+/** The app on a clock the test moves (`clock.advance`), listening on a loopback port (any free one by default). */
+export async function twoFactorApp(env: Record<string, string> = {}, port = 0) {
   let offsetMs = 0
   const clock = {
     now: () => new Date(Date.now() + offsetMs),
@@ -18,9 +18,9 @@ export async function twoFactorApp(env: Record<string, string> = {}) {
     },
   }
   const app = await buildTestApp({ env, deps: { clock } })
-  await app.listen({ port: 0, host: '127.0.0.1' })
-  const { port } = app.server.address() as { port: number }
-  return { app, clock, baseURL: `http://127.0.0.1:${port}` }
+  await app.listen({ port, host: '127.0.0.1' })
+  const address = app.server.address() as { port: number }
+  return { app, clock, baseURL: `http://127.0.0.1:${address.port}` }
 }
 
 /** A minimal browser: keeps cookies from Set-Cookie, sends them back, and sends its Origin. */
@@ -52,7 +52,8 @@ export function browser(baseURL: string) {
       headers: { 'content-type': 'application/json' },
       body: typeof body === 'string' ? body : JSON.stringify(body),
     })
-  return { client, jar, setCookies, post }
+  const get = (path: string) => customFetchImpl(`${baseURL}${path}`)
+  return { client, jar, setCookies, post, get }
 }
 
 export type TestBrowser = ReturnType<typeof browser>
