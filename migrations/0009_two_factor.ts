@@ -27,6 +27,9 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('last_step', 'bigint')
     // wrong codes in a row on the signed-in confirm step; 5 and the secret must be set up anew
     .addColumn('failed_attempts', 'integer', (c) => c.notNull().defaultTo(0))
+    // wrong codes in a row at sign-in, across challenges; 10 and sign-in is locked until locked_until
+    .addColumn('sign_in_failures', 'integer', (c) => c.notNull().defaultTo(0))
+    .addColumn('locked_until', 'timestamptz')
     .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .addColumn('updated_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .execute()

@@ -91,6 +91,8 @@ export interface TwoFactorTable {
   /** bigint: the driver returns it as a string. */
   last_step: ColumnType<string | null, number | null | undefined, number | null>
   failed_attempts: Generated<number>
+  sign_in_failures: Generated<number>
+  locked_until: Date | null
   created_at: CreatedAt
   updated_at: Timestamp
 }

@@ -37,6 +37,7 @@ export type ErrorCode =
   | 'TWO_FACTOR_NOT_ENABLED'
   | 'TWO_FACTOR_ALREADY_ENABLED'
   | 'TWO_FACTOR_REQUIRED'
+  | 'ACCOUNT_TEMPORARILY_LOCKED'
 
 export class AppError extends Error {
   readonly code: ErrorCode

@@ -191,9 +191,37 @@ t.test('five wrong codes on one challenge: TOO_MANY_ATTEMPTS, the challenge is g
   for (let i = 0; i < 5; i++) await b.client.twoFactor.verifyBackupCode({ code: 'AAAAA-AAAAA' })
   const locked = await b.client.twoFactor.verifyTotp({ code: right })
   t.equal(locked.error?.code, 'TOO_MANY_ATTEMPTS_REQUEST_NEW_CODE')
-  // A new sign-in is a new challenge.
+  // Ten wrong codes in a row across challenges lock sign-in with the second factor for 15 minutes.
   await b.client.signIn.email({ email, password: PASSWORD })
-  t.equal((await b.client.twoFactor.verifyTotp({ code: right })).error, null)
+  const lockedOut = await b.post('/api/auth/two-factor/verify-totp', { code: right })
+  t.equal(lockedOut.status, 429)
+  t.equal(((await lockedOut.json()) as { code: string }).code, 'ACCOUNT_TEMPORARILY_LOCKED')
+  t.ok(Number(lockedOut.headers.get('retry-after')) > 800, 'Retry-After says how long')
+  t.same(await sessionRows(app, id), [])
+  clock.advance(15 * 60_000)
+  await b.client.signIn.email({ email, password: PASSWORD })
+  t.equal(
+    (await b.client.twoFactor.verifyTotp({ code: codeAt(secret, clock.now()) })).error,
+    null,
+    'a new challenge after the lock',
+  )
+})
+
+t.test('a right code resets the count of wrong codes in a row at sign-in', async (t) => {
+  const { b, email, secret } = await memberWithTwoFactor()
+  for (const round of [1, 2]) {
+    await signInAgain(b, email)
+    const right = nextCode(secret)
+    for (let i = 0; i < 4; i++) await b.client.twoFactor.verifyTotp({ code: right === '123456' ? '654321' : '123456' })
+    t.equal(
+      (await b.client.twoFactor.verifyTotp({ code: right })).error,
+      null,
+      `round ${round}: 8 wrong codes over two rounds, no lock`,
+    )
+  }
+  await signInAgain(b, email)
+  const wrong = await b.client.twoFactor.verifyTotp({ code: '12345' })
+  t.equal(wrong.error?.code, 'INVALID_CODE')
 })
 
 t.test("an absent, tampered, expired or another browser's spent challenge cookie is INVALID_TWO_FACTOR_COOKIE", async (t) => {

@@ -12,10 +12,17 @@ const TRUSTED_DEVICE = 'two-factor-trusted-device'
 export interface TwoFactorRow {
   secret: string
   verified: boolean
+  /** Sign-in with this second factor is refused until then (too many wrong codes in a row). */
+  lockedUntil: Date | null
 }
 
 export async function findTwoFactor(db: Executor, userId: string): Promise<TwoFactorRow | undefined> {
-  return db.selectFrom('two_factor').select(['secret', 'verified']).where('user_id', '=', userId).executeTakeFirst()
+  const row = await db
+    .selectFrom('two_factor')
+    .select(['secret', 'verified', 'locked_until'])
+    .where('user_id', '=', userId)
+    .executeTakeFirst()
+  return row && { secret: row.secret, verified: row.verified, lockedUntil: row.locked_until }
 }
 
 /** A new, unconfirmed secret for the user, replacing any earlier unconfirmed one. */
@@ -53,9 +60,29 @@ export async function claimCodeAttempt(db: Executor, userId: string, max: number
   return row !== undefined
 }
 
-/** A right code: the tries start again from zero. */
+/** A right code: the tries start again from zero, and a sign-in lock ends. */
 export async function resetCodeAttempts(trx: Trx, userId: string, now: Date): Promise<void> {
-  await trx.updateTable('two_factor').set({ failed_attempts: 0, updated_at: now }).where('user_id', '=', userId).execute()
+  await trx
+    .updateTable('two_factor')
+    .set({ failed_attempts: 0, sign_in_failures: 0, locked_until: null, updated_at: now })
+    .where('user_id', '=', userId)
+    .execute()
+}
+
+/**
+ * One more wrong code at sign-in; the `max`-th in a row locks sign-in with the second factor until
+ * `lockUntil` (and the count starts again). Atomic: concurrent failures are all counted.
+ */
+export async function recordSignInFailure(db: Executor, userId: string, max: number, lockUntil: Date, now: Date): Promise<void> {
+  await db
+    .updateTable('two_factor')
+    .set({
+      sign_in_failures: sql<number>`case when sign_in_failures + 1 >= ${max} then 0 else sign_in_failures + 1 end`,
+      locked_until: sql<Date | null>`case when sign_in_failures + 1 >= ${max} then ${lockUntil} else locked_until end`,
+      updated_at: now,
+    })
+    .where('user_id', '=', userId)
+    .execute()
 }
 
 /**
@@ -66,7 +93,7 @@ export async function resetCodeAttempts(trx: Trx, userId: string, now: Date): Pr
 export async function acceptStep(trx: Trx, userId: string, step: number, now: Date): Promise<boolean> {
   const row = await trx
     .updateTable('two_factor')
-    .set({ last_step: step, failed_attempts: 0, updated_at: now })
+    .set({ last_step: step, failed_attempts: 0, sign_in_failures: 0, locked_until: null, updated_at: now })
     .where('user_id', '=', userId)
     .where((eb) => eb.or([eb('last_step', 'is', null), eb('last_step', '<', sql<string>`${step}`)]))
     .returning('user_id')

@@ -23,6 +23,7 @@ import {
   markSecretVerified,
   markSessionTwoFactorVerified,
   putPendingSecret,
+  recordSignInFailure,
   replaceBackupCodes,
   resetCodeAttempts,
   setTwoFactorEnabled,
@@ -40,6 +41,13 @@ export interface TwoFactorDeps {
 export const DEFAULT_ISSUER = 'Insight'
 /** Wrong codes allowed on one sign-in challenge, and in a row on the signed-in confirm step. */
 export const MAX_ATTEMPTS = 5
+/**
+ * Wrong codes in a row at sign-in, across challenges, before sign-in with the second factor locks for
+ * LOCK_MS: whoever holds the password could otherwise start challenge after challenge (better-auth's
+ * account lockout, NIST SP 800-63B 5.2.2).
+ */
+export const MAX_SIGN_IN_FAILURES = 10
+export const LOCK_MS = 15 * 60 * 1000
 
 export type Method = 'totp' | 'backup-code'
 
@@ -252,6 +260,15 @@ export async function verifyForSignIn(
   if (challenge === 'exhausted') throw tooManyAttempts()
   const row = await findTwoFactor(deps.db, challenge.userId)
   if (!row?.verified) throw invalidChallenge() // turned off since the challenge began
+  const now = deps.clock.now()
+  if (row.lockedUntil && row.lockedUntil.getTime() > now.getTime()) {
+    throw new AppError(
+      429,
+      'ACCOUNT_TEMPORARILY_LOCKED',
+      'Too many failed verification attempts. Your account is temporarily locked. Please try again later.',
+      { retryAfter: Math.ceil((row.lockedUntil.getTime() - now.getTime()) / 1000) },
+    )
+  }
   try {
     await deps.db.transaction().execute(async (trx) => {
       // Used up in the same transaction as the code: a wrong code rolls both back, a right one spends both.
@@ -259,6 +276,8 @@ export async function verifyForSignIn(
       await checkCode(deps, trx, challenge.userId, row.secret, method, code)
     })
   } catch (err) {
+    if (err instanceof AppError && (err.code === 'INVALID_CODE' || err.code === 'INVALID_BACKUP_CODE'))
+      await recordSignInFailure(deps.db, challenge.userId, MAX_SIGN_IN_FAILURES, new Date(now.getTime() + LOCK_MS), now)
     await auditFailure(deps, ctx, challenge.userId, method, err)
     throw err
   }
