@@ -424,3 +424,32 @@ t.test('without a browser: the same answers through inject (no Origin, no cookie
   const anonymous = await call(app, 'POST', '/api/auth/two-factor/verify-totp', { body: { code: '123456' } })
   t.same([anonymous.statusCode, anonymous.json().code], [401, 'INVALID_TWO_FACTOR_COOKIE'])
 })
+
+t.test('the same code on two challenges at once: exactly one sign-in passes', async (t) => {
+  const { email, id, secret, backupCodes } = await memberWithTwoFactor()
+  const [one, two] = [browser(baseURL), browser(baseURL)]
+  for (const b of [one, two])
+    t.same((await b.client.signIn.email({ email, password: PASSWORD })).data, {
+      twoFactorRedirect: true,
+      twoFactorMethods: ['totp'],
+    })
+  const code = nextCode(secret)
+  const totp = await Promise.all([one, two].map((b) => b.client.twoFactor.verifyTotp({ code })))
+  t.same(totp.map((r) => r.error?.code ?? 'ok').sort(), ['INVALID_CODE', 'ok'], 'a TOTP code')
+
+  const [three, four] = [browser(baseURL), browser(baseURL)]
+  for (const b of [three, four]) await b.client.signIn.email({ email, password: PASSWORD })
+  const backup = await Promise.all([three, four].map((b) => b.client.twoFactor.verifyBackupCode({ code: backupCodes[3]! })))
+  t.same(backup.map((r) => r.error?.code ?? 'ok').sort(), ['INVALID_BACKUP_CODE', 'ok'], 'a backup code')
+  t.equal((await sessionRows(app, id)).length, 3, 'the first session, and one per code')
+})
+
+t.test('a challenge begun before two-factor was turned off is worthless', async (t) => {
+  const { b, email, secret } = await memberWithTwoFactor()
+  const pending = browser(baseURL)
+  await pending.client.signIn.email({ email, password: PASSWORD })
+  t.equal((await b.client.twoFactor.disable({ password: PASSWORD })).error, null)
+  const res = await pending.client.twoFactor.verifyTotp({ code: nextCode(secret) })
+  t.same([res.error?.status, res.error?.code], [401, 'INVALID_TWO_FACTOR_COOKIE'])
+  t.notOk(pending.jar.has(SESSION))
+})
