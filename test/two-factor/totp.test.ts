@@ -399,6 +399,8 @@ t.test('bad, oversized and unknown input is a 400 in the one error shape, never 
     ['/api/auth/two-factor/verify-backup-code', { code: 'AAAAA-AAAAA', disableSession: true }],
     ['/api/auth/two-factor/enable', { password: PASSWORD, twoFactorEnabled: true }],
     ['/api/auth/two-factor/enable', { password: PASSWORD, issuer: 'i'.repeat(500) }],
+    ['/api/auth/two-factor/enable', '{"password":"correct horse battery staple","issuer":"\\ud800"}'],
+    ['/api/auth/two-factor/enable', { password: PASSWORD, issuer: 'a\u0000b' }],
     ['/api/auth/two-factor/enable', { password: 'p'.repeat(5000) }],
     ['/api/auth/two-factor/disable', {}],
     ['/api/auth/two-factor/get-totp-uri', { password: null }],
@@ -412,6 +414,11 @@ t.test('bad, oversized and unknown input is a 400 in the one error shape, never 
     t.type(json.message, 'string')
     t.match(json.code, /^(VALIDATION_ERROR|BAD_REQUEST)$/)
   }
+  // An issuer that cannot go into a URI, for an account that could enable: still a 400.
+  const fresh = await member()
+  const surrogate = await fresh.b.post('/api/auth/two-factor/enable', `{"password":"${PASSWORD}","issuer":"\\ud800"}`)
+  t.same([surrogate.status, ((await surrogate.json()) as { code: string }).code], [400, 'VALIDATION_ERROR'])
+  t.equal(await app.db.selectFrom('two_factor').select('user_id').where('user_id', '=', fresh.id).executeTakeFirst(), undefined)
   // Codes of the right length but not digits are just wrong codes.
   t.equal((await b.client.twoFactor.verifyTotp({ code: 'abcdef' })).error?.code, 'INVALID_CODE')
   t.equal((await b.client.getSession()).data?.user.twoFactorEnabled, true, 'nothing changed')

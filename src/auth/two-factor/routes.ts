@@ -7,6 +7,7 @@ import { z } from 'zod'
 import { contextOf } from '../../shared/context.js'
 import { AppError, ErrorSchema } from '../../shared/errors.js'
 import type { RoutePolicy } from '../../shared/route-policy.js'
+import { PlainText } from '../../shared/validation.js'
 import { currentUser } from '../guard.js'
 import { Status, toUserJson, UserSchema } from '../schemas.js'
 import { signInBrowser } from '../session/routes.js'
@@ -110,7 +111,8 @@ export default async function twoFactorRoutes(fastify: FastifyInstance) {
         operationId: 'enableTwoFactor',
         tags,
         summary: 'Start setting up TOTP: the URI to scan and ten backup codes, shown once; on after the first verify-totp',
-        body: z.strictObject({ password: Password, issuer: z.string().trim().min(1).max(64).optional() }),
+        // Storable text only: a lone surrogate cannot be put in the URI (encodeURIComponent throws).
+        body: z.strictObject({ password: Password, issuer: PlainText(1, 64).optional() }),
         response: { 200: z.object({ totpURI: z.string(), backupCodes: z.array(z.string()) }), ...passwordErrors },
       },
     },
