@@ -8,6 +8,7 @@ import * as m0005 from './0005_admin_consent.js'
 import * as m0006 from './0006_import.js'
 import * as m0007 from './0007_purge.js'
 import * as m0008 from './0008_session_cache.js'
+import * as m0009 from './0009_two_factor.js'
 import * as m0010 from './0010_ban.js'
 
 export const migrations: Record<string, Migration> = {
@@ -19,5 +20,6 @@ export const migrations: Record<string, Migration> = {
   '0006_import': m0006,
   '0007_purge': m0007,
   '0008_session_cache': m0008,
+  '0009_two_factor': m0009,
   '0010_ban': m0010,
 }

@@ -11,6 +11,7 @@ import accountRoutes from './auth/account/routes.js'
 import { bootstrapOwnerAtStartup } from './auth/bootstrap.js'
 import emailRoutes from './auth/email/routes.js'
 import idpRoutes from './auth/idp/routes.js'
+import twoFactorRoutes from './auth/two-factor/routes.js'
 import mailer from './plugins/mailer.js'
 import purge from './maintenance/purge.js'
 import { SessionCookie } from './auth/session/cookies.js'
@@ -182,6 +183,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   await app.register(routePolicy, {
     trustedOrigins: config.auth.trustedOrigins,
     webOrigin: config.auth.webOrigin,
+    roleRoutesNeedSecondFactor: config.auth.requireAdminTwoFactor,
     loadSession: sessionLoader(sessions, sessionCookie),
   })
   await app.register(mailer)
@@ -194,6 +196,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   await app.register(emailRoutes)
   await app.register(idpRoutes)
   await app.register(accountRoutes)
+  await app.register(twoFactorRoutes)
   await app.register(profileRoutes)
   await app.register(usageRoutes)
   await app.register(journalRoutes)

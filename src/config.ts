@@ -48,6 +48,7 @@ const envSchema = z.object({
   PURGE_INTERVAL_SECONDS: int(0, 86400).default(3600),
   REQUIRE_EMAIL_VERIFICATION: bool.default(false),
   BOOTSTRAP_OWNER_EMAIL: optionalString.pipe(z.email().optional()),
+  REQUIRE_ADMIN_TWO_FACTOR: bool.default(false),
 
   IDP_ISSUER: httpUrl.default('https://accounts.google.com'),
   IDP_CLIENT_ID: optionalString,
@@ -103,6 +104,8 @@ export interface Config {
     sessionCacheSize: number
     requireEmailVerification: boolean
     bootstrapOwnerEmail?: string
+    /** Admin and owner routes refuse a session that did not pass a second factor. */
+    requireAdminTwoFactor: boolean
   }
   /** Seconds between purges of expired sessions and verification tokens; 0 disables them. */
   purge: { intervalSeconds: number }
@@ -191,6 +194,7 @@ export function loadConfig(
       sessionCacheSize: e.SESSION_CACHE_SIZE,
       requireEmailVerification: e.REQUIRE_EMAIL_VERIFICATION,
       bootstrapOwnerEmail: e.BOOTSTRAP_OWNER_EMAIL?.toLowerCase(),
+      requireAdminTwoFactor: e.REQUIRE_ADMIN_TWO_FACTOR,
     },
     purge: { intervalSeconds: e.PURGE_INTERVAL_SECONDS },
     idp: { issuer: e.IDP_ISSUER, clientId: e.IDP_CLIENT_ID, clientSecret: e.IDP_CLIENT_SECRET },

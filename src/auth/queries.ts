@@ -19,6 +19,7 @@ export const sessionUserColumns = [
   'role',
   'plan',
   'plan_expires_at',
+  'two_factor_enabled',
   'created_at',
   'updated_at',
 ] as const
@@ -39,6 +40,7 @@ export function toSessionUser(r: SessionUserRow): SessionUser {
     role: r.role,
     plan: r.plan,
     planExpiresAt: r.plan_expires_at,
+    twoFactorEnabled: r.two_factor_enabled,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
   }

@@ -25,6 +25,7 @@ export const UserSchema = z
     role: z.enum(ROLES),
     plan: z.enum(PLANS),
     planExpiresAt: z.string().nullable(),
+    twoFactorEnabled: z.boolean(),
     createdAt: z.string(),
     updatedAt: z.string(),
   })
@@ -69,6 +70,7 @@ export function toUserJson(u: SessionUser): UserJson {
     role: u.role,
     plan: u.plan,
     planExpiresAt: iso(u.planExpiresAt),
+    twoFactorEnabled: u.twoFactorEnabled,
     createdAt: u.createdAt.toISOString(),
     updatedAt: u.updatedAt.toISOString(),
   }

@@ -48,6 +48,7 @@ export interface UserTable extends ProfileColumns {
   banned: Generated<boolean>
   ban_reason: string | null
   ban_expires: Date | null
+  two_factor_enabled: Generated<boolean>
   created_at: CreatedAt
   updated_at: Timestamp
 }
@@ -60,6 +61,8 @@ export interface SessionTable {
   remember_me: Generated<boolean>
   ip_address: string | null
   user_agent: string | null
+  /** The session was started after a second factor (migration 0009). */
+  two_factor_verified: Generated<boolean>
   created_at: CreatedAt
   updated_at: Timestamp
 }
@@ -84,9 +87,30 @@ export interface VerificationTable {
   created_at: CreatedAt
 }
 
+/** A user's TOTP secret (encrypted) and its state (migration 0009). */
+export interface TwoFactorTable {
+  user_id: string
+  secret: string
+  verified: Generated<boolean>
+  /** bigint: the driver returns it as a string. */
+  last_step: ColumnType<string | null, number | null | undefined, number | null>
+  failed_attempts: Generated<number>
+  sign_in_failures: Generated<number>
+  locked_until: Date | null
+  created_at: CreatedAt
+  updated_at: Timestamp
+}
+
+export interface TwoFactorBackupCodeTable {
+  user_id: string
+  code_hash: string
+}
+
 export interface AuthTables {
   user: UserTable
   session: SessionTable
   account: AccountTable
   verification: VerificationTable
+  two_factor: TwoFactorTable
+  two_factor_backup_code: TwoFactorBackupCodeTable
 }

@@ -16,6 +16,9 @@ const SECTIONS = [
   { key: 'usageCounters', table: 'usage_counter', owner: 'user_id', order: 'period_start' },
   { key: 'consents', table: 'consent_record', owner: 'user_id', order: 'created_at' },
   { key: 'auditEvents', table: 'audit_event', owner: ['actor_id', 'target_id'], order: 'at' },
+  // The secret and the backup codes' hashes are never exported (secret-like column names); what is: whether and since when.
+  { key: 'twoFactor', table: 'two_factor', owner: 'user_id', order: 'created_at' },
+  { key: 'twoFactorBackupCodes', table: 'two_factor_backup_code', owner: 'user_id', order: 'code_hash' },
 ] as const satisfies ReadonlyArray<{ key: string; table: string; owner: string | readonly string[]; order: string }>
 
 export type SectionKey = (typeof SECTIONS)[number]['key']

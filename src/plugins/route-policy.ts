@@ -82,6 +82,8 @@ const ALLOWED_HEADERS = 'Content-Type, Authorization, X-Request-Id'
 export interface RoutePolicyOptions {
   trustedOrigins: readonly string[]
   webOrigin: string
+  /** Routes declared for roles also need a session started after a second factor (REQUIRE_ADMIN_TWO_FACTOR). */
+  roleRoutesNeedSecondFactor: boolean
   /**
    * Looks the request's session up and sets request.user and request.session (and the cookie it
    * renews or clears): the session module's, handed in so this pipeline depends on no domain.
@@ -182,6 +184,9 @@ export default fp(
       if (!request.user) throw unauthorized()
       if (typeof access === 'object' && !access.roles.includes(request.user.role)) {
         throw forbidden(`${access.roles.join(' or ')} role required`)
+      }
+      if (typeof access === 'object' && opts.roleRoutesNeedSecondFactor && !request.session?.twoFactorVerified) {
+        throw new AppError(403, 'TWO_FACTOR_REQUIRED', 'Sign in with two-factor authentication to use this route')
       }
     })
 

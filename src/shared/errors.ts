@@ -34,6 +34,16 @@ export type ErrorCode =
   | 'INTERNAL_SERVER_ERROR'
   | 'BAD_GATEWAY'
   | 'SERVICE_UNAVAILABLE'
+  // Two-factor authentication, in better-auth's twoFactor plugin's names
+  | 'INVALID_TWO_FACTOR_COOKIE'
+  | 'INVALID_CODE'
+  | 'INVALID_BACKUP_CODE'
+  | 'TOO_MANY_ATTEMPTS_REQUEST_NEW_CODE'
+  | 'TOTP_NOT_ENABLED'
+  | 'TWO_FACTOR_NOT_ENABLED'
+  | 'TWO_FACTOR_ALREADY_ENABLED'
+  | 'TWO_FACTOR_REQUIRED'
+  | 'ACCOUNT_TEMPORARILY_LOCKED'
 
 export class AppError extends Error {
   readonly code: ErrorCode

@@ -51,6 +51,8 @@ const PUBLIC_ROUTES = [
   'GET /api/auth/reset-password/:token',
   'GET /api/auth/ok',
   'GET /api/auth/error',
+  'POST /api/auth/two-factor/verify-totp',
+  'POST /api/auth/two-factor/verify-backup-code',
   'POST /api/v1/payments/webhook/:provider',
   'GET /api/v1/payments/sandbox/:paymentId',
 ]

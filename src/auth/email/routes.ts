@@ -13,6 +13,7 @@ import { currentUser } from '../guard.js'
 import { CallbackUrl, Email, Password, Status, UserSchema, toUserJson } from '../schemas.js'
 import { ErrorSchema } from '../../shared/errors.js'
 import { signInBrowser } from '../session/routes.js'
+import { signInOrChallenge, twoFactorRedirect, TwoFactorRedirectSchema } from '../two-factor/routes.js'
 import {
   changePassword,
   invalidCredentials,
@@ -103,7 +104,11 @@ export default async function emailRoutes(fastify: FastifyInstance) {
           callbackURL: CallbackUrl.optional(),
         }),
         response: {
-          200: z.object({ redirect: z.boolean(), url: z.string().optional(), token: z.null(), user: UserSchema }),
+          // With two-factor on: no session yet, the `two_factor` cookie and better-auth's redirect answer.
+          200: z.union([
+            z.object({ redirect: z.boolean(), url: z.string().optional(), token: z.null(), user: UserSchema }),
+            TwoFactorRedirectSchema,
+          ]),
           401: ErrorSchema,
           403: ErrorSchema,
         },
@@ -123,7 +128,7 @@ export default async function emailRoutes(fastify: FastifyInstance) {
           await sendVerificationMail(deps, outcome.user, callbackURL)
         throw new AppError(403, 'EMAIL_NOT_VERIFIED', 'Verify your email address before signing in')
       }
-      await signInBrowser(app, request, reply, outcome.user.id, rememberMe)
+      if ((await signInOrChallenge(app, request, reply, outcome.user, rememberMe)) === 'two-factor') return twoFactorRedirect()
       const user = toUserJson(outcome.user)
       return callbackURL ? { redirect: true, url: callbackURL, token: null, user } : { redirect: false, token: null, user }
     },

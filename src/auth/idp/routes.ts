@@ -12,7 +12,7 @@ import { resolveRedirect } from '../../shared/redirect.js'
 import { currentUser } from '../guard.js'
 import { CallbackUrl } from '../schemas.js'
 import { ErrorSchema } from '../../shared/errors.js'
-import { signInBrowser } from '../session/routes.js'
+import { signInOrChallenge } from '../two-factor/routes.js'
 import { FlowCookie } from './flow-cookie.js'
 import { IdentityProvider, IdpError, safeEqual, type AuthorizationRequest, type IdpIdentity } from './oauth.js'
 import { linkIdentity, signInWithIdentity, type IdpDeps, type IdpFailureCode } from './service.js'
@@ -163,7 +163,10 @@ export default async function idpRoutes(fastify: FastifyInstance) {
         response: {
           302: z
             .null()
-            .describe('To callbackURL (or newUserCallbackURL) with the session cookie, or to the error URL with ?error='),
+            .describe(
+              'To callbackURL (or newUserCallbackURL) with the session cookie; with two-factor on, to ' +
+                '{web_origin}/two-factor?callbackURL= with the two_factor cookie; or to the error URL with ?error=',
+            ),
           503: ErrorSchema,
         },
       },
@@ -213,8 +216,15 @@ export default async function idpRoutes(fastify: FastifyInstance) {
       }
       const outcome = await signInWithIdentity(deps, contextOf(request), identity)
       if (!outcome.ok) return onError(outcome.error, 'account rules')
+      const user = { id: outcome.userId, twoFactorEnabled: outcome.twoFactorEnabled }
       try {
-        await signInBrowser(app, request, reply, outcome.userId, true)
+        if ((await signInOrChallenge(app, request, reply, user, true)) === 'two-factor') {
+          // No session yet: the web app's two-factor page asks for the code (the `two_factor` cookie is
+          // set), then sends the browser on to where the sign-in was going.
+          const page = new URL('/two-factor', webOrigin)
+          page.searchParams.set('callbackURL', urls.callbackURL)
+          return reply.redirect(page.toString(), 302)
+        }
       } catch (err) {
         // A ban that landed after the account rules passed: the browser still goes to the error URL.
         if (err instanceof AppError && err.code === 'BANNED_USER') return onError(err.code, 'banned meanwhile')

@@ -9,6 +9,7 @@ import { banHolds } from '../ban.js'
 import { maybeBootstrapOwner } from '../bootstrap.js'
 import { revokeTokens } from '../email/queries.js'
 import { endSessionsOfUser, findUserByEmail, findUserById, insertAccount, insertUser, setEmailVerified } from '../queries.js'
+import { deleteTwoFactor, setTwoFactorEnabled } from '../two-factor/queries.js'
 import type { IdpIdentity } from './oauth.js'
 import { deleteOtherAccounts, findUserBySubject, IDP } from './queries.js'
 
@@ -34,7 +35,8 @@ export type IdpLinkFailureCode = 'unable_to_link_account' | "email_doesn't_match
 export type IdpLinkOutcome = { ok: true } | { ok: false; error: IdpLinkFailureCode }
 
 export type IdpSignInOutcome =
-  | { ok: true; userId: string; isNewUser: boolean }
+  /** `twoFactorEnabled`: the sign-in still needs the second factor (or a trusted device). */
+  | { ok: true; userId: string; isNewUser: boolean; twoFactorEnabled: boolean }
   | { ok: false; error: 'email_not_verified' | 'email_missing' | 'BANNED_USER' }
 
 /**
@@ -65,7 +67,7 @@ function resolveAccount(deps: IdpDeps, ctx: RequestContext, identity: IdpIdentit
       if (identity.emailVerified && identity.email === linked.email) {
         await maybeBootstrapOwner(trx, { ...linked, emailVerified: true }, bootstrapEmail, now)
       }
-      return { ok: true, userId: linked.id, isNewUser: false }
+      return { ok: true, userId: linked.id, isNewUser: false, twoFactorEnabled: linked.two_factor_enabled }
     }
 
     if (!identity.email) return { ok: false, error: 'email_missing' }
@@ -88,7 +90,8 @@ function resolveAccount(deps: IdpDeps, ctx: RequestContext, identity: IdpIdentit
       if (await banHolds(trx, ctx, existing.id, now)) return { ok: false, error: 'BANNED_USER' }
       const linkId = newId()
       await insertAccount(trx, { id: linkId, userId: existing.id, providerId: IDP, accountId: identity.sub, passwordHash: null })
-      if (!existing.emailVerified) await claimUnverifiedAccount(trx, existing.id, linkId, now, ip)
+      const claimed = !existing.emailVerified
+      if (claimed) await claimUnverifiedAccount(trx, existing.id, linkId, now, ip)
       await recordAudit(trx, {
         actorId: existing.id,
         action: 'auth.idp.account_linked',
@@ -97,7 +100,8 @@ function resolveAccount(deps: IdpDeps, ctx: RequestContext, identity: IdpIdentit
         ip,
       })
       await maybeBootstrapOwner(trx, { id: existing.id, email: existing.email, emailVerified: true }, bootstrapEmail, now)
-      return { ok: true, userId: existing.id, isNewUser: false }
+      // A claimed account's two-factor was set up by whoever registered the address first: it went with the claim.
+      return { ok: true, userId: existing.id, isNewUser: false, twoFactorEnabled: existing.twoFactorEnabled && !claimed }
     }
 
     const id = newId()
@@ -111,7 +115,7 @@ function resolveAccount(deps: IdpDeps, ctx: RequestContext, identity: IdpIdentit
     await insertAccount(trx, { userId: id, providerId: IDP, accountId: identity.sub, passwordHash: null })
     await recordAudit(trx, { actorId: id, action: 'auth.sign_up', targetType: 'user', targetId: id, ip, details: { via: IDP } })
     await maybeBootstrapOwner(trx, { id, email: identity.email, emailVerified: identity.emailVerified }, bootstrapEmail, now)
-    return { ok: true, userId: id, isNewUser: true }
+    return { ok: true, userId: id, isNewUser: true, twoFactorEnabled: false }
   })
 }
 
@@ -128,6 +132,9 @@ async function claimUnverifiedAccount(
   ip: string | null,
 ): Promise<void> {
   const removedAccounts = await deleteOtherAccounts(trx, userId, keepAccountId)
+  // Their second factor too: the real owner must not be asked for a code from the first holder's app.
+  const { trustedDevices } = await deleteTwoFactor(trx, userId)
+  await setTwoFactorEnabled(trx, userId, false, now)
   await setEmailVerified(trx, userId, now)
   const sessionsRevoked = await endSessionsOfUser(trx, userId)
   // Pending links (reset, change of address) were asked for by the same unproven holder.
@@ -138,7 +145,7 @@ async function claimUnverifiedAccount(
     targetType: 'user',
     targetId: userId,
     ip,
-    details: { removedAccounts: removedAccounts.sort(), sessionsRevoked, tokensRevoked },
+    details: { removedAccounts: removedAccounts.sort(), sessionsRevoked, tokensRevoked, trustedDevicesRevoked: trustedDevices },
   })
 }
 

@@ -9,6 +9,7 @@ import type { SessionView, SignedInUser } from './sessions.js'
 export interface StoredSession extends SessionView {
   tokenHash: string
   rememberMe: boolean
+  twoFactorVerified: boolean
 }
 
 // Runs on every request that carries a session cookie: a prepared statement (db/prepared.ts), one
@@ -21,6 +22,7 @@ const SESSION_LOOKUP = preparedStatement<
       remember_me: boolean
       ip_address: string | null
       user_agent: string | null
+      two_factor_verified: boolean
       session_created_at: Date
       session_updated_at: Date
       banned: boolean
@@ -28,9 +30,9 @@ const SESSION_LOOKUP = preparedStatement<
     }
 >(
   'session_lookup',
-  `select s.id as session_id, s.expires_at, s.remember_me, s.ip_address, s.user_agent,
+  `select s.id as session_id, s.expires_at, s.remember_me, s.ip_address, s.user_agent, s.two_factor_verified,
      s.created_at as session_created_at, s.updated_at as session_updated_at,
-     u.id, u.name, u.email, u.email_verified, u.image, u.role, u.plan, u.plan_expires_at,
+     u.id, u.name, u.email, u.email_verified, u.image, u.role, u.plan, u.plan_expires_at, u.two_factor_enabled,
      u.created_at, u.updated_at,
      u.birth_date, u.birth_time, u.birth_place, u.gender, u.locale, u.timezone,
      u.banned, u.ban_expires
@@ -55,6 +57,7 @@ export async function findSessionByTokenHash(
     ipAddress: row.ip_address,
     userAgent: row.user_agent,
     rememberMe: row.remember_me,
+    twoFactorVerified: row.two_factor_verified,
   }
   return {
     session,
@@ -73,6 +76,7 @@ export async function insertSession(db: Executor, session: StoredSession): Promi
       remember_me: session.rememberMe,
       ip_address: session.ipAddress,
       user_agent: session.userAgent,
+      two_factor_verified: session.twoFactorVerified,
       created_at: session.createdAt,
       updated_at: session.updatedAt,
     })
@@ -92,6 +96,7 @@ export async function sessionsOfUser(db: Executor, userId: string): Promise<Stor
     ipAddress: r.ip_address,
     userAgent: r.user_agent,
     rememberMe: r.remember_me,
+    twoFactorVerified: r.two_factor_verified,
   }))
 }
 

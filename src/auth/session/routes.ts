@@ -24,12 +24,15 @@ export async function signInBrowser(
   reply: FastifyReply,
   userId: string,
   rememberMe: boolean,
+  /** The user passed a second factor (or a trusted device skipped it) before this session. */
+  twoFactorVerified = false,
 ): Promise<void> {
   const replacing = app.sessionCookie.read(request)
   const { token, session } = await startSession({ db: app.db, sessions: app.sessions }, contextOf(request), {
     userId,
     rememberMe,
     replacing,
+    twoFactorVerified,
   })
   app.sessionCookie.set(reply, token, { rememberMe, expiresAt: session.expiresAt })
 }

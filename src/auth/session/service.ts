@@ -19,13 +19,14 @@ export interface SessionDeps {
 export async function startSession(
   deps: SessionDeps,
   ctx: RequestContext,
-  input: { userId: string; rememberMe: boolean; replacing: string | null },
+  input: { userId: string; rememberMe: boolean; replacing: string | null; twoFactorVerified?: boolean },
 ): Promise<{ token: string; session: SessionView }> {
   if (input.replacing) await deps.sessions.revokeByToken(input.replacing)
   const started = await deps.sessions.create(input.userId, {
     rememberMe: input.rememberMe,
     ipAddress: ctx.ip,
     userAgent: ctx.userAgent,
+    twoFactorVerified: input.twoFactorVerified,
   })
   await recordAudit(deps.db, {
     actorId: input.userId,
@@ -33,6 +34,7 @@ export async function startSession(
     targetType: 'session',
     targetId: started.session.id,
     ip: ctx.ip,
+    ...(input.twoFactorVerified ? { details: { twoFactor: true } } : {}),
   })
   return started
 }

@@ -43,6 +43,7 @@ export interface SessionUser {
   role: Role
   plan: Plan
   planExpiresAt: Date | null
+  twoFactorEnabled: boolean
   createdAt: Date
   updatedAt: Date
 }
@@ -71,7 +72,8 @@ export interface SessionView {
 
 export interface ValidSession {
   user: SignedInUser
-  session: SessionView & { rememberMe: boolean }
+  /** `twoFactorVerified`: the session was started after a second factor (REQUIRE_ADMIN_TWO_FACTOR). */
+  session: SessionView & { rememberMe: boolean; twoFactorVerified: boolean }
   /** The expiry moved forward: the cookie should be sent again. */
   fresh: boolean
 }
@@ -81,6 +83,7 @@ interface DbSessionAttributes {
   rememberMe: boolean
   ipAddress: string | null
   userAgent: string | null
+  twoFactorVerified: boolean
   createdAt: Date
   /** The expiry the manager chose on app.clock; the one lucia computes from Date.now() is not stored. */
   expiresAt: Date
@@ -103,6 +106,7 @@ const toDatabaseSession = (s: StoredSession): DatabaseSession => ({
     rememberMe: s.rememberMe,
     ipAddress: s.ipAddress,
     userAgent: s.userAgent,
+    twoFactorVerified: s.twoFactorVerified,
     createdAt: s.createdAt,
     expiresAt: s.expiresAt,
   },
@@ -136,6 +140,7 @@ class KyselySessionAdapter implements Adapter {
       rememberMe: a.rememberMe,
       ipAddress: a.ipAddress,
       userAgent: a.userAgent,
+      twoFactorVerified: a.twoFactorVerified,
     })
   }
 
@@ -183,7 +188,7 @@ export class SessionManager {
   /** A new session with a fresh token: called at every sign-in, so a planted token is never reused. */
   async create(
     userId: string,
-    options: { rememberMe: boolean; ipAddress: string | null; userAgent: string | null },
+    options: { rememberMe: boolean; ipAddress: string | null; userAgent: string | null; twoFactorVerified?: boolean },
   ): Promise<{ token: string; session: SessionView }> {
     const now = this.clock.now()
     // Every sign-in path checks the ban first (banHolds); this is the last word, whatever the path.
@@ -195,6 +200,7 @@ export class SessionManager {
       rememberMe: options.rememberMe,
       ipAddress: options.ipAddress,
       userAgent: options.userAgent?.slice(0, 512) ?? null,
+      twoFactorVerified: options.twoFactorVerified ?? false,
       createdAt: now,
       expiresAt: this.expiryFrom(now, options.rememberMe),
     }

@@ -1,0 +1,238 @@
+// Two-factor authentication's SQL: the `two_factor` row of a user, their backup codes, and the sign-in
+// challenges and trusted devices, which are `verification` rows (purged when they expire). Like every
+// emailed link, a challenge or trusted-device token is stored only as its SHA-256.
+import { sql } from 'kysely'
+import { json, type Executor, type Trx } from '../../../db/index.js'
+import { newId } from '../../shared/ids.js'
+import { hashToken, newToken } from '../tokens.js'
+
+const CHALLENGE = 'two-factor-challenge'
+const TRUSTED_DEVICE = 'two-factor-trusted-device'
+
+export interface TwoFactorRow {
+  secret: string
+  verified: boolean
+  /** Sign-in with this second factor is refused until then (too many wrong codes in a row). */
+  lockedUntil: Date | null
+}
+
+export async function findTwoFactor(db: Executor, userId: string): Promise<TwoFactorRow | undefined> {
+  const row = await db
+    .selectFrom('two_factor')
+    .select(['secret', 'verified', 'locked_until'])
+    .where('user_id', '=', userId)
+    .executeTakeFirst()
+  return row && { secret: row.secret, verified: row.verified, lockedUntil: row.locked_until }
+}
+
+/** A new, unconfirmed secret for the user, replacing any earlier unconfirmed one. */
+export async function putPendingSecret(trx: Trx, userId: string, secret: string, now: Date): Promise<void> {
+  await trx
+    .insertInto('two_factor')
+    .values({ user_id: userId, secret, verified: false, last_step: null, failed_attempts: 0, created_at: now, updated_at: now })
+    .onConflict((oc) =>
+      oc.column('user_id').doUpdateSet({ secret, verified: false, last_step: null, failed_attempts: 0, updated_at: now }),
+    )
+    .execute()
+}
+
+/** The user's backup codes become exactly these (hashes). */
+export async function replaceBackupCodes(trx: Trx, userId: string, codeHashes: readonly string[]): Promise<void> {
+  await trx.deleteFrom('two_factor_backup_code').where('user_id', '=', userId).execute()
+  await trx
+    .insertInto('two_factor_backup_code')
+    .values(codeHashes.map((code_hash) => ({ user_id: userId, code_hash })))
+    .execute()
+}
+
+/**
+ * Takes one of the signed-in user's five tries at a code, before the code is checked, so parallel
+ * guesses cannot all slip under the limit. False when the tries are spent.
+ */
+export async function claimCodeAttempt(db: Executor, userId: string, max: number, now: Date): Promise<boolean> {
+  const row = await db
+    .updateTable('two_factor')
+    .set((eb) => ({ failed_attempts: eb('failed_attempts', '+', 1), updated_at: now }))
+    .where('user_id', '=', userId)
+    .where('failed_attempts', '<', max)
+    .returning('user_id')
+    .executeTakeFirst()
+  return row !== undefined
+}
+
+/** A right code: the tries start again from zero, and a sign-in lock ends. */
+export async function resetCodeAttempts(trx: Trx, userId: string, now: Date): Promise<void> {
+  await trx
+    .updateTable('two_factor')
+    .set({ failed_attempts: 0, sign_in_failures: 0, locked_until: null, updated_at: now })
+    .where('user_id', '=', userId)
+    .execute()
+}
+
+/**
+ * One more wrong code at sign-in; the `max`-th in a row locks sign-in with the second factor until
+ * `lockUntil` (and the count starts again). Atomic: concurrent failures are all counted.
+ */
+export async function recordSignInFailure(db: Executor, userId: string, max: number, lockUntil: Date, now: Date): Promise<void> {
+  await db
+    .updateTable('two_factor')
+    .set({
+      sign_in_failures: sql<number>`case when sign_in_failures + 1 >= ${max} then 0 else sign_in_failures + 1 end`,
+      locked_until: sql<Date | null>`case when sign_in_failures + 1 >= ${max} then ${lockUntil} else locked_until end`,
+      updated_at: now,
+    })
+    .where('user_id', '=', userId)
+    .execute()
+}
+
+/**
+ * Records `step` as the last TOTP time step accepted, only when it is later than the last one: false
+ * for a replayed code (or an earlier one). One statement, so two requests with the same code cannot
+ * both pass.
+ */
+export async function acceptStep(trx: Trx, userId: string, step: number, now: Date): Promise<boolean> {
+  const row = await trx
+    .updateTable('two_factor')
+    .set({ last_step: step, failed_attempts: 0, sign_in_failures: 0, locked_until: null, updated_at: now })
+    .where('user_id', '=', userId)
+    .where((eb) => eb.or([eb('last_step', 'is', null), eb('last_step', '<', sql<string>`${step}`)]))
+    .returning('user_id')
+    .executeTakeFirst()
+  return row !== undefined
+}
+
+export async function markSecretVerified(trx: Trx, userId: string, now: Date): Promise<void> {
+  await trx.updateTable('two_factor').set({ verified: true, updated_at: now }).where('user_id', '=', userId).execute()
+}
+
+export async function setTwoFactorEnabled(trx: Trx, userId: string, enabled: boolean, now: Date): Promise<void> {
+  await trx.updateTable('user').set({ two_factor_enabled: enabled, updated_at: now }).where('id', '=', userId).execute()
+}
+
+/** Uses a backup code: the delete is the claim, so a code works once even under concurrent use. */
+export async function useBackupCode(trx: Trx, userId: string, candidates: readonly string[]): Promise<boolean> {
+  const result = await trx
+    .deleteFrom('two_factor_backup_code')
+    .where('user_id', '=', userId)
+    .where('code_hash', 'in', candidates)
+    .executeTakeFirst()
+  return result.numDeletedRows > 0n
+}
+
+/** Two-factor off: the secret, the backup codes, pending challenges and every trusted device go. */
+export async function deleteTwoFactor(trx: Trx, userId: string): Promise<{ trustedDevices: number }> {
+  await trx.deleteFrom('two_factor_backup_code').where('user_id', '=', userId).execute()
+  await trx.deleteFrom('two_factor').where('user_id', '=', userId).execute()
+  await trx.deleteFrom('verification').where('user_id', '=', userId).where('purpose', '=', CHALLENGE).execute()
+  const trusted = await trx
+    .deleteFrom('verification')
+    .where('user_id', '=', userId)
+    .where('purpose', '=', TRUSTED_DEVICE)
+    .executeTakeFirst()
+  return { trustedDevices: Number(trusted.numDeletedRows) }
+}
+
+/** The session (public id) was confirmed by a second factor. */
+export async function markSessionTwoFactorVerified(trx: Trx, sessionId: string): Promise<void> {
+  await trx.updateTable('session').set({ two_factor_verified: true }).where('id', '=', sessionId).execute()
+}
+
+/** No session of the user counts as having passed a second factor any more (two-factor was turned off). */
+export async function clearSessionsTwoFactorVerified(trx: Trx, userId: string): Promise<void> {
+  await trx
+    .updateTable('session')
+    .set({ two_factor_verified: false })
+    .where('user_id', '=', userId)
+    .where('two_factor_verified', '=', true)
+    .execute()
+}
+
+// --- Sign-in challenges: the first factor passed, the second is awaited ---
+
+export interface Challenge {
+  userId: string
+  rememberMe: boolean
+}
+
+export async function issueChallenge(db: Executor, userId: string, rememberMe: boolean, expiresAt: Date): Promise<string> {
+  const token = newToken()
+  await db
+    .insertInto('verification')
+    .values({
+      id: newId(),
+      purpose: CHALLENGE,
+      token_hash: hashToken(token),
+      user_id: userId,
+      data: json({ attempts: 0, rememberMe }),
+      expires_at: expiresAt,
+    })
+    .execute()
+  return token
+}
+
+const attemptsOf = sql<number>`coalesce((data->>'attempts')::int, 0)`
+
+/**
+ * Takes one try of a live challenge before its code is checked. `exhausted` when its tries are spent
+ * (the challenge is then deleted: the user signs in again for a new one); null when there is no live
+ * challenge for the token.
+ */
+export async function claimChallengeAttempt(
+  db: Executor,
+  token: string,
+  max: number,
+  now: Date,
+): Promise<Challenge | 'exhausted' | null> {
+  const tokenHash = hashToken(token)
+  const row = await db
+    .updateTable('verification')
+    .set({ data: sql<string>`jsonb_set(data, '{attempts}', to_jsonb(${attemptsOf} + 1))` })
+    .where('token_hash', '=', tokenHash)
+    .where('purpose', '=', CHALLENGE)
+    .where('expires_at', '>', now)
+    .where(attemptsOf, '<', max)
+    .returning(['user_id', 'data'])
+    .executeTakeFirst()
+  if (row?.user_id) return { userId: row.user_id, rememberMe: row.data.rememberMe !== false }
+  const spent = await db
+    .deleteFrom('verification')
+    .where('token_hash', '=', tokenHash)
+    .where('purpose', '=', CHALLENGE)
+    .where('expires_at', '>', now)
+    .executeTakeFirst()
+  return spent.numDeletedRows > 0n ? 'exhausted' : null
+}
+
+/** Ends the challenge once its second factor passed; false when another request ended it first. */
+export async function consumeChallenge(trx: Trx, token: string, userId: string): Promise<boolean> {
+  const result = await trx
+    .deleteFrom('verification')
+    .where('token_hash', '=', hashToken(token))
+    .where('purpose', '=', CHALLENGE)
+    .where('user_id', '=', userId)
+    .executeTakeFirst()
+  return result.numDeletedRows > 0n
+}
+
+// --- Trusted devices: a browser that passed the second factor skips it for 30 days ---
+
+export async function issueTrustedDevice(db: Executor, userId: string, expiresAt: Date): Promise<string> {
+  const token = newToken()
+  await db
+    .insertInto('verification')
+    .values({ id: newId(), purpose: TRUSTED_DEVICE, token_hash: hashToken(token), user_id: userId, expires_at: expiresAt })
+    .execute()
+  return token
+}
+
+/** Uses the user's trusted-device token (it is replaced by a new one); false when it is not theirs or not live. */
+export async function consumeTrustedDevice(trx: Trx, token: string, userId: string, now: Date): Promise<boolean> {
+  const row = await trx
+    .deleteFrom('verification')
+    .where('token_hash', '=', hashToken(token))
+    .where('purpose', '=', TRUSTED_DEVICE)
+    .where('user_id', '=', userId)
+    .returning('expires_at')
+    .executeTakeFirst()
+  return row !== undefined && row.expires_at.getTime() > now.getTime()
+}

@@ -1,0 +1,331 @@
+// Two-factor authentication (TOTP and backup codes): turning it on and off, the second step of a
+// sign-in, and the trusted devices that skip it. Rules in better-auth's twoFactor plugin's terms.
+import type { DB } from '../../../db/index.js'
+import { recordAudit } from '../../shared/audit.js'
+import type { Clock } from '../../shared/clock.js'
+import type { RequestContext } from '../../shared/context.js'
+import { AppError } from '../../shared/errors.js'
+import type { PasswordHasher } from '../password/password.js'
+import { findPasswordHash, findUserById, type UserWithFlags } from '../queries.js'
+import { CHALLENGE_TTL_MS, TRUSTED_DEVICE_TTL_MS } from './cookies.js'
+import { matchingStep, newBackupCodes, newTotpSecret, totpUri, type TwoFactorKeys } from './crypto.js'
+import {
+  acceptStep,
+  claimChallengeAttempt,
+  claimCodeAttempt,
+  clearSessionsTwoFactorVerified,
+  consumeChallenge,
+  consumeTrustedDevice,
+  deleteTwoFactor,
+  findTwoFactor,
+  issueChallenge,
+  issueTrustedDevice,
+  markSecretVerified,
+  markSessionTwoFactorVerified,
+  putPendingSecret,
+  recordSignInFailure,
+  replaceBackupCodes,
+  resetCodeAttempts,
+  setTwoFactorEnabled,
+  useBackupCode,
+} from './queries.js'
+
+export interface TwoFactorDeps {
+  db: DB
+  clock: Clock
+  hasher: PasswordHasher
+  keys: TwoFactorKeys
+}
+
+/** The issuer an authenticator app shows next to the account, unless enable names another. */
+export const DEFAULT_ISSUER = 'Insight'
+/** Wrong codes allowed on one sign-in challenge, and in a row on the signed-in confirm step. */
+export const MAX_ATTEMPTS = 5
+/**
+ * Wrong codes in a row at sign-in, across challenges, before sign-in with the second factor locks for
+ * LOCK_MS: whoever holds the password could otherwise start challenge after challenge (better-auth's
+ * account lockout, NIST SP 800-63B 5.2.2).
+ */
+export const MAX_SIGN_IN_FAILURES = 10
+export const LOCK_MS = 15 * 60 * 1000
+
+export type Method = 'totp' | 'backup-code'
+
+const tooManyAttempts = () =>
+  new AppError(400, 'TOO_MANY_ATTEMPTS_REQUEST_NEW_CODE', 'Too many attempts. Please request a new code.')
+export const invalidChallenge = () => new AppError(401, 'INVALID_TWO_FACTOR_COOKIE', 'Invalid two factor cookie')
+const invalidCode = (method: Method) =>
+  method === 'totp'
+    ? new AppError(401, 'INVALID_CODE', 'Invalid code')
+    : new AppError(401, 'INVALID_BACKUP_CODE', 'Invalid backup code')
+const totpNotEnabled = () => new AppError(400, 'TOTP_NOT_ENABLED', 'TOTP not enabled')
+const notEnabled = () => new AppError(400, 'TWO_FACTOR_NOT_ENABLED', "Two factor isn't enabled")
+
+/** The current password, as every two-factor change asks for it (wrong answers are limited per account by the route policy). */
+async function checkPassword(deps: TwoFactorDeps, userId: string, password: string): Promise<void> {
+  const stored = await findPasswordHash(deps.db, userId)
+  if (!stored) {
+    await deps.hasher.verifyDummy(password)
+    throw new AppError(400, 'BAD_REQUEST', 'This account has no password yet: use password reset to set one')
+  }
+  if (!(await deps.hasher.verify(stored, password))) throw new AppError(400, 'INVALID_PASSWORD', 'Invalid password')
+}
+
+const hashCodes = (deps: TwoFactorDeps, codes: readonly string[]) => codes.map((c) => deps.keys.hashBackupCode(c))
+
+/**
+ * Starts setting two-factor up: a new secret (encrypted) and ten backup codes (hashed), shown once.
+ * `twoFactorEnabled` stays false until a code from the app confirms it (confirmWithCode).
+ */
+export async function enableTwoFactor(
+  deps: TwoFactorDeps,
+  ctx: RequestContext,
+  user: Pick<UserWithFlags, 'id' | 'email' | 'twoFactorEnabled'>,
+  input: { password: string; issuer?: string },
+): Promise<{ totpURI: string; backupCodes: string[] }> {
+  await checkPassword(deps, user.id, input.password)
+  // Replacing the secret of a working setup would lock out whoever has not rescanned: turn it off first.
+  if (user.twoFactorEnabled)
+    throw new AppError(400, 'TWO_FACTOR_ALREADY_ENABLED', 'Two factor is already enabled: disable it first to set it up again')
+  const secret = newTotpSecret()
+  const backupCodes = newBackupCodes()
+  await deps.db.transaction().execute(async (trx) => {
+    const now = deps.clock.now()
+    await putPendingSecret(trx, user.id, deps.keys.encrypt(secret), now)
+    await replaceBackupCodes(trx, user.id, hashCodes(deps, backupCodes))
+    await recordAudit(trx, {
+      actorId: user.id,
+      action: 'auth.two_factor.setup_started',
+      targetType: 'user',
+      targetId: user.id,
+      ip: ctx.ip,
+    })
+  })
+  return { totpURI: totpUri(secret, user.email, input.issuer ?? DEFAULT_ISSUER), backupCodes }
+}
+
+/** The URI of the current secret again (to scan it on another device). */
+export async function getTotpUri(
+  deps: TwoFactorDeps,
+  user: Pick<UserWithFlags, 'id' | 'email'>,
+  password: string,
+): Promise<{ totpURI: string }> {
+  await checkPassword(deps, user.id, password)
+  const row = await findTwoFactor(deps.db, user.id)
+  if (!row) throw totpNotEnabled()
+  return { totpURI: totpUri(deps.keys.decrypt(row.secret), user.email, DEFAULT_ISSUER) }
+}
+
+/** Ten new backup codes; the old ones stop working. */
+export async function regenerateBackupCodes(
+  deps: TwoFactorDeps,
+  ctx: RequestContext,
+  user: Pick<UserWithFlags, 'id' | 'twoFactorEnabled'>,
+  password: string,
+): Promise<string[]> {
+  await checkPassword(deps, user.id, password)
+  if (!user.twoFactorEnabled) throw notEnabled()
+  const backupCodes = newBackupCodes()
+  await deps.db.transaction().execute(async (trx) => {
+    await replaceBackupCodes(trx, user.id, hashCodes(deps, backupCodes))
+    await recordAudit(trx, {
+      actorId: user.id,
+      action: 'auth.two_factor.backup_codes_regenerated',
+      targetType: 'user',
+      targetId: user.id,
+      ip: ctx.ip,
+    })
+  })
+  return backupCodes
+}
+
+/**
+ * Turns two-factor off: the secret, the backup codes, pending sign-in challenges and every trusted
+ * device go, and no session of the user counts as having passed a second factor any more.
+ */
+export async function disableTwoFactor(
+  deps: TwoFactorDeps,
+  ctx: RequestContext,
+  userId: string,
+  password: string,
+): Promise<void> {
+  await checkPassword(deps, userId, password)
+  await deps.db.transaction().execute(async (trx) => {
+    const now = deps.clock.now()
+    const { trustedDevices } = await deleteTwoFactor(trx, userId)
+    await setTwoFactorEnabled(trx, userId, false, now)
+    await clearSessionsTwoFactorVerified(trx, userId)
+    await recordAudit(trx, {
+      actorId: userId,
+      action: 'auth.two_factor.disabled',
+      targetType: 'user',
+      targetId: userId,
+      ip: ctx.ip,
+      details: { trustedDevicesRevoked: trustedDevices },
+    })
+  })
+}
+
+/**
+ * Checks a code inside the caller's transaction: a TOTP code valid now and later than the last one
+ * accepted, or an unused backup code (used up by this check). Throws INVALID_CODE / INVALID_BACKUP_CODE.
+ */
+async function checkCode(
+  deps: TwoFactorDeps,
+  trx: Parameters<typeof acceptStep>[0],
+  userId: string,
+  secret: string,
+  method: Method,
+  code: string,
+): Promise<void> {
+  const now = deps.clock.now()
+  if (method === 'totp') {
+    const step = matchingStep(deps.keys.decrypt(secret), code, now)
+    if (step === null || !(await acceptStep(trx, userId, step, now))) throw invalidCode(method)
+    return
+  }
+  if (!(await useBackupCode(trx, userId, deps.keys.backupCodeCandidates(code)))) throw invalidCode(method)
+  await resetCodeAttempts(trx, userId, now)
+}
+
+async function auditFailure(deps: TwoFactorDeps, ctx: RequestContext, userId: string, method: Method, err: unknown) {
+  if (err instanceof AppError && (err.code === 'INVALID_CODE' || err.code === 'INVALID_BACKUP_CODE')) {
+    await recordAudit(deps.db, {
+      actorId: userId,
+      action: 'auth.two_factor.failed',
+      targetType: 'user',
+      targetId: userId,
+      ip: ctx.ip,
+      details: { method },
+    })
+  }
+}
+
+/**
+ * A signed-in user's code. The first valid TOTP code confirms a pending setup (two-factor is on from
+ * then); any valid code marks the current session as having passed a second factor. Five wrong codes
+ * in a row and the setup must start again (enable) or, once on, wait for disable and enable.
+ */
+export async function verifyForSession(
+  deps: TwoFactorDeps,
+  ctx: RequestContext,
+  user: Pick<UserWithFlags, 'id' | 'twoFactorEnabled'>,
+  sessionId: string,
+  method: Method,
+  code: string,
+): Promise<UserWithFlags> {
+  const row = await findTwoFactor(deps.db, user.id)
+  if (!row) throw totpNotEnabled()
+  // A backup code proves nothing about the authenticator app: it cannot confirm a setup.
+  if (method === 'backup-code' && !row.verified) throw notEnabled()
+  if (!(await claimCodeAttempt(deps.db, user.id, MAX_ATTEMPTS, deps.clock.now()))) throw tooManyAttempts()
+  try {
+    await deps.db.transaction().execute(async (trx) => {
+      await checkCode(deps, trx, user.id, row.secret, method, code)
+      await markSessionTwoFactorVerified(trx, sessionId)
+      if (!row.verified) {
+        const now = deps.clock.now()
+        await markSecretVerified(trx, user.id, now)
+        await setTwoFactorEnabled(trx, user.id, true, now)
+        await recordAudit(trx, {
+          actorId: user.id,
+          action: 'auth.two_factor.enabled',
+          targetType: 'user',
+          targetId: user.id,
+          ip: ctx.ip,
+        })
+      }
+    })
+  } catch (err) {
+    await auditFailure(deps, ctx, user.id, method, err)
+    throw err
+  }
+  return (await findUserById(deps.db, user.id))!
+}
+
+/**
+ * The second step of a sign-in: the challenge of the `two_factor` cookie and a code. Each try is
+ * taken before the code is checked; the sixth is refused whatever the code. On success the challenge
+ * is used up and the caller starts the session.
+ */
+export async function verifyForSignIn(
+  deps: TwoFactorDeps,
+  ctx: RequestContext,
+  challengeToken: string,
+  method: Method,
+  code: string,
+): Promise<{ user: UserWithFlags; rememberMe: boolean }> {
+  const challenge = await claimChallengeAttempt(deps.db, challengeToken, MAX_ATTEMPTS, deps.clock.now())
+  if (challenge === null) throw invalidChallenge()
+  if (challenge === 'exhausted') throw tooManyAttempts()
+  const row = await findTwoFactor(deps.db, challenge.userId)
+  if (!row?.verified) throw invalidChallenge() // turned off since the challenge began
+  const now = deps.clock.now()
+  if (row.lockedUntil && row.lockedUntil.getTime() > now.getTime()) {
+    throw new AppError(
+      429,
+      'ACCOUNT_TEMPORARILY_LOCKED',
+      'Too many failed verification attempts. Your account is temporarily locked. Please try again later.',
+      { retryAfter: Math.ceil((row.lockedUntil.getTime() - now.getTime()) / 1000) },
+    )
+  }
+  try {
+    await deps.db.transaction().execute(async (trx) => {
+      // Used up in the same transaction as the code: a wrong code rolls both back, a right one spends both.
+      if (!(await consumeChallenge(trx, challengeToken, challenge.userId))) throw invalidChallenge()
+      await checkCode(deps, trx, challenge.userId, row.secret, method, code)
+    })
+  } catch (err) {
+    if (err instanceof AppError && (err.code === 'INVALID_CODE' || err.code === 'INVALID_BACKUP_CODE'))
+      await recordSignInFailure(deps.db, challenge.userId, MAX_SIGN_IN_FAILURES, new Date(now.getTime() + LOCK_MS), now)
+    await auditFailure(deps, ctx, challenge.userId, method, err)
+    throw err
+  }
+  const user = await findUserById(deps.db, challenge.userId)
+  if (!user) throw invalidChallenge()
+  return { user, rememberMe: challenge.rememberMe }
+}
+
+export type SignInStep =
+  /** Start the session; `trustedDevice`: the new trusted-device token (rotated), or null to clear a stale one. */
+  | { kind: 'session'; twoFactorVerified: boolean; trustedDevice?: string | null }
+  /** No session yet: the challenge token for the `two_factor` cookie. */
+  | { kind: 'challenge'; token: string; trustedDevice?: null }
+
+/**
+ * What a correct first factor leads to: a session at once when two-factor is off or this browser is a
+ * trusted device of the user (its token is replaced), else a challenge for the second factor.
+ */
+export async function beginSignIn(
+  deps: Pick<TwoFactorDeps, 'db' | 'clock'>,
+  ctx: RequestContext,
+  input: { userId: string; twoFactorEnabled: boolean; rememberMe: boolean; trustedDevice: string | null },
+): Promise<SignInStep> {
+  if (!input.twoFactorEnabled) return { kind: 'session', twoFactorVerified: false }
+  const now = deps.clock.now()
+  if (input.trustedDevice) {
+    const token = input.trustedDevice
+    const renewed = await deps.db.transaction().execute(async (trx) => {
+      if (!(await consumeTrustedDevice(trx, token, input.userId, now))) return null
+      return issueTrustedDevice(trx, input.userId, new Date(now.getTime() + TRUSTED_DEVICE_TTL_MS))
+    })
+    if (renewed) {
+      await recordAudit(deps.db, {
+        actorId: input.userId,
+        action: 'auth.two_factor.trusted_device_used',
+        targetType: 'user',
+        targetId: input.userId,
+        ip: ctx.ip,
+      })
+      // That browser passed a second factor earlier: the session counts as having passed one.
+      return { kind: 'session', twoFactorVerified: true, trustedDevice: renewed }
+    }
+  }
+  const token = await issueChallenge(deps.db, input.userId, input.rememberMe, new Date(now.getTime() + CHALLENGE_TTL_MS))
+  return { kind: 'challenge', token, ...(input.trustedDevice ? { trustedDevice: null } : {}) }
+}
+
+/** A new trusted device for the user, after a second factor passed with `trustDevice: true`. */
+export function trustDevice(deps: Pick<TwoFactorDeps, 'db' | 'clock'>, userId: string): Promise<string> {
+  return issueTrustedDevice(deps.db, userId, new Date(deps.clock.now().getTime() + TRUSTED_DEVICE_TTL_MS))
+}

@@ -1,0 +1,81 @@
+// Two-factor test kit: the app on a movable clock over a real socket, better-auth's own client with
+// twoFactorClient() and a cookie jar, and TOTP codes made with otpauth at the app's time.
+import { createAuthClient } from 'better-auth/client'
+import { twoFactorClient } from 'better-auth/client/plugins'
+import type { FastifyInstance } from 'fastify'
+import { Secret, TOTP, URI } from 'otpauth'
+import { buildTestApp, WEB_ORIGIN } from './app.js'
+
+export const PASSWORD = 'correct horse battery staple'
+
+/** The app on a clock the test moves (`clock.advance`), listening on a loopback port (any free one by default). */
+export async function twoFactorApp(env: Record<string, string> = {}, port = 0) {
+  let offsetMs = 0
+  const clock = {
+    now: () => new Date(Date.now() + offsetMs),
+    advance: (ms: number) => {
+      offsetMs += ms
+    },
+  }
+  const app = await buildTestApp({ env, deps: { clock } })
+  await app.listen({ port, host: '127.0.0.1' })
+  const address = app.server.address() as { port: number }
+  return { app, clock, baseURL: `http://127.0.0.1:${address.port}` }
+}
+
+/** A minimal browser: keeps cookies from Set-Cookie, sends them back, and sends its Origin. */
+export function browser(baseURL: string) {
+  const jar = new Map<string, string>()
+  const setCookies: string[] = []
+  const customFetchImpl = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const request = new Request(input, init)
+    const headers = new Headers(request.headers)
+    headers.set('origin', WEB_ORIGIN)
+    if (jar.size) headers.set('cookie', [...jar].map(([k, v]) => `${k}=${v}`).join('; '))
+    const res = await fetch(new Request(request, { headers }))
+    for (const cookie of res.headers.getSetCookie()) {
+      setCookies.push(cookie)
+      const [pair, ...attributes] = cookie.split(';')
+      const [name, ...rest] = pair!.split('=')
+      const value = rest.join('=')
+      const expired = value === '' || attributes.some((a) => /^\s*max-age=0\s*$/i.test(a))
+      if (expired) jar.delete(name!.trim())
+      else jar.set(name!.trim(), value)
+    }
+    return res
+  }
+  const client = createAuthClient({ baseURL, plugins: [twoFactorClient()], fetchOptions: { customFetchImpl } })
+  /** A POST as the web app sends it, for bodies the typed client would not let through. */
+  const post = (path: string, body: unknown) =>
+    customFetchImpl(`${baseURL}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: typeof body === 'string' ? body : JSON.stringify(body),
+    })
+  const get = (path: string) => customFetchImpl(`${baseURL}${path}`)
+  return { client, jar, setCookies, post, get }
+}
+
+export type TestBrowser = ReturnType<typeof browser>
+
+/** The base32 secret of an otpauth:// URI. */
+export const secretOf = (totpURI: string): string => (URI.parse(totpURI) as TOTP).secret.base32
+
+/** The code an authenticator app shows at the app's current time, `steps` time steps later. */
+export function codeAt(secret: string, now: Date, steps = 0): string {
+  return TOTP.generate({
+    secret: Secret.fromBase32(secret),
+    algorithm: 'SHA1',
+    digits: 6,
+    period: 30,
+    timestamp: now.getTime() + steps * 30_000,
+  })
+}
+
+export const SESSION = 'better-auth.session_token'
+export const CHALLENGE = 'better-auth.two_factor'
+export const TRUST = 'better-auth.trust_device'
+
+export async function sessionRows(app: FastifyInstance, userId: string) {
+  return app.db.selectFrom('session').select(['id', 'two_factor_verified']).where('user_id', '=', userId).execute()
+}
