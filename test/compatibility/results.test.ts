@@ -1,6 +1,7 @@
 import t from 'tap'
 import { assertResultOwned, grantDeepInsights, revokeDeepInsights } from '../../src/compatibility/service.js'
 import { buildTestApp, call, signUp, signUpWithRole, type TestUser } from '../helpers/app.js'
+import { auditEvents } from '../helpers/expect.js'
 
 let nowMs = Date.parse('2026-04-15T10:00:00.000Z')
 const tick = (ms = 1) => {
@@ -193,12 +194,7 @@ t.test('admins and owners read any result, audited, but cannot unlock or write i
     t.equal(res.statusCode, 200, role)
     t.equal(res.json().userId, member.id)
     t.equal(res.json().deepInsights, null)
-    const events = await app.db
-      .selectFrom('audit_event')
-      .selectAll()
-      .where('actor_id', '=', moderator.id)
-      .where('action', 'like', 'compatibility.%')
-      .execute()
+    const events = await auditEvents(app.db, { action: 'compatibility.%', actorId: moderator.id })
     t.equal(events.length, 1)
     t.match(events[0], {
       action: 'compatibility.result.read_by_admin',
@@ -536,13 +532,4 @@ t.test("a deleted user's results and purchases are gone with them", async (t) =>
   await app.db.deleteFrom('user').where('id', '=', member.id).execute()
   t.equal(await rowsOf(member.id), 0)
   t.same(await app.db.selectFrom('deep_insights_purchase').selectAll().where('payment_id', '=', 'pay_cascade').execute(), [])
-})
-
-t.test('the compatibility routes appear in the OpenAPI document with their operation ids', async (t) => {
-  const doc = (await app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json()
-  t.equal(doc.paths['/api/v1/compatibility/results'].post.operationId, 'createResult')
-  t.equal(doc.paths['/api/v1/compatibility/results'].get.operationId, 'listResults')
-  t.equal(doc.paths['/api/v1/compatibility/results/{id}'].get.operationId, 'getResult')
-  t.equal(doc.paths['/api/v1/compatibility/results/{id}/unlock'].post.operationId, 'unlockDeepInsights')
-  t.equal(doc.paths['/api/v1/compatibility/results/{id}/deep-insights'].put.operationId, 'saveDeepInsights')
 })

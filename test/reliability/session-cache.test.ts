@@ -2,8 +2,6 @@
 // process changes it sees at once, what anyone else changes (another instance, the command line,
 // plain SQL) every instance hears from PostgreSQL's NOTIFY, and a listener that is not listening
 // means no cache at all.
-import { execFile } from 'node:child_process'
-import { fileURLToPath } from 'node:url'
 import type { FastifyInstance } from 'fastify'
 import pg from 'pg'
 import t, { type Test } from 'tap'
@@ -13,6 +11,7 @@ import { writesWatchedTable } from '../../db/notifications.js'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { buildTestApp, call, signUp, signUpWithRole, TEST_ENV, type TestUser } from '../helpers/app.js'
+import { runCli } from '../helpers/cli.js'
 import { freshPostgresUrl, usingPostgres } from '../helpers/db.js'
 
 t.setTimeout(240_000)
@@ -168,18 +167,6 @@ t.test('one instance', async (t) => {
     t.equal((await off.inject({ method: 'GET', url: '/api/health' })).json().sessionCache, 'disabled')
   })
 })
-
-const ROOT = fileURLToPath(new URL('../../', import.meta.url))
-function runCli(args: string[], env: Record<string, string>): Promise<{ code: number; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ['--import', 'tsx', 'src/cli/index.ts', ...args],
-      { cwd: ROOT, env: { PATH: process.env.PATH!, ...env } },
-      (err, _stdout, stderr) => resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stderr }),
-    )
-  })
-}
 
 t.test(
   'two instances on one PostgreSQL',
