@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net'
 import Stripe from 'stripe'
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
-import { call, type TestUser } from './app.js'
+import { call, signUp, type TestUser } from './app.js'
 
 async function readBody(req: IncomingMessage): Promise<string> {
   const chunks: Buffer[] = []
@@ -335,6 +335,21 @@ export async function createResult(app: FastifyInstance, user: TestUser): Promis
   })
   if (res.statusCode !== 201) throw new Error(`createResult failed: ${res.statusCode} ${res.body}`)
   return res.json().id
+}
+
+/**
+ * A new member with a compatibility result and a started checkout of that result's deep insights,
+ * returning to `returnUrl(resultId)` when given.
+ */
+export async function deepInsightsCheckout(app: FastifyInstance, returnUrl?: (resultId: string) => string) {
+  const user = await signUp(app)
+  const resultId = await createResult(app, user)
+  const checkout = await startCheckout(app, user, {
+    product: 'deep_insights',
+    resultId,
+    ...(returnUrl ? { returnUrl: returnUrl(resultId) } : {}),
+  })
+  return { user, resultId, checkout }
 }
 
 export async function startCheckout(

@@ -1,5 +1,7 @@
 import t from 'tap'
+import { EXAMPLE_PROFILE } from '../../src/profile/schemas.js'
 import { buildTestApp, call, signUp, WEB_ORIGIN, type TestUser } from '../helpers/app.js'
+import { auditEvents } from '../helpers/expect.js'
 
 // A mutable clock: "today" (the latest birth date) and updatedAt come from it.
 let fakeNow: Date | undefined
@@ -14,16 +16,8 @@ const update = (user: TestUser, body: unknown) => call(app, 'POST', '/api/v1/upd
 /** The user's row as the database holds it, including the columns the API never changes. */
 const rowOf = (id: string) => app.db.selectFrom('user').selectAll().where('id', '=', id).executeTakeFirstOrThrow()
 
-const FULL = {
-  name: 'Sari Wulandari',
-  image: 'https://cdn.example.id/avatars/sari.png',
-  birthDate: '1994-08-17',
-  birthTime: '06:30',
-  birthPlace: { name: 'Yogyakarta, Indonesia', latitude: -7.7956, longitude: 110.3695 },
-  gender: 'female',
-  locale: 'id',
-  timezone: 'Asia/Jakarta',
-}
+// Every field set: the OpenAPI document's example profile, which therefore must be one the API accepts.
+const FULL = { ...EXAMPLE_PROFILE, image: 'https://cdn.example.id/avatars/sari.png' }
 
 t.test('both routes need a session', async (t) => {
   const get = await app.inject({ method: 'GET', url: '/api/v1/getProfile' })
@@ -318,12 +312,7 @@ t.test("a member cannot read or change another member's profile", async (t) => {
 t.test('an update is audited with the field names only, never the personal values', async (t) => {
   const user = await signUp(app)
   t.equal((await update(user, { birthDate: '1994-08-17', birthPlace: FULL.birthPlace })).statusCode, 200)
-  const events = await app.db
-    .selectFrom('audit_event')
-    .selectAll()
-    .where('actor_id', '=', user.id)
-    .where('action', '=', 'profile.updated')
-    .execute()
+  const events = await auditEvents(app.db, { action: 'profile.updated', actorId: user.id })
   t.equal(events.length, 1)
   t.same(events[0]!.details, { fields: ['birthDate', 'birthPlace'] })
   t.notMatch(JSON.stringify(events[0]!.details), /1994|Yogyakarta/)
