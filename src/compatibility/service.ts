@@ -109,21 +109,8 @@ export async function readResult(
   viewer: SessionUser,
   id: string,
 ): Promise<CompatibilityResult> {
-  const row = await findResult(deps.db, id)
-  if (!row) throw notFound(RESULT)
-  await authorizeRead(
-    deps,
-    viewer,
-    {
-      ownerId: row.user_id,
-      targetType: 'compatibility_result',
-      targetId: row.id,
-      action: 'compatibility.result.read_by_admin',
-      what: RESULT,
-    },
-    ctx.ip,
-  )
-  return toResult(row)
+  const read = { targetType: 'compatibility_result', action: 'compatibility.result.read_by_admin', what: RESULT }
+  return toResult(await authorizeRead(deps, viewer, await findResult(deps.db, id), read, ctx.ip))
 }
 
 export async function listResults(

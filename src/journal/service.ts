@@ -80,21 +80,8 @@ export async function createEntry(
 
 /** The owner's entry; any entry for an admin or owner `viewer`, audited. */
 export async function readEntry(deps: JournalDeps, ctx: RequestContext, viewer: SessionUser, id: string): Promise<JournalEntry> {
-  const row = await findEntry(deps.db, id)
-  if (!row) throw notFound(ENTRY)
-  await authorizeRead(
-    deps,
-    viewer,
-    {
-      ownerId: row.user_id,
-      targetType: 'journal_entry',
-      targetId: row.id,
-      action: 'journal.entry.read_by_admin',
-      what: ENTRY,
-    },
-    ctx.ip,
-  )
-  return toEntry(row)
+  const read = { targetType: 'journal_entry', action: 'journal.entry.read_by_admin', what: ENTRY }
+  return toEntry(await authorizeRead(deps, viewer, await findEntry(deps.db, id), read, ctx.ip))
 }
 
 export async function updateEntry(
