@@ -1,7 +1,9 @@
 // Assertions and database reads that many test files make the same way.
-import type { LightMyRequestResponse } from 'fastify'
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
+import { sql } from 'kysely'
 import type { Test } from 'tap'
 import type { Executor } from '../../db/index.js'
+import { call } from './app.js'
 
 /** Every case is refused with 400 VALIDATION_ERROR: the one answer to input the schema does not accept. */
 export async function eachIsValidationError<Case>(
@@ -15,6 +17,26 @@ export async function eachIsValidationError<Case>(
     t.equal(res.statusCode, 400, label)
     t.equal(res.json().code, 'VALIDATION_ERROR', label)
   }
+}
+
+/** Each request, sent from the web origin without a session, is refused with 401. */
+export async function eachIsUnauthorized(
+  t: Test,
+  app: FastifyInstance,
+  requests: ReadonlyArray<[InjectOptions['method'], string, unknown?]>,
+): Promise<void> {
+  for (const [method, url, body] of requests) {
+    const res = await call(app, method, url, { body })
+    t.equal(res.statusCode, 401, `${method} ${url}`)
+  }
+}
+
+/** How many rows of `table` have `value` in `column`. */
+export async function countRows(db: Executor, table: string, column: string, value: string): Promise<number> {
+  const { rows } = await sql<{
+    n: number
+  }>`select count(*)::int as n from ${sql.table(table)} where ${sql.ref(column)} = ${value}`.execute(db)
+  return rows[0]!.n
 }
 
 /**

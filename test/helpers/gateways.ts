@@ -352,15 +352,17 @@ export async function deepInsightsCheckout(app: FastifyInstance, returnUrl?: (re
   return { user, resultId, checkout }
 }
 
+/** POST /api/v1/payments/checkout as the user, with this body as is; the response, whatever it is. */
+export function postCheckout(app: FastifyInstance, user: TestUser, body: unknown) {
+  return call(app, 'POST', '/api/v1/payments/checkout', { cookie: user.cookie, body })
+}
+
 export async function startCheckout(
   app: FastifyInstance,
   user: TestUser,
   body: { product: string; resultId?: string; returnUrl?: string },
 ): Promise<{ paymentId: string; provider: string; redirectUrl: string; expiresAt: string }> {
-  const res = await call(app, 'POST', '/api/v1/payments/checkout', {
-    cookie: user.cookie,
-    body: { returnUrl: '/payments/done', ...body },
-  })
+  const res = await postCheckout(app, user, { returnUrl: '/payments/done', ...body })
   if (res.statusCode !== 201) throw new Error(`checkout failed: ${res.statusCode} ${res.body}`)
   return res.json()
 }

@@ -1,7 +1,7 @@
 import { sql } from 'kysely'
 import t from 'tap'
 import { buildTestApp, call, signUp, signUpWithRole, type TestUser } from '../helpers/app.js'
-import { auditEvents } from '../helpers/expect.js'
+import { auditEvents, countRows, eachIsUnauthorized } from '../helpers/expect.js'
 
 // A clock the tests move by hand: usage periods, default entry dates and createdAt follow it.
 let nowMs = Date.parse('2026-03-10T08:00:00.000Z')
@@ -24,29 +24,18 @@ async function create(user: TestUser, body: Record<string, unknown> = entry()) {
   return res.json() as { id: string; createdAt: string; entryDate: string; mood: number }
 }
 
-const rowsOf = async (userId: string) =>
-  (
-    await app.db
-      .selectFrom('journal_entry')
-      .select(({ fn }) => fn.countAll<number>().as('n'))
-      .where('user_id', '=', userId)
-      .executeTakeFirstOrThrow()
-  ).n
+const rowsOf = (userId: string) => countRows(app.db, 'journal_entry', 'user_id', userId)
 
 // That every journal route answers an anonymous caller 401 UNAUTHORIZED is proven for all routes by
 // test/foundation/route-policy.test.ts; here, that such a write with a real entry changes nothing.
 t.test('an anonymous write to a real entry writes and deletes nothing', async (t) => {
   const member = await signUp(app)
   const { id } = await create(member)
-  const routes: Array<[string, string, unknown?]> = [
+  await eachIsUnauthorized(t, app, [
     ['POST', ENTRIES, entry()],
     ['PATCH', `${ENTRIES}/${id}`, { mood: 1 }],
     ['DELETE', `${ENTRIES}/${id}`],
-  ]
-  for (const [method, url, body] of routes) {
-    const res = await call(app, method as 'POST', url, { body })
-    t.equal(res.statusCode, 401, `${method} ${url}`)
-  }
+  ])
   t.equal(await rowsOf(member.id), 1, 'nothing was written or deleted')
 })
 

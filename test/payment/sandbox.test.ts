@@ -7,6 +7,7 @@ import {
   createResult,
   deepInsightsCheckout,
   paymentRow,
+  postCheckout,
   postWebhook,
   startCheckout,
   userPlan,
@@ -112,10 +113,7 @@ t.test('premium while premium_plus is active: checkout refuses; a raced payment 
   const checkout = await startCheckout(app, user, { product: 'premium_month' })
   const plusUntil = new Date(now.getTime() + 5 * DAY)
   await app.db.updateTable('user').set({ plan: 'premium_plus', plan_expires_at: plusUntil }).where('id', '=', user.id).execute()
-  const refused = await call(app, 'POST', '/api/v1/payments/checkout', {
-    cookie: user.cookie,
-    body: { product: 'premium_month', returnUrl: '/x' },
-  })
+  const refused = await postCheckout(app, user, { product: 'premium_month', returnUrl: '/x' })
   t.equal(refused.statusCode, 409)
   t.match(refused.json(), { code: 'CONFLICT' })
 
@@ -148,28 +146,8 @@ t.test('two payments for one result: the second is paid but grants nothing (409 
 })
 
 t.test('the webhook wants a JSON body', async (t) => {
-  t.equal(
-    (
-      await app.inject({
-        method: 'POST',
-        url: '/api/v1/payments/webhook/sandbox',
-        headers: { 'content-type': 'text/plain' },
-        payload: 'x',
-      })
-    ).statusCode,
-    415,
-  )
-  t.equal(
-    (
-      await app.inject({
-        method: 'POST',
-        url: '/api/v1/payments/webhook/sandbox',
-        headers: { 'content-type': 'application/json' },
-        payload: '',
-      })
-    ).statusCode,
-    400,
-  )
+  t.equal((await postWebhook(app, 'sandbox', 'x', { 'content-type': 'text/plain' })).statusCode, 415)
+  t.equal((await postWebhook(app, 'sandbox', '')).statusCode, 400)
   const big = await postWebhook(app, 'sandbox', JSON.stringify({ pad: 'x'.repeat(600 * 1024) }))
   t.equal(big.statusCode, 413)
 })
@@ -179,7 +157,7 @@ t.test('checkout validation', async (t) => {
   const other = await signUp(app)
   const othersResult = await createResult(app, other)
   const resultId = await createResult(app, user)
-  const post = (body: unknown) => call(app, 'POST', '/api/v1/payments/checkout', { cookie: user.cookie, body })
+  const post = (body: unknown) => postCheckout(app, user, body)
 
   for (const [name, body] of [
     ['unknown product', { product: 'lifetime', returnUrl: '/x' }],
@@ -333,10 +311,7 @@ t.test('the payment outlives its account, anonymised', async (t) => {
 t.test('production without a gateway: checkout is 503 and there is no sandbox page', async (t) => {
   const prod = await buildTestApp({ env: { NODE_ENV: 'production' } })
   const user = await signUp(prod)
-  const res = await call(prod, 'POST', '/api/v1/payments/checkout', {
-    cookie: user.cookie,
-    body: { product: 'premium_month', returnUrl: '/x' },
-  })
+  const res = await postCheckout(prod, user, { product: 'premium_month', returnUrl: '/x' })
   t.equal(res.statusCode, 503)
   t.match(res.json(), { code: 'SERVICE_UNAVAILABLE' })
   const body = JSON.stringify({ id: 'evt_x', paymentId: 'p', status: 'paid', amount: 1, currency: 'IDR' })

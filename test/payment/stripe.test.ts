@@ -8,6 +8,7 @@ import {
   deepInsightsCheckout,
   FakeStripe,
   paymentRow,
+  postCheckout,
   postWebhook,
   purchasesOf,
   startCheckout,
@@ -292,10 +293,7 @@ t.test('the gateway failing at checkout is a 502 and the payment is marked faile
     },
   })
   const user = await signUp(broken)
-  const res = await call(broken, 'POST', '/api/v1/payments/checkout', {
-    cookie: user.cookie,
-    body: { product: 'premium_month', returnUrl: '/x' },
-  })
+  const res = await postCheckout(broken, user, { product: 'premium_month', returnUrl: '/x' })
   t.equal(res.statusCode, 502)
   t.match(res.json(), { code: 'BAD_GATEWAY' })
   t.notMatch(res.body, /Invalid API Key/, "the gateway's text is not echoed")

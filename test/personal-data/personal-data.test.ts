@@ -3,7 +3,7 @@ import t from 'tap'
 import { EXPORTED_TABLES } from '../../src/personal-data/queries.js'
 import { EXAMPLE_PROFILE } from '../../src/profile/schemas.js'
 import { buildTestApp, call, signUp, signUpWithRole, type TestUser } from '../helpers/app.js'
-import { auditEvents } from '../helpers/expect.js'
+import { auditEvents, countRows } from '../helpers/expect.js'
 
 const app = await buildTestApp()
 
@@ -48,12 +48,7 @@ async function seed(user: TestUser) {
   return { entries, result, payment, consent }
 }
 
-const rowsOf = async (table: string, column: string, value: string) =>
-  (
-    await sql<{ n: number }>`select count(*)::int as n from ${sql.table(table)} where ${sql.ref(column)} = ${value}`.execute(
-      app.db,
-    )
-  ).rows[0]!.n
+const rowsOf = (table: string, column: string, value: string) => countRows(app.db, table, column, value)
 
 /** Every (table, column) of text or json type in the database. */
 async function textColumns() {

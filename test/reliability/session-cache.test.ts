@@ -236,27 +236,17 @@ t.test(
 
     t.test("an admin's role and plan changes on A", async (t) => {
       const user = await signUp(a)
-      await cached(t, b, user)
-      const promoted = await call(a, 'POST', `/api/v1/admin/users/${user.id}/role`, {
-        cookie: admin.cookie,
-        body: { role: 'admin' },
-      })
-      t.equal(promoted.statusCode, 200)
-      await seenByB('role granted on A', user, (res) => res.json().role === 'admin')
-      await cached(t, b, user)
-      const plan = await call(a, 'POST', `/api/v1/admin/users/${user.id}/plan`, {
-        cookie: admin.cookie,
-        body: { plan: 'premium' },
-      })
-      t.equal(plan.statusCode, 200)
-      await seenByB('plan set on A', user, (res) => res.json().plan === 'premium')
-      await cached(t, b, user)
-      const demoted = await call(a, 'POST', `/api/v1/admin/users/${user.id}/role`, {
-        cookie: admin.cookie,
-        body: { role: 'member' },
-      })
-      t.equal(demoted.statusCode, 200)
-      await seenByB('demotion on A', user, refused)
+      const changes: Array<[string, string, object, Parameters<typeof seenByB>[2]]> = [
+        ['role granted on A', 'role', { role: 'admin' }, (res) => res.json().role === 'admin'],
+        ['plan set on A', 'plan', { plan: 'premium' }, (res) => res.json().plan === 'premium'],
+        ['demotion on A', 'role', { role: 'member' }, refused],
+      ]
+      for (const [change, path, body, seen] of changes) {
+        await cached(t, b, user)
+        const res = await call(a, 'POST', `/api/v1/admin/users/${user.id}/${path}`, { cookie: admin.cookie, body })
+        t.equal(res.statusCode, 200, change)
+        await seenByB(change, user, seen)
+      }
     })
 
     t.test('the command line', async (t) => {
