@@ -33,10 +33,8 @@ export async function eachIsUnauthorized(
 
 /** How many rows of `table` have `value` in `column`. */
 export async function countRows(db: Executor, table: string, column: string, value: string): Promise<number> {
-  const { rows } = await sql<{
-    n: number
-  }>`select count(*)::int as n from ${sql.table(table)} where ${sql.ref(column)} = ${value}`.execute(db)
-  return rows[0]!.n
+  const count = sql<{ n: number }>`select count(*)::int as n from ${sql.table(table)} where ${sql.ref(column)} = ${value}`
+  return (await count.execute(db)).rows[0]!.n
 }
 
 /**
