@@ -9,7 +9,7 @@ import { notFound } from '../shared/errors.js'
 import { newId } from '../shared/ids.js'
 import { authorizeRead } from '../shared/moderation.js'
 import { byCreatedAt, toPage, type Page } from '../shared/pagination.js'
-import { consumeUsage } from '../usage/service.js'
+import { countedAct } from '../usage/service.js'
 import { promptLocale, promptOfDay, type DailyPrompt } from './prompts.js'
 import { deleteOwnEntry, findEntry, findUserLocale, insertEntry, listEntriesOf, updateOwnEntry } from './queries.js'
 import type { CreateEntryInput, ListEntriesInput, TodayPromptInput, UpdateEntryInput } from './schemas.js'
@@ -59,10 +59,8 @@ export async function createEntry(
   input: CreateEntryInput,
 ): Promise<JournalEntry> {
   const now = deps.clock.now()
-  const row = await deps.db.transaction().execute(async (trx) => {
-    // Counted first and rolled back with the insert: a refused or failed entry costs nothing.
-    await consumeUsage(trx, user, 'journalEntries', 1, now)
-    return insertEntry(trx, {
+  const row = await countedAct(deps.db, user, 'journalEntries', now, (trx) =>
+    insertEntry(trx, {
       id: newId(),
       user_id: user.id,
       content: input.content,
@@ -73,8 +71,8 @@ export async function createEntry(
       prompt_id: input.promptId ?? null,
       created_at: now,
       updated_at: now,
-    })
-  })
+    }),
+  )
   return toEntry(row)
 }
 
