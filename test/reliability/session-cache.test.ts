@@ -10,7 +10,7 @@ import { migrateToLatest } from '../../db/migrate.js'
 import { writesWatchedTable } from '../../db/notifications.js'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
-import { buildTestApp, call, signUp, signUpWithRole, TEST_ENV, type TestUser } from '../helpers/app.js'
+import { buildTestApp, call, sessionCookieOf, signUp, signUpWithRole, TEST_ENV, type TestUser } from '../helpers/app.js'
 import { runCli } from '../helpers/cli.js'
 import { freshPostgresUrl, usingPostgres } from '../helpers/db.js'
 
@@ -19,6 +19,14 @@ const DAY = 24 * 60 * 60 * 1000
 
 const whoami = (app: FastifyInstance, user: TestUser) => call(app, 'GET', '/api/v1/whoami', { cookie: user.cookie })
 const hits = (app: FastifyInstance) => app.sessionCache.stats.hits
+
+/** The user signed in once more on `app`: the same user, holding that new session's cookie. */
+async function signInAgain(app: FastifyInstance, user: TestUser, options: { rememberMe?: boolean } = {}): Promise<TestUser> {
+  const res = await call(app, 'POST', '/api/auth/sign-in/email', {
+    body: { email: user.email, password: user.password, ...options },
+  })
+  return { ...user, cookie: sessionCookieOf(res)! }
+}
 
 /** Resolves once the app's listener is up (the cache is bypassed before). */
 async function listening(app: FastifyInstance, deadlineMs = 5_000): Promise<void> {
@@ -121,10 +129,7 @@ t.test('one instance', async (t) => {
   t.test('renewal writes once per half-lifetime, so reads keep hitting the cache', async (t) => {
     offset = 0
     const user = await signUp(app)
-    const browser = await call(app, 'POST', '/api/auth/sign-in/email', {
-      body: { email: user.email, password: user.password, rememberMe: false },
-    })
-    const session = { ...user, cookie: browser.headers['set-cookie']!.toString().split(';', 1)[0]! }
+    const session = await signInAgain(app, user, { rememberMe: false })
     await cached(t, app, session)
     const before = hits(app)
     for (let i = 0; i < 5; i++) t.equal((await whoami(app, session)).statusCode, 200)
@@ -211,8 +216,7 @@ t.test(
 
     t.test('a revoked session on A', async (t) => {
       const user = await signUp(a)
-      const second = await call(a, 'POST', '/api/auth/sign-in/email', { body: { email: user.email, password: user.password } })
-      const other = { ...user, cookie: second.headers['set-cookie']!.toString().split(';', 1)[0]! }
+      const other = await signInAgain(a, user)
       await cached(t, b, other)
       const sessions = (await call(a, 'GET', '/api/auth/list-sessions', { cookie: user.cookie })).json()
       const target = sessions.find((s: { current: boolean }) => !s.current)
@@ -223,8 +227,7 @@ t.test(
 
     t.test('a password change on A ends the other sessions', async (t) => {
       const user = await signUp(a)
-      const second = await call(a, 'POST', '/api/auth/sign-in/email', { body: { email: user.email, password: user.password } })
-      const other = { ...user, cookie: second.headers['set-cookie']!.toString().split(';', 1)[0]! }
+      const other = await signInAgain(a, user)
       await cached(t, b, other)
       const res = await call(a, 'POST', '/api/auth/change-password', {
         cookie: user.cookie,
