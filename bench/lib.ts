@@ -2,7 +2,7 @@
 // the built server (dist/) and waiting for it, a fresh PostgreSQL database per run, RSS readings.
 import { spawn, type ChildProcess } from 'node:child_process'
 import { readFileSync } from 'node:fs'
-import { createServer } from 'node:net'
+import { freePort } from '../test/helpers/port.js'
 import pg from 'pg'
 
 /** PostgreSQL server URL without a database name. */
@@ -11,17 +11,6 @@ export const REDIS = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379'
 export const ORIGIN = 'http://localhost:3000'
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer()
-    srv.once('error', reject)
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number }
-      srv.close(() => resolve(port))
-    })
-  })
-}
 
 /**
  * The server's whole environment. Built from scratch, not from process.env, so a developer's

@@ -18,7 +18,6 @@ import autocannon from 'autocannon'
 import { ARGON2 } from '../src/auth/password/password.js'
 import {
   createDatabase,
-  freePort,
   ORIGIN,
   peakRssMiB,
   postJson,
@@ -28,6 +27,7 @@ import {
   stop,
   withClient,
 } from './lib.js'
+import { freePort } from '../test/helpers/port.js'
 
 const { values: args } = parseArgs({
   options: {

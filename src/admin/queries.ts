@@ -6,6 +6,7 @@ import type { UserTable } from '../auth/tables.js'
 import type { Plan } from '../auth/tables.js'
 import type { Role } from '../shared/roles.js'
 import { exactTime, newestFirst, type PageRequest } from '../shared/pagination.js'
+import { effectivePlan } from '../usage/plans.js'
 
 export interface UserFilters {
   email?: string
@@ -149,13 +150,19 @@ export async function countUsersByRole(db: Executor): Promise<Array<{ role: Role
 
 /** By effective plan: a paid plan that lapsed at `now` counts as free. */
 export async function countUsersByPlan(db: Executor, now: Date): Promise<Array<{ plan: Plan; n: number }>> {
-  const effectivePlan = sql<Plan>`case when plan <> 'free' and plan_expires_at is not null and plan_expires_at <= ${now} then 'free' else plan end`
+  // Counted by stored plan and expiry, then summed by effectivePlan: the lapse rule lives there
+  // only, not again in SQL. One row per distinct expiry, so at most one per paying user.
   const rows = await db
     .selectFrom('user')
-    .select([effectivePlan.as('plan'), (eb) => eb.fn.countAll<number>().as('n')])
-    .groupBy(sql`1`) // the first output column: repeating the expression would bind `now` twice
+    .select(['plan', 'plan_expires_at', (eb) => eb.fn.countAll<number>().as('n')])
+    .groupBy(['plan', 'plan_expires_at'])
     .execute()
-  return rows.map((r) => ({ plan: r.plan, n: Number(r.n) }))
+  const byPlan = new Map<Plan, number>()
+  for (const r of rows) {
+    const plan = effectivePlan({ plan: r.plan, planExpiresAt: r.plan_expires_at }, now)
+    byPlan.set(plan, (byPlan.get(plan) ?? 0) + Number(r.n))
+  }
+  return [...byPlan].map(([plan, n]) => ({ plan, n }))
 }
 
 /** Sign-ups per UTC day ('YYYY-MM-DD'), days without one left out. */

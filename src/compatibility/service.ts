@@ -11,7 +11,7 @@ import { authorizeRead } from '../shared/moderation.js'
 import { byCreatedAt, toPage, type Page } from '../shared/pagination.js'
 import { invalidInput } from '../shared/validation.js'
 import { effectivePlan } from '../usage/plans.js'
-import { consumeUsage } from '../usage/service.js'
+import { countedAct } from '../usage/service.js'
 import {
   activePurchaseOf,
   findResult,
@@ -86,9 +86,8 @@ export async function createResult(
 ): Promise<CompatibilityResult> {
   const now = deps.clock.now()
   if (input.partner.birthDate > todayUtc(now)) throw invalidInput('body.partner.birthDate', 'Must not be in the future')
-  const row = await deps.db.transaction().execute(async (trx) => {
-    await consumeUsage(trx, user, 'compatibilityChecks', 1, now)
-    return insertResult(trx, {
+  const row = await countedAct(deps.db, user, 'compatibilityChecks', now, (trx) =>
+    insertResult(trx, {
       id: newId(),
       user_id: user.id,
       partner: json(input.partner),
@@ -97,8 +96,8 @@ export async function createResult(
       summary: json(input.summary),
       created_at: now,
       updated_at: now,
-    })
-  })
+    }),
+  )
   return toResult(row)
 }
 
@@ -109,21 +108,8 @@ export async function readResult(
   viewer: SessionUser,
   id: string,
 ): Promise<CompatibilityResult> {
-  const row = await findResult(deps.db, id)
-  if (!row) throw notFound(RESULT)
-  await authorizeRead(
-    deps,
-    viewer,
-    {
-      ownerId: row.user_id,
-      targetType: 'compatibility_result',
-      targetId: row.id,
-      action: 'compatibility.result.read_by_admin',
-      what: RESULT,
-    },
-    ctx.ip,
-  )
-  return toResult(row)
+  const read = { targetType: 'compatibility_result', action: 'compatibility.result.read_by_admin', what: RESULT }
+  return toResult(await authorizeRead(deps, viewer, await findResult(deps.db, id), read, ctx.ip))
 }
 
 export async function listResults(

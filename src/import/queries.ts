@@ -207,27 +207,41 @@ const ACCOUNT_COLUMNS: ReadonlyArray<Column<AccountValues>> = [
   ['updated_at', 'timestamptz'],
 ]
 
-/** A rewritten password replaces the hash only: the credential keeps its id, owner and creation time. */
-export async function upsertCredentials(
-  trx: Trx,
-  rows: Array<{ id: string; userId: string; passwordHash: string }>,
-  now: Date,
-): Promise<void> {
-  await upsert(
+interface AccountRow {
+  id: string
+  userId: string
+  providerId: string
+  accountId: string
+  passwordHash: string | null
+}
+
+/** Accounts by (provider, account id); an existing one keeps the columns named in `keep`. */
+function upsertAccounts(trx: Trx, rows: AccountRow[], keep: Array<keyof AccountValues>, now: Date): Promise<void> {
+  return upsert(
     trx,
     'account',
     ACCOUNT_COLUMNS,
     rows.map((r) => ({
       id: r.id,
       user_id: r.userId,
-      provider_id: CREDENTIAL,
-      account_id: r.userId,
+      provider_id: r.providerId,
+      account_id: r.accountId,
       password_hash: r.passwordHash,
       created_at: now,
       updated_at: now,
     })),
-    { key: ['provider_id', 'account_id'], keep: ['id', 'user_id', 'created_at'], touchedAt: now },
+    { key: ['provider_id', 'account_id'], keep, touchedAt: now },
   )
+}
+
+/** A rewritten password replaces the hash only: the credential keeps its id, owner and creation time. */
+export async function upsertCredentials(
+  trx: Trx,
+  rows: Array<{ id: string; userId: string; passwordHash: string }>,
+  now: Date,
+): Promise<void> {
+  const credentials = rows.map((r) => ({ ...r, providerId: CREDENTIAL, accountId: r.userId }))
+  await upsertAccounts(trx, credentials, ['id', 'user_id', 'created_at'], now)
 }
 
 export async function deleteCredentials(trx: Trx, userIds: string[]): Promise<void> {
@@ -241,20 +255,11 @@ export async function upsertProviderAccounts(
   rows: Array<{ id: string; userId: string; providerId: string; accountId: string }>,
   now: Date,
 ): Promise<void> {
-  await upsert(
+  await upsertAccounts(
     trx,
-    'account',
-    ACCOUNT_COLUMNS,
-    rows.map((r) => ({
-      id: r.id,
-      user_id: r.userId,
-      provider_id: r.providerId,
-      account_id: r.accountId,
-      password_hash: null,
-      created_at: now,
-      updated_at: now,
-    })),
-    { key: ['provider_id', 'account_id'], keep: ['id', 'password_hash', 'created_at'], touchedAt: now },
+    rows.map((r) => ({ ...r, passwordHash: null })),
+    ['id', 'password_hash', 'created_at'],
+    now,
   )
 }
 

@@ -32,6 +32,15 @@ interface Step<T> {
 
 const dateOr = (iso: string | null, fallback: Date) => (iso ? new Date(iso) : fallback)
 
+/**
+ * The timestamps of an imported row: created when the source says (else now); a new row was last
+ * updated when the source says (else at creation), an existing one that the import rewrites, now.
+ */
+function timestamps(row: { createdAt: string | null; updatedAt: string | null }, action: string, now: Date) {
+  const createdAt = dateOr(row.createdAt, now)
+  return { created_at: createdAt, updated_at: action === 'create' ? dateOr(row.updatedAt, createdAt) : now }
+}
+
 function usersStep(plan: ImportPlan, now: Date): Step<UserPlan> {
   return {
     section: 'users',
@@ -46,7 +55,6 @@ function usersStep(plan: ImportPlan, now: Date): Step<UserPlan> {
         trx,
         profiles.map((u) => {
           const row = u.parsed.row
-          const createdAt = dateOr(row.createdAt, now)
           return {
             id: row.id,
             name: row.name,
@@ -57,8 +65,7 @@ function usersStep(plan: ImportPlan, now: Date): Step<UserPlan> {
             plan: row.plan,
             plan_expires_at: row.planExpiresAt ? new Date(row.planExpiresAt) : null,
             password_reset_required: requiresReset(u.parsed.credential),
-            created_at: createdAt,
-            updated_at: u.action === 'create' ? dateOr(row.updatedAt, createdAt) : now,
+            ...timestamps(row, u.action, now),
           }
         }),
         now,
@@ -142,7 +149,7 @@ function steps(plan: ImportPlan, now: Date): Array<Step<any>> {
       await upsertJournalEntries(
         trx,
         items.map(({ parsed: { row }, action }) => {
-          const createdAt = dateOr(row.createdAt, now)
+          const stamps = timestamps(row, action, now)
           return {
             id: row.id,
             user_id: row.userId,
@@ -151,10 +158,9 @@ function steps(plan: ImportPlan, now: Date): Array<Step<any>> {
             mood_label: row.moodLabel,
             tags: row.tags,
             // Without a calendar date, the entry belongs to the UTC day it was written.
-            entry_date: row.entryDate ?? todayUtc(createdAt),
+            entry_date: row.entryDate ?? todayUtc(stamps.created_at),
             prompt_id: row.promptId,
-            created_at: createdAt,
-            updated_at: action === 'create' ? dateOr(row.updatedAt, createdAt) : now,
+            ...stamps,
           }
         }),
       )
@@ -163,22 +169,18 @@ function steps(plan: ImportPlan, now: Date): Array<Step<any>> {
     rowsStep('compatibilityResults', plan.compatibilityResults, async (trx, items) => {
       await upsertCompatibilityResults(
         trx,
-        items.map(({ parsed: { row }, action }) => {
-          const createdAt = dateOr(row.createdAt, now)
-          return {
-            id: row.id,
-            user_id: row.userId,
-            partner: row.partner,
-            systems: row.systems,
-            score: row.score,
-            summary: row.summary,
-            deep_insights: row.deepInsights,
-            deep_insights_unlocked: row.deepInsightsUnlocked,
-            payment_id: row.paymentId,
-            created_at: createdAt,
-            updated_at: action === 'create' ? dateOr(row.updatedAt, createdAt) : now,
-          }
-        }),
+        items.map(({ parsed: { row }, action }) => ({
+          id: row.id,
+          user_id: row.userId,
+          partner: row.partner,
+          systems: row.systems,
+          score: row.score,
+          summary: row.summary,
+          deep_insights: row.deepInsights,
+          deep_insights_unlocked: row.deepInsightsUnlocked,
+          payment_id: row.paymentId,
+          ...timestamps(row, action, now),
+        })),
       )
       await records('compatibility_result')(trx, items)
     }),

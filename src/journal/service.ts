@@ -9,7 +9,7 @@ import { notFound } from '../shared/errors.js'
 import { newId } from '../shared/ids.js'
 import { authorizeRead } from '../shared/moderation.js'
 import { byCreatedAt, toPage, type Page } from '../shared/pagination.js'
-import { consumeUsage } from '../usage/service.js'
+import { countedAct } from '../usage/service.js'
 import { promptLocale, promptOfDay, type DailyPrompt } from './prompts.js'
 import { deleteOwnEntry, findEntry, findUserLocale, insertEntry, listEntriesOf, updateOwnEntry } from './queries.js'
 import type { CreateEntryInput, ListEntriesInput, TodayPromptInput, UpdateEntryInput } from './schemas.js'
@@ -59,10 +59,8 @@ export async function createEntry(
   input: CreateEntryInput,
 ): Promise<JournalEntry> {
   const now = deps.clock.now()
-  const row = await deps.db.transaction().execute(async (trx) => {
-    // Counted first and rolled back with the insert: a refused or failed entry costs nothing.
-    await consumeUsage(trx, user, 'journalEntries', 1, now)
-    return insertEntry(trx, {
+  const row = await countedAct(deps.db, user, 'journalEntries', now, (trx) =>
+    insertEntry(trx, {
       id: newId(),
       user_id: user.id,
       content: input.content,
@@ -73,28 +71,15 @@ export async function createEntry(
       prompt_id: input.promptId ?? null,
       created_at: now,
       updated_at: now,
-    })
-  })
+    }),
+  )
   return toEntry(row)
 }
 
 /** The owner's entry; any entry for an admin or owner `viewer`, audited. */
 export async function readEntry(deps: JournalDeps, ctx: RequestContext, viewer: SessionUser, id: string): Promise<JournalEntry> {
-  const row = await findEntry(deps.db, id)
-  if (!row) throw notFound(ENTRY)
-  await authorizeRead(
-    deps,
-    viewer,
-    {
-      ownerId: row.user_id,
-      targetType: 'journal_entry',
-      targetId: row.id,
-      action: 'journal.entry.read_by_admin',
-      what: ENTRY,
-    },
-    ctx.ip,
-  )
-  return toEntry(row)
+  const read = { targetType: 'journal_entry', action: 'journal.entry.read_by_admin', what: ENTRY }
+  return toEntry(await authorizeRead(deps, viewer, await findEntry(deps.db, id), read, ctx.ip))
 }
 
 export async function updateEntry(

@@ -54,8 +54,8 @@ const BirthPlaceSchema = z
   })
   .meta({ id: 'BirthPlace', examples: [{ name: 'Yogyakarta, Indonesia', latitude: -7.7956, longitude: 110.3695 }] })
 
-/** One example profile for the OpenAPI document (the update body and the profile share it). */
-const EXAMPLE_PROFILE = {
+/** One example profile for the OpenAPI document (the update body and the profile share it); the tests' profile too. */
+export const EXAMPLE_PROFILE = {
   name: 'Sari Wulandari',
   birthDate: '1994-08-17',
   birthTime: '06:30',

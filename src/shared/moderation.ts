@@ -14,24 +14,28 @@ export interface Viewer {
 const canModerate = (user: Viewer): boolean => user.role === 'admin' || user.role === 'owner'
 
 /**
- * Lets `viewer` see a record owned by `ownerId`, or throws 404 (never 403: a member must not
- * learn that the id exists). A moderator's read of someone else's record writes an audit event;
- * if that write fails the read fails, so no moderation read goes unrecorded.
+ * Returns the `row` (as found by id) when `viewer` may see it, or throws 404: when there is none,
+ * and when it is someone else's and the viewer is no moderator (never 403: a member must not learn
+ * that the id exists). A moderator's read of someone else's record writes an audit event; if that
+ * write fails the read fails, so no moderation read goes unrecorded.
  */
-export async function authorizeRead(
+export async function authorizeRead<Row extends { id: string; user_id: string }>(
   deps: { db: Executor },
   viewer: Viewer,
-  record: { ownerId: string; targetType: string; targetId: string; action: string; what: string },
+  row: Row | undefined,
+  record: { targetType: string; action: string; what: string },
   ip: string | null,
-): Promise<void> {
-  if (record.ownerId === viewer.id) return
+): Promise<Row> {
+  if (!row) throw notFound(record.what)
+  if (row.user_id === viewer.id) return row
   if (!canModerate(viewer)) throw notFound(record.what)
   await recordAudit(deps.db, {
     actorId: viewer.id,
     action: record.action,
     targetType: record.targetType,
-    targetId: record.targetId,
+    targetId: row.id,
     ip,
-    details: { ownerId: record.ownerId, role: viewer.role },
+    details: { ownerId: row.user_id, role: viewer.role },
   })
+  return row
 }

@@ -1,5 +1,5 @@
 // Plan-limit enforcement: the one function every domain calls to count usage.
-import type { DB, Executor } from '../../db/index.js'
+import type { DB, Executor, Trx } from '../../db/index.js'
 import type { Plan } from '../auth/tables.js'
 import type { Clock } from '../shared/clock.js'
 import type { RequestContext } from '../shared/context.js'
@@ -77,6 +77,17 @@ export async function consumeUsage(
     })
   }
   return { metric, used, limit, remaining: limit === null ? null : Math.max(0, limit - used), resetsAt }
+}
+
+/**
+ * Runs `act` in one transaction that first counts one use of `metric`: an act refused by the limit,
+ * or one that fails, costs nothing.
+ */
+export function countedAct<T>(db: DB, user: UsageSubject, metric: Metric, now: Date, act: (trx: Trx) => Promise<T>): Promise<T> {
+  return db.transaction().execute(async (trx) => {
+    await consumeUsage(trx, user, metric, 1, now)
+    return act(trx)
+  })
 }
 
 /** A count of its own, asked for by the user (POST /api/v1/usage/{metric}/increment). */

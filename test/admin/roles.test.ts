@@ -1,6 +1,7 @@
 import t from 'tap'
 import { recordAudit } from '../../src/shared/audit.js'
 import { buildTestApp, call, signUp, signUpWithRole, type TestUser } from '../helpers/app.js'
+import { auditEvents } from '../helpers/expect.js'
 
 const app = await buildTestApp()
 const admin = await signUpWithRole(app, 'admin')
@@ -9,14 +10,7 @@ const owner = await signUpWithRole(app, 'owner')
 const roleOf = async (id: string) =>
   (await app.db.selectFrom('user').select('role').where('id', '=', id).executeTakeFirstOrThrow()).role
 const whoami = (user: TestUser) => call(app, 'GET', '/api/v1/whoami', { cookie: user.cookie })
-const auditOf = (targetId: string, action: string) =>
-  app.db
-    .selectFrom('audit_event')
-    .selectAll()
-    .where('target_id', '=', targetId)
-    .where('action', '=', action)
-    .orderBy('at')
-    .execute()
+const auditOf = (targetId: string, action: string) => auditEvents(app.db, { action, targetId })
 
 t.test('a promotion takes effect on the very next request of the target', async (t) => {
   const target = await signUp(app)

@@ -1,6 +1,7 @@
 // Change password, list and revoke sessions.
 import t from 'tap'
 import { buildTestApp, call, sessionCookieOf, signUp } from '../helpers/app.js'
+import { auditEvents } from '../helpers/expect.js'
 
 const app = await buildTestApp()
 const PASSWORD = 'correct horse battery staple'
@@ -27,12 +28,7 @@ t.test('change password: the current session stays, every other ends, the new pa
   t.equal((await whoami(user.other)).statusCode, 401, 'the other session ended')
   t.equal((await signIn(user.email, PASSWORD)).statusCode, 401)
   t.equal((await signIn(user.email, NEW_PASSWORD)).statusCode, 200)
-  const audit = await app.db
-    .selectFrom('audit_event')
-    .selectAll()
-    .where('action', '=', 'auth.password_changed')
-    .where('target_id', '=', user.id)
-    .execute()
+  const audit = await auditEvents(app.db, { action: 'auth.password_changed', targetId: user.id })
   t.equal(audit.length, 1)
   t.match(audit[0]!.details, { otherSessionsEnded: 1 })
 })

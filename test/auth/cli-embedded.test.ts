@@ -1,32 +1,17 @@
 // `npm run cli -- set-role` on the embedded database: refused with a clear message while a server
 // holds the data directory, and working once the server has stopped.
-import { execFile } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { openDatabase } from '../../db/index.js'
 import { WEB_ORIGIN } from '../helpers/app.js'
 import { startServer } from '../helpers/server-process.js'
+import { runCli } from '../helpers/cli.js'
+import { auditEvents } from '../helpers/expect.js'
 
 // A fresh embedded data directory takes half a minute to initialise on a busy 2-core machine.
 t.setTimeout(300_000)
-const ROOT = fileURLToPath(new URL('../../', import.meta.url))
-
-function runCli(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ['--import', 'tsx', 'src/cli/index.ts', ...args],
-      { cwd: ROOT, env: { PATH: process.env.PATH!, ...env } },
-      (err, stdout, stderr) => {
-        resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr })
-      },
-    )
-  })
-}
-
 // Nothing here depends on DATABASE_URL (the test forces the embedded database), so the PostgreSQL
 // pass of the suite leaves it to the PGlite pass instead of running the same half minute again.
 const embeddedPass = process.env.DATABASE_URL ? 'runs in the PGlite pass (DATABASE_URL unset); it never uses DATABASE_URL' : false
@@ -71,12 +56,7 @@ t.test(
     try {
       const row = await handle.db.selectFrom('user').select(['id', 'role']).where('email', '=', email).executeTakeFirstOrThrow()
       t.equal(row.role, 'owner')
-      const audit = await handle.db
-        .selectFrom('audit_event')
-        .select('details')
-        .where('target_id', '=', row.id)
-        .where('action', '=', 'admin.user.role_changed')
-        .execute()
+      const audit = await auditEvents(handle.db, { action: 'admin.user.role_changed', targetId: row.id })
       t.equal(audit.length, 1)
     } finally {
       await handle.close()

@@ -1,6 +1,4 @@
 // `npm run cli -- set-role` on PostgreSQL, while the app runs. The embedded database: cli-embedded.test.ts.
-import { execFile } from 'node:child_process'
-import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { openDatabase } from '../../db/index.js'
 import { migrateToLatest } from '../../db/migrate.js'
@@ -9,24 +7,11 @@ import { loadConfig } from '../../src/config.js'
 import { setRole } from '../../src/cli/set-role.js'
 import { buildTestApp, call, signUp, signUpWithRole, TEST_ENV } from '../helpers/app.js'
 import { freshPostgresUrl, usingPostgres } from '../helpers/db.js'
+import { runCli } from '../helpers/cli.js'
+import { auditEvents } from '../helpers/expect.js'
 
 // Each run of the command line starts a fresh Node process with tsx: seconds each on a busy machine.
 t.setTimeout(240_000)
-const ROOT = fileURLToPath(new URL('../../', import.meta.url))
-
-function runCli(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ['--import', 'tsx', 'src/cli/index.ts', ...args],
-      { cwd: ROOT, env: { PATH: process.env.PATH!, ...env } },
-      (err, stdout, stderr) => {
-        resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr })
-      },
-    )
-  })
-}
-
 t.test('usage errors: unknown command, unknown role', async (t) => {
   for (const args of [
     ['set-role', 'a@example.com', 'superuser'],
@@ -56,12 +41,7 @@ t.test(
     t.equal(res.code, 0, res.stderr)
     t.match(res.stdout, `${user.email.toUpperCase()} is now admin (was member)`)
     t.equal((await call(app, 'GET', '/api/v1/whoami', { cookie: user.cookie })).json().role, 'admin')
-    const audit = await handle.db
-      .selectFrom('audit_event')
-      .selectAll()
-      .where('target_id', '=', user.id)
-      .where('action', '=', 'admin.user.role_changed')
-      .execute()
+    const audit = await auditEvents(handle.db, { action: 'admin.user.role_changed', targetId: user.id })
     t.equal(audit.length, 1)
     // The one shape of every role change (admin API, command line, bootstrap): changeRole's.
     t.same(audit[0]!.details, { via: 'cli', before: { role: 'member' }, after: { role: 'admin' }, sessionsRevoked: 0 })
@@ -81,14 +61,7 @@ t.test(
 t.test('a demotion from the command line ends the sessions opened with the lost rights', async (t) => {
   const app = await buildTestApp()
   const whoami = (cookie: string) => call(app, 'GET', '/api/v1/whoami', { cookie })
-  const auditOf = (id: string) =>
-    app.db
-      .selectFrom('audit_event')
-      .select('details')
-      .where('target_id', '=', id)
-      .where('action', '=', 'admin.user.role_changed')
-      .orderBy('at')
-      .execute()
+  const auditOf = (id: string) => auditEvents(app.db, { action: 'admin.user.role_changed', targetId: id })
 
   const admin = await signUpWithRole(app, 'admin')
   const second = await call(app, 'POST', '/api/auth/sign-in/email', { body: { email: admin.email, password: admin.password } })

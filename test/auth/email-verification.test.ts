@@ -5,6 +5,7 @@ import t from 'tap'
 import { newId } from '../../src/shared/ids.js'
 import { buildTestApp, call, sessionCookieOf, signUp, uniqueEmail, WEB_ORIGIN } from '../helpers/app.js'
 import { linkIn, startSmtpServer } from '../helpers/smtp.js'
+import { auditEvents } from '../helpers/expect.js'
 
 const smtp = await startSmtpServer()
 const app = await buildTestApp({ env: { SMTP_URL: smtp.url } })
@@ -142,12 +143,7 @@ t.test('BOOTSTRAP_OWNER_EMAIL: the sign-up becomes owner once its email is verif
   t.equal((await open(boot, link)).statusCode, 200)
   t.same(await userRow(user.id), { email_verified: true, role: 'owner' })
   t.equal((await call(boot, 'GET', '/api/v1/whoami', { cookie: user.cookie })).json().role, 'owner', 'at the next request')
-  const audit = await boot.db
-    .selectFrom('audit_event')
-    .selectAll()
-    .where('target_id', '=', user.id)
-    .where('action', '=', 'admin.user.role_changed')
-    .execute()
+  const audit = await auditEvents(boot.db, { action: 'admin.user.role_changed', targetId: user.id })
   t.equal(audit.length, 1)
   t.match(audit[0]!.details, {
     via: 'bootstrap_owner_email',

@@ -2,12 +2,11 @@
 // 5 wrong answers a minute, then 429 RATE_LIMITED with Retry-After, even for the right password,
 // counted across routes and, through Redis, across instances.
 import type { FastifyInstance } from 'fastify'
-import { Redis } from 'ioredis'
 import t from 'tap'
 import { buildTestApp, call, signUp, type TestUser } from '../helpers/app.js'
+import { redisTest } from '../helpers/redis.js'
 
 const NEW_PASSWORD = 'a brand new passphrase'
-const redisUrl = process.env.REDIS_URL
 
 const changePassword = (app: FastifyInstance, user: TestUser, currentPassword: string) =>
   call(app, 'POST', '/api/auth/change-password', { cookie: user.cookie, body: { currentPassword, newPassword: NEW_PASSWORD } })
@@ -73,29 +72,17 @@ t.test('memory store', async (t) => {
   })
 })
 
-t.test(
-  'Redis store: two instances share one count',
-  { skip: redisUrl ? false : 'REDIS_URL is not set: Redis is absent, the shared count is not tested' },
-  async (t) => {
-    if (!redisUrl) return
-    const prefix = `test-recheck-${process.pid}-${Date.now()}:`
-    const a = await buildTestApp({ env: { REDIS_URL: redisUrl, REDIS_KEY_PREFIX: prefix } })
-    const b = await buildTestApp({ env: { REDIS_URL: redisUrl, REDIS_KEY_PREFIX: prefix } })
-    const redis = new Redis(redisUrl)
-    t.teardown(async () => {
-      const keys = await redis.keys(`${prefix}*`)
-      if (keys.length) await redis.del(...keys)
-      redis.disconnect()
-    })
-    const user = await signUp(a)
-    const statuses: number[] = []
-    for (let i = 0; i < 5; i++) statuses.push((await changePassword(i % 2 ? a : b, user, `wrong ${i}`)).statusCode)
-    statuses.push((await changePassword(a, user, user.password)).statusCode)
-    statuses.push((await changePassword(b, user, user.password)).statusCode)
-    t.same(statuses, [401, 401, 401, 401, 401, 429, 429])
-    t.ok((await redis.keys(`${prefix}rl:password-check:*`)).length === 1, 'the count lives in Redis under the prefix')
-    const other = await signUp(a)
-    const burst = await Promise.all(Array.from({ length: 12 }, (_, i) => changePassword(i % 2 ? a : b, other, `burst ${i}`)))
-    t.equal(burst.filter((r) => r.statusCode === 429).length, 7, 'a burst spread over both instances gets five answers')
-  },
-)
+redisTest('Redis store: two instances share one count', 'the shared count is not tested', async (t, { url, prefix, redis }) => {
+  const a = await buildTestApp({ env: { REDIS_URL: url, REDIS_KEY_PREFIX: prefix } })
+  const b = await buildTestApp({ env: { REDIS_URL: url, REDIS_KEY_PREFIX: prefix } })
+  const user = await signUp(a)
+  const statuses: number[] = []
+  for (let i = 0; i < 5; i++) statuses.push((await changePassword(i % 2 ? a : b, user, `wrong ${i}`)).statusCode)
+  statuses.push((await changePassword(a, user, user.password)).statusCode)
+  statuses.push((await changePassword(b, user, user.password)).statusCode)
+  t.same(statuses, [401, 401, 401, 401, 401, 429, 429])
+  t.ok((await redis.keys(`${prefix}rl:password-check:*`)).length === 1, 'the count lives in Redis under the prefix')
+  const other = await signUp(a)
+  const burst = await Promise.all(Array.from({ length: 12 }, (_, i) => changePassword(i % 2 ? a : b, other, `burst ${i}`)))
+  t.equal(burst.filter((r) => r.statusCode === 429).length, 7, 'a burst spread over both instances gets five answers')
+})

@@ -4,6 +4,7 @@ import t from 'tap'
 import { newId } from '../../src/shared/ids.js'
 import { buildTestApp, call, signUp, uniqueEmail, WEB_ORIGIN } from '../helpers/app.js'
 import { linkIn, startSmtpServer } from '../helpers/smtp.js'
+import { auditEvents } from '../helpers/expect.js'
 
 const smtp = await startSmtpServer()
 const app = await buildTestApp({ env: { SMTP_URL: smtp.url } })
@@ -64,12 +65,7 @@ t.test('a reset mail links to the web front end; the token sets a new password o
   t.match(again.json(), { code: 'INVALID_TOKEN', status: 400 })
   t.equal((await signIn(user.email, NEW_PASSWORD)).statusCode, 200, 'a used token changed nothing')
 
-  const audit = await app.db
-    .selectFrom('audit_event')
-    .selectAll()
-    .where('action', '=', 'auth.password_reset')
-    .where('target_id', '=', user.id)
-    .execute()
+  const audit = await auditEvents(app.db, { action: 'auth.password_reset', targetId: user.id })
   t.equal(audit.length, 1)
   t.notOk(JSON.stringify(audit[0]!.details).includes(token))
 })

@@ -1,10 +1,10 @@
 // Rate limits: global per IP, sign-in per IP and per email, sign-up per IP, mail per email; in
 // memory, shared through Redis when REDIS_URL is set, and never an outage when Redis is down.
 import type { FastifyInstance } from 'fastify'
-import { Redis } from 'ioredis'
 import t from 'tap'
 import { clientKey } from '../../src/plugins/rate-limit.js'
 import { buildTestApp, signUp, uniqueEmail, WEB_ORIGIN } from '../helpers/app.js'
+import { redisTest } from '../helpers/redis.js'
 
 const PASSWORD = 'correct horse battery staple'
 let ipCounter = 1
@@ -125,50 +125,37 @@ t.test('memory store', async (t) => {
   })
 })
 
-const redisUrl = process.env.REDIS_URL
-t.test(
-  'Redis store',
-  { skip: redisUrl ? false : 'REDIS_URL is not set: Redis is absent, the shared store is not tested' },
-  async (t) => {
-    if (!redisUrl) return
-    const prefix = `test-rl-${process.pid}-${Date.now()}:`
-    const env = {
-      REDIS_URL: redisUrl,
-      REDIS_KEY_PREFIX: prefix,
-      RATE_LIMIT_SIGN_IN_IP_PER_MINUTE: '3',
-      RATE_LIMIT_MAIL_PER_HOUR: '2',
+redisTest('Redis store', 'the shared store is not tested', async (t, { url, prefix, redis }) => {
+  const env = {
+    REDIS_URL: url,
+    REDIS_KEY_PREFIX: prefix,
+    RATE_LIMIT_SIGN_IN_IP_PER_MINUTE: '3',
+    RATE_LIMIT_MAIL_PER_HOUR: '2',
+  }
+  const a = await buildTestApp({ env })
+  const b = await buildTestApp({ env })
+
+  t.test('two instances share one sign-in budget', async (t) => {
+    const ip = freshIp()
+    const statuses: number[] = []
+    for (let i = 0; i < 6; i++) {
+      statuses.push(
+        (await send(i % 2 ? a : b, 'POST', '/api/auth/sign-in/email', ip, { email: uniqueEmail(), password: PASSWORD }))
+          .statusCode,
+      )
     }
-    const a = await buildTestApp({ env })
-    const b = await buildTestApp({ env })
-    const redis = new Redis(redisUrl)
-    t.teardown(async () => {
-      const keys = await redis.keys(`${prefix}*`)
-      if (keys.length) await redis.del(...keys)
-      redis.disconnect()
-    })
+    t.same(statuses, [401, 401, 401, 429, 429, 429])
+    t.ok((await redis.keys(`${prefix}*`)).length > 0, 'the counters live in Redis under the prefix')
+  })
 
-    t.test('two instances share one sign-in budget', async (t) => {
-      const ip = freshIp()
-      const statuses: number[] = []
-      for (let i = 0; i < 6; i++) {
-        statuses.push(
-          (await send(i % 2 ? a : b, 'POST', '/api/auth/sign-in/email', ip, { email: uniqueEmail(), password: PASSWORD }))
-            .statusCode,
-        )
-      }
-      t.same(statuses, [401, 401, 401, 429, 429, 429])
-      t.ok((await redis.keys(`${prefix}*`)).length > 0, 'the counters live in Redis under the prefix')
-    })
-
-    t.test('two instances share one mail budget per email', async (t) => {
-      const email = uniqueEmail('redis-mail')
-      const statuses: number[] = []
-      for (const app of [a, b, a, b])
-        statuses.push((await send(app, 'POST', '/api/auth/request-password-reset', freshIp(), { email })).statusCode)
-      t.same(statuses, [200, 200, 429, 429])
-    })
-  },
-)
+  t.test('two instances share one mail budget per email', async (t) => {
+    const email = uniqueEmail('redis-mail')
+    const statuses: number[] = []
+    for (const app of [a, b, a, b])
+      statuses.push((await send(app, 'POST', '/api/auth/request-password-reset', freshIp(), { email })).statusCode)
+    t.same(statuses, [200, 200, 429, 429])
+  })
+})
 
 t.test('a Redis that is down never takes the service down (limits are skipped meanwhile)', async (t) => {
   const app = await buildTestApp({

@@ -1,6 +1,7 @@
 import t from 'tap'
 import { assertResultOwned, grantDeepInsights, revokeDeepInsights } from '../../src/compatibility/service.js'
 import { buildTestApp, call, signUp, signUpWithRole, type TestUser } from '../helpers/app.js'
+import { auditEvents, countRows, eachIsUnauthorized } from '../helpers/expect.js'
 
 let nowMs = Date.parse('2026-04-15T10:00:00.000Z')
 const tick = (ms = 1) => {
@@ -39,14 +40,18 @@ const grant = (input: { userId: string; resultId: string; paymentId: string | nu
 const revoke = (paymentId: string) =>
   app.db.transaction().execute((trx) => revokeDeepInsights(trx, { paymentId, now: app.clock.now() }))
 
-const rowsOf = async (userId: string) =>
-  (
-    await app.db
-      .selectFrom('compatibility_result')
-      .select(({ fn }) => fn.countAll<number>().as('n'))
-      .where('user_id', '=', userId)
-      .executeTakeFirstOrThrow()
-  ).n
+/** Whether the result is unlocked, and by which payment, as stored. */
+const unlockOf = (id: string) =>
+  app.db
+    .selectFrom('compatibility_result')
+    .select(['deep_insights_unlocked', 'payment_id'])
+    .where('id', '=', id)
+    .executeTakeFirstOrThrow()
+const storedInsights = async (id: string) =>
+  (await app.db.selectFrom('compatibility_result').select('deep_insights').where('id', '=', id).executeTakeFirstOrThrow())
+    .deep_insights
+
+const rowsOf = (userId: string) => countRows(app.db, 'compatibility_result', 'user_id', userId)
 
 // That every compatibility route answers an anonymous caller 401 UNAUTHORIZED is proven for all
 // routes by test/foundation/route-policy.test.ts; here, that such a write with a real result changes
@@ -54,15 +59,11 @@ const rowsOf = async (userId: string) =>
 t.test('an anonymous write to a real result stores nothing', async (t) => {
   const member = await signUp(app)
   const { id } = await create(member)
-  const routes: Array<[string, string, unknown?]> = [
+  await eachIsUnauthorized(t, app, [
     ['POST', RESULTS, result()],
     ['POST', `${RESULTS}/${id}/unlock`, {}],
     ['PUT', `${RESULTS}/${id}/deep-insights`, { content: INSIGHTS }],
-  ]
-  for (const [method, url, body] of routes) {
-    const res = await call(app, method as 'POST', url, { body })
-    t.equal(res.statusCode, 401, `${method} ${url}`)
-  }
+  ])
   t.equal(await rowsOf(member.id), 1)
 })
 
@@ -193,12 +194,7 @@ t.test('admins and owners read any result, audited, but cannot unlock or write i
     t.equal(res.statusCode, 200, role)
     t.equal(res.json().userId, member.id)
     t.equal(res.json().deepInsights, null)
-    const events = await app.db
-      .selectFrom('audit_event')
-      .selectAll()
-      .where('actor_id', '=', moderator.id)
-      .where('action', 'like', 'compatibility.%')
-      .execute()
+    const events = await auditEvents(app.db, { action: 'compatibility.%', actorId: moderator.id })
     t.equal(events.length, 1)
     t.match(events[0], {
       action: 'compatibility.result.read_by_admin',
@@ -228,11 +224,7 @@ t.test('unlocking without a purchase or premium_plus is 402 PAYMENT_REQUIRED', a
     t.equal(res.statusCode, 402, `${plan}${expires ? ' (expired)' : ''}`)
     t.same(res.json().data, { product: 'deep_insights', resultId: id })
     t.equal(res.json().code, 'PAYMENT_REQUIRED')
-    const row = await app.db
-      .selectFrom('compatibility_result')
-      .select(['deep_insights_unlocked', 'payment_id'])
-      .where('id', '=', id)
-      .executeTakeFirstOrThrow()
+    const row = await unlockOf(id)
     t.same(row, { deep_insights_unlocked: false, payment_id: null }, "the client's paymentId is not trusted")
   }
 })
@@ -265,11 +257,7 @@ t.test('deep insights are saved only on an unlocked result, and only shown while
   const locked = await call(app, 'PUT', `${RESULTS}/${id}/deep-insights`, { cookie: member.cookie, body: { content: INSIGHTS } })
   t.equal(locked.statusCode, 402)
   t.same(locked.json().data, { product: 'deep_insights', resultId: id })
-  t.equal(
-    (await app.db.selectFrom('compatibility_result').select('deep_insights').where('id', '=', id).executeTakeFirstOrThrow())
-      .deep_insights,
-    null,
-  )
+  t.equal(await storedInsights(id), null)
 
   await grant({ userId: member.id, resultId: id, paymentId: 'pay_save_1' })
   tick(1000)
@@ -340,12 +328,11 @@ t.test("oversized deep insights: 400 past 128 KiB, 413 past the route's body lim
       JSON.stringify(body),
     )
   }
-  const row = await app.db
-    .selectFrom('compatibility_result')
-    .select('deep_insights')
-    .where('id', '=', id)
-    .executeTakeFirstOrThrow()
-  t.equal((row.deep_insights as { text: string }).text.length, 120 * 1024, 'refused writes left the stored insights alone')
+  t.equal(
+    ((await storedInsights(id)) as { text: string }).text.length,
+    120 * 1024,
+    'refused writes left the stored insights alone',
+  )
 })
 
 t.test('grantDeepInsights is idempotent for one payment and refuses conflicts', async (t) => {
@@ -360,11 +347,7 @@ t.test('grantDeepInsights is idempotent for one payment and refuses conflicts', 
   const purchases = await app.db.selectFrom('deep_insights_purchase').selectAll().where('result_id', '=', id).execute()
   t.equal(purchases.length, 1, 'one purchase for one payment, however often granted')
   t.match(purchases[0], { user_id: member.id, payment_id: 'pay_g1', status: 'active', revoked_at: null })
-  const row = await app.db
-    .selectFrom('compatibility_result')
-    .select(['deep_insights_unlocked', 'payment_id'])
-    .where('id', '=', id)
-    .executeTakeFirstOrThrow()
+  const row = await unlockOf(id)
   t.same(row, { deep_insights_unlocked: true, payment_id: 'pay_g1' })
 
   const conflicts: Array<[string, { userId: string; resultId: string; paymentId: string | null }]> = [
@@ -382,22 +365,14 @@ t.test('grantDeepInsights is idempotent for one payment and refuses conflicts', 
     1,
     'no purchase written by a refused grant',
   )
-  const foreignRow = await app.db
-    .selectFrom('compatibility_result')
-    .select('deep_insights_unlocked')
-    .where('id', '=', foreign)
-    .executeTakeFirstOrThrow()
+  const foreignRow = await unlockOf(foreign)
   t.equal(foreignRow.deep_insights_unlocked, false)
 
   // An imported or manual grant without a payment reference.
   await grant({ userId: member.id, resultId: second, paymentId: null })
   await grant({ userId: member.id, resultId: second, paymentId: null })
   t.equal((await app.db.selectFrom('deep_insights_purchase').selectAll().where('result_id', '=', second).execute()).length, 1)
-  const secondRow = await app.db
-    .selectFrom('compatibility_result')
-    .select(['deep_insights_unlocked', 'payment_id'])
-    .where('id', '=', second)
-    .executeTakeFirstOrThrow()
+  const secondRow = await unlockOf(second)
   t.same(secondRow, { deep_insights_unlocked: true, payment_id: null })
 })
 
@@ -413,7 +388,7 @@ t.test('two payments granting one result at the same time: one wins, the other i
   t.match(failure.reason, { status: 409, code: 'CONFLICT' })
   const purchases = await app.db.selectFrom('deep_insights_purchase').selectAll().where('result_id', '=', id).execute()
   t.equal(purchases.length, 1)
-  const row = await app.db.selectFrom('compatibility_result').select('payment_id').where('id', '=', id).executeTakeFirstOrThrow()
+  const row = await unlockOf(id)
   t.equal(row.payment_id, purchases[0]!.payment_id, 'the result records the winning payment')
 })
 
@@ -427,11 +402,7 @@ t.test('a grant inside a transaction that fails leaves nothing behind', async (t
     }),
   )
   t.same(await app.db.selectFrom('deep_insights_purchase').selectAll().where('payment_id', '=', 'pay_rollback').execute(), [])
-  const row = await app.db
-    .selectFrom('compatibility_result')
-    .select('deep_insights_unlocked')
-    .where('id', '=', id)
-    .executeTakeFirstOrThrow()
+  const row = await unlockOf(id)
   t.equal(row.deep_insights_unlocked, false)
 })
 
@@ -449,11 +420,7 @@ t.test('revokeDeepInsights re-locks the result; a revoked payment cannot grant a
     .executeTakeFirstOrThrow()
   t.equal(purchase.status, 'revoked')
   t.ok(purchase.revoked_at instanceof Date)
-  const row = await app.db
-    .selectFrom('compatibility_result')
-    .select(['deep_insights_unlocked'])
-    .where('id', '=', id)
-    .executeTakeFirstOrThrow()
+  const row = await unlockOf(id)
   t.equal(row.deep_insights_unlocked, false)
   const unlock = await call(app, 'POST', `${RESULTS}/${id}/unlock`, { cookie: member.cookie, body: {} })
   t.equal(unlock.statusCode, 402, 'the refunded purchase no longer unlocks')
@@ -536,13 +503,4 @@ t.test("a deleted user's results and purchases are gone with them", async (t) =>
   await app.db.deleteFrom('user').where('id', '=', member.id).execute()
   t.equal(await rowsOf(member.id), 0)
   t.same(await app.db.selectFrom('deep_insights_purchase').selectAll().where('payment_id', '=', 'pay_cascade').execute(), [])
-})
-
-t.test('the compatibility routes appear in the OpenAPI document with their operation ids', async (t) => {
-  const doc = (await app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json()
-  t.equal(doc.paths['/api/v1/compatibility/results'].post.operationId, 'createResult')
-  t.equal(doc.paths['/api/v1/compatibility/results'].get.operationId, 'listResults')
-  t.equal(doc.paths['/api/v1/compatibility/results/{id}'].get.operationId, 'getResult')
-  t.equal(doc.paths['/api/v1/compatibility/results/{id}/unlock'].post.operationId, 'unlockDeepInsights')
-  t.equal(doc.paths['/api/v1/compatibility/results/{id}/deep-insights'].put.operationId, 'saveDeepInsights')
 })

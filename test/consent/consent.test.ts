@@ -148,9 +148,3 @@ t.test('a sign-up without consents records none', async (t) => {
   const user = await signUp(app)
   t.equal((await consentRows(user.id)).length, 0)
 })
-
-t.test('the consent routes appear in the OpenAPI document under their operation ids', async (t) => {
-  const doc = (await app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json()
-  t.equal(doc.paths['/api/v1/consent'].post.operationId, 'recordConsent')
-  t.equal(doc.paths['/api/v1/consent'].get.operationId, 'getConsents')
-})

@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net'
 import Stripe from 'stripe'
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
-import { call, type TestUser } from './app.js'
+import { call, signUp, type TestUser } from './app.js'
 
 async function readBody(req: IncomingMessage): Promise<string> {
   const chunks: Buffer[] = []
@@ -337,15 +337,32 @@ export async function createResult(app: FastifyInstance, user: TestUser): Promis
   return res.json().id
 }
 
+/**
+ * A new member with a compatibility result and a started checkout of that result's deep insights,
+ * returning to `returnUrl(resultId)` when given.
+ */
+export async function deepInsightsCheckout(app: FastifyInstance, returnUrl?: (resultId: string) => string) {
+  const user = await signUp(app)
+  const resultId = await createResult(app, user)
+  const checkout = await startCheckout(app, user, {
+    product: 'deep_insights',
+    resultId,
+    ...(returnUrl ? { returnUrl: returnUrl(resultId) } : {}),
+  })
+  return { user, resultId, checkout }
+}
+
+/** POST /api/v1/payments/checkout as the user, with this body as is; the response, whatever it is. */
+export function postCheckout(app: FastifyInstance, user: TestUser, body: unknown) {
+  return call(app, 'POST', '/api/v1/payments/checkout', { cookie: user.cookie, body })
+}
+
 export async function startCheckout(
   app: FastifyInstance,
   user: TestUser,
   body: { product: string; resultId?: string; returnUrl?: string },
 ): Promise<{ paymentId: string; provider: string; redirectUrl: string; expiresAt: string }> {
-  const res = await call(app, 'POST', '/api/v1/payments/checkout', {
-    cookie: user.cookie,
-    body: { returnUrl: '/payments/done', ...body },
-  })
+  const res = await postCheckout(app, user, { returnUrl: '/payments/done', ...body })
   if (res.statusCode !== 201) throw new Error(`checkout failed: ${res.statusCode} ${res.body}`)
   return res.json()
 }

@@ -11,15 +11,6 @@ import t from 'tap'
 export const CLIENT_ID = 'insight-test-client'
 export const CLIENT_SECRET = 'insight-test-client-secret-0123456789'
 
-/** A free TCP port on loopback (the app's AUTH_URL must be known before it listens). */
-export async function freePort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  await new Promise<void>((resolve) => server.close(() => resolve()))
-  return port
-}
-
 async function listen(server: Server, host = '127.0.0.1'): Promise<number> {
   await new Promise<void>((resolve) => server.listen(0, host, resolve))
   t.teardown(

@@ -1,22 +1,11 @@
 // The real server as a child process (src/server.ts through tsx), for tests that need real
 // sockets, several instances or signals.
 import { spawn, type ChildProcess } from 'node:child_process'
-import { createServer } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { TEST_ENV } from './app.js'
+import { freePort } from './port.js'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer()
-    srv.once('error', reject)
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number }
-      srv.close(() => resolve(port))
-    })
-  })
-}
 
 export interface ServerProcess {
   url: string

@@ -9,14 +9,13 @@ import { existsSync } from 'node:fs'
 import { createServer } from 'node:http'
 import t from 'tap'
 import { buildTestApp, uniqueEmail } from '../helpers/app.js'
-import { CLIENT_ID, CLIENT_SECRET, freePort, startOidcProvider } from '../helpers/idp.js'
-
-const CHROMIUM = '/usr/bin/chromium'
+import { CHROMIUM, launchChromium } from '../helpers/chromium.js'
+import { CLIENT_ID, CLIENT_SECRET, startOidcProvider } from '../helpers/idp.js'
+import { freePort } from '../helpers/port.js'
 
 if (!existsSync(CHROMIUM)) {
   t.plan(0, `${CHROMIUM} is absent: install Debian's chromium (apt-get install -y chromium) to run the browser test`)
 } else {
-  const { chromium } = await import('playwright-core')
   const apiPort = await freePort()
   const webPort = await freePort()
   const API = `http://localhost:${apiPort}`
@@ -53,19 +52,7 @@ fetch(${JSON.stringify(`${API}/api/auth/get-session`)}, { credentials: 'include'
       }),
   )
 
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  })
-  t.teardown(() => browser.close())
+  const browser = await launchChromium()
 
   t.test('a page on the web origin signs in through the provider and reads the session cross-origin', async (t) => {
     const email = uniqueEmail('idp-browser')

@@ -2,7 +2,7 @@
 // unknown keys; and how it shows progress.
 import t from 'tap'
 import { ImportFileError, parseDocument } from '../../src/import/parse.js'
-import { progressOn } from '../../src/import/progress.js'
+import { progressOn, type Progress } from '../../src/import/progress.js'
 
 const user = (over: Record<string, unknown>) => ({ id: 'u', email: 'u@example.id', name: 'U', ...over })
 
@@ -131,44 +131,44 @@ t.test('a document that is not an export is refused as a whole', async (t) => {
 
 t.test('progress: a redrawn bar on a terminal, plain lines elsewhere', async (t) => {
   let clock = 0
-  let tty = ''
-  const bar = progressOn(
-    {
-      isTTY: true,
-      columns: 100,
+  /** A stream that keeps what is written to it: a 100-column terminal, or a pipe. */
+  const screen = (isTTY: boolean) => {
+    const stream = {
+      isTTY,
+      columns: isTTY ? 100 : undefined,
+      text: '',
       write: (s: string) => {
-        tty += s
+        stream.text += s
         return true
       },
-    } as never,
-    () => clock,
+    }
+    return stream
+  }
+  /** One phase: `done` of `total` after `ms`, then finished. */
+  const phase = (progress: Progress, label: string, total: number, ms: number, done: number) => {
+    progress.start(label, total)
+    clock += ms
+    progress.advance(done)
+    progress.finish()
+  }
+  const terminal = screen(true)
+  phase(
+    progressOn(terminal as never, () => clock),
+    'writing users',
+    4,
+    500,
+    2,
   )
-  bar.start('writing users', 4)
-  clock += 500
-  bar.advance(2)
-  bar.finish()
-  t.match(tty, /\r\x1b\[2Kwriting users\s+\[-+\]\s+0% 0\/4/)
-  t.match(tty, /\[#+-+\]\s+50% 2\/4 4\/s/)
-  t.match(tty, /100% 4\/4 .*\n$/)
+  t.match(terminal.text, /\r\x1b\[2Kwriting users\s+\[-+\]\s+0% 0\/4/)
+  t.match(terminal.text, /\[#+-+\]\s+50% 2\/4 4\/s/)
+  t.match(terminal.text, /100% 4\/4 .*\n$/)
 
-  let plain = ''
-  const lines = progressOn(
-    {
-      isTTY: false,
-      write: (s: string) => {
-        plain += s
-        return true
-      },
-    } as never,
-    () => clock,
-  )
-  lines.start('checking users', 3000)
-  clock += 3000
-  lines.advance(1000)
-  lines.finish()
+  const pipe = screen(false)
+  const lines = progressOn(pipe as never, () => clock)
+  phase(lines, 'checking users', 3000, 3000, 1000)
   lines.start('nothing to do', 0)
   lines.finish()
-  t.same(plain.split('\n'), [
+  t.same(pipe.text.split('\n'), [
     'import: checking users: 0/3000',
     'import: checking users: 1000/3000 333/s',
     'import: checking users: 3000/3000 done in 3.0 s 1000/s',

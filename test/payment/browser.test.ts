@@ -4,17 +4,9 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import t from 'tap'
 import { buildTestApp, call, signUp, WEB_ORIGIN } from '../helpers/app.js'
-import { createResult, startCheckout, verify } from '../helpers/gateways.js'
-
-const CHROMIUM = '/usr/bin/chromium'
-
-async function freePort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  await new Promise<void>((resolve) => server.close(() => resolve()))
-  return port
-}
+import { CHROMIUM, launchChromium } from '../helpers/chromium.js'
+import { deepInsightsCheckout, startCheckout, verify } from '../helpers/gateways.js'
+import { freePort } from '../helpers/port.js'
 
 if (!existsSync(CHROMIUM)) {
   t.test(
@@ -37,29 +29,10 @@ if (!existsSync(CHROMIUM)) {
   const app = await buildTestApp({ env: { AUTH_URL: apiOrigin, WEB_ORIGIN: webOrigin, AUTH_TRUSTED_ORIGIN: WEB_ORIGIN } })
   await app.listen({ port, host: '127.0.0.1' })
 
-  const { chromium } = await import('playwright-core')
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  })
-  t.teardown(() => browser.close())
+  const browser = await launchChromium()
 
   t.test('a member buys deep insights by pressing Pay on the sandbox page', async (t) => {
-    const user = await signUp(app)
-    const resultId = await createResult(app, user)
-    const checkout = await startCheckout(app, user, {
-      product: 'deep_insights',
-      resultId,
-      returnUrl: `${webOrigin}/results/${resultId}`,
-    })
+    const { user, resultId, checkout } = await deepInsightsCheckout(app, (resultId) => `${webOrigin}/results/${resultId}`)
     t.equal(checkout.redirectUrl, `${apiOrigin}/api/v1/payments/sandbox/${checkout.paymentId}`)
 
     const page = await browser.newPage()

@@ -21,6 +21,14 @@ const app = await buildTestApp({
 })
 const notify = (body: string) => postWebhook(app, 'midtrans', body)
 
+/** A new member's premium_month checkout, in this status at the gateway. */
+async function premiumCheckout(status: string) {
+  const user = await signUp(app)
+  const checkout = await startCheckout(app, user, { product: 'premium_month' })
+  midtrans.setStatus(checkout.paymentId, status)
+  return { user, checkout }
+}
+
 t.test('each product bought end to end through Snap and a settlement notification', async (t) => {
   const user = await signUp(app)
   const resultId = await createResult(app, user)
@@ -52,9 +60,7 @@ t.test('each product bought end to end through Snap and a settlement notificatio
 })
 
 t.test('a notification is confirmed by the status API, never taken at its word', async (t) => {
-  const user = await signUp(app)
-  const checkout = await startCheckout(app, user, { product: 'premium_month' })
-  midtrans.setStatus(checkout.paymentId, 'pending')
+  const { user, checkout } = await premiumCheckout('pending')
   // Correctly signed "settlement" for a transaction the gateway still reports as pending.
   const res = await notify(midtrans.notification(checkout.paymentId, { transactionStatus: 'settlement' }))
   t.equal(res.statusCode, 200)
@@ -63,9 +69,7 @@ t.test('a notification is confirmed by the status API, never taken at its word',
 })
 
 t.test('a bad signature is a 400 and changes nothing', async (t) => {
-  const user = await signUp(app)
-  const checkout = await startCheckout(app, user, { product: 'premium_month' })
-  midtrans.setStatus(checkout.paymentId, 'settlement')
+  const { user, checkout } = await premiumCheckout('settlement')
   const forged = midtrans.notification(checkout.paymentId, { serverKey: 'SB-Mid-server-attacker' })
   const tampered = JSON.stringify({ ...JSON.parse(midtrans.notification(checkout.paymentId)), gross_amount: '1.00' })
   const unsigned = JSON.stringify({ ...JSON.parse(midtrans.notification(checkout.paymentId)), signature_key: undefined })
@@ -84,9 +88,7 @@ t.test('a bad signature is a 400 and changes nothing', async (t) => {
 })
 
 t.test('duplicates: twice in sequence and ten times concurrently grant once', async (t) => {
-  const user = await signUp(app)
-  const checkout = await startCheckout(app, user, { product: 'premium_month' })
-  midtrans.setStatus(checkout.paymentId, 'settlement')
+  const { user, checkout } = await premiumCheckout('settlement')
   const body = midtrans.notification(checkout.paymentId)
   const all = await Promise.all(Array.from({ length: 10 }, () => notify(body)))
   t.same(
@@ -118,9 +120,7 @@ t.test('verify before any payment method was chosen stays pending; expire and ca
 })
 
 t.test('refund notification takes premium back; refund before settlement records nothing granted', async (t) => {
-  const user = await signUp(app)
-  const checkout = await startCheckout(app, user, { product: 'premium_month' })
-  midtrans.setStatus(checkout.paymentId, 'settlement')
+  const { user, checkout } = await premiumCheckout('settlement')
   const settlement = midtrans.notification(checkout.paymentId)
   midtrans.setStatus(checkout.paymentId, 'refund')
   await notify(midtrans.notification(checkout.paymentId))

@@ -5,8 +5,10 @@ import { buildTestApp, signUp, call } from '../helpers/app.js'
 import {
   auditActions,
   createResult,
+  deepInsightsCheckout,
   FakeStripe,
   paymentRow,
+  postCheckout,
   postWebhook,
   purchasesOf,
   startCheckout,
@@ -33,13 +35,7 @@ const deliver = (e: { payload: string; signature: string }) =>
   postWebhook(app, 'stripe', e.payload, { 'stripe-signature': e.signature })
 
 t.test('deep insights bought end to end: checkout, pay, webhook, result unlocked', async (t) => {
-  const user = await signUp(app)
-  const resultId = await createResult(app, user)
-  const checkout = await startCheckout(app, user, {
-    product: 'deep_insights',
-    resultId,
-    returnUrl: 'http://localhost:3000/results',
-  })
+  const { user, resultId, checkout } = await deepInsightsCheckout(app, () => 'http://localhost:3000/results')
   t.equal(checkout.provider, 'stripe')
   t.match(checkout.redirectUrl, /^https:\/\/checkout\.stripe\.test\/c\/pay\/cs_test_/)
 
@@ -135,9 +131,7 @@ t.test('the same webhook delivered ten times concurrently grants once', async (t
 })
 
 t.test('different events about one payment, webhook and verify racing: granted once', async (t) => {
-  const user = await signUp(app)
-  const resultId = await createResult(app, user)
-  const checkout = await startCheckout(app, user, { product: 'deep_insights', resultId })
+  const { user, resultId, checkout } = await deepInsightsCheckout(app)
   stripe.pay(checkout.paymentId)
   const session = stripe.sessionFor(checkout.paymentId)
   const racers = [
@@ -218,9 +212,7 @@ t.test('expired delivered after paid does not undo the payment', async (t) => {
 })
 
 t.test('refunded before paid: ends refunded, nothing granted', async (t) => {
-  const user = await signUp(app)
-  const resultId = await createResult(app, user)
-  const checkout = await startCheckout(app, user, { product: 'deep_insights', resultId })
+  const { user, resultId, checkout } = await deepInsightsCheckout(app)
   stripe.pay(checkout.paymentId)
   const paidEvent = completed(checkout.paymentId) // captured, but delivered late
   const charge = stripe.refund(checkout.paymentId)
@@ -301,10 +293,7 @@ t.test('the gateway failing at checkout is a 502 and the payment is marked faile
     },
   })
   const user = await signUp(broken)
-  const res = await call(broken, 'POST', '/api/v1/payments/checkout', {
-    cookie: user.cookie,
-    body: { product: 'premium_month', returnUrl: '/x' },
-  })
+  const res = await postCheckout(broken, user, { product: 'premium_month', returnUrl: '/x' })
   t.equal(res.statusCode, 502)
   t.match(res.json(), { code: 'BAD_GATEWAY' })
   t.notMatch(res.body, /Invalid API Key/, "the gateway's text is not echoed")

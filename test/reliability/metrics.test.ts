@@ -3,6 +3,15 @@ import { buildTestApp, signUp } from '../helpers/app.js'
 
 const app = await buildTestApp({ env: { METRICS_TOKEN: 'metrics-token-for-tests' } })
 
+/** GET /metrics from an address that is not loopback, with this bearer token if any. */
+const remoteMetrics = (token?: string) =>
+  app.inject({
+    method: 'GET',
+    url: '/metrics',
+    remoteAddress: '203.0.113.9',
+    ...(token === undefined ? {} : { headers: { authorization: `Bearer ${token}` } }),
+  })
+
 t.test('metrics count requests by route pattern and status, with latency and pool gauges', async (t) => {
   const user = await signUp(app)
   await app.inject({ method: 'GET', url: '/api/v1/whoami', headers: { cookie: user.cookie } })
@@ -37,25 +46,15 @@ t.test('metrics count requests by route pattern and status, with latency and poo
 })
 
 t.test('metrics are refused to a remote address without the token', async (t) => {
-  const res = await app.inject({ method: 'GET', url: '/metrics', remoteAddress: '203.0.113.9' })
+  const res = await remoteMetrics()
   t.equal(res.statusCode, 403)
   t.match(res.json(), { code: 'FORBIDDEN', status: 403 })
-  const wrong = await app.inject({
-    method: 'GET',
-    url: '/metrics',
-    remoteAddress: '203.0.113.9',
-    headers: { authorization: 'Bearer metrics-token-for-test' },
-  })
+  const wrong = await remoteMetrics('metrics-token-for-test')
   t.equal(wrong.statusCode, 403)
 })
 
 t.test('metrics are served to a remote address with the bearer token', async (t) => {
-  const res = await app.inject({
-    method: 'GET',
-    url: '/metrics',
-    remoteAddress: '203.0.113.9',
-    headers: { authorization: 'Bearer metrics-token-for-tests' },
-  })
+  const res = await remoteMetrics('metrics-token-for-tests')
   t.equal(res.statusCode, 200)
 })
 

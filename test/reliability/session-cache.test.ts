@@ -2,8 +2,6 @@
 // process changes it sees at once, what anyone else changes (another instance, the command line,
 // plain SQL) every instance hears from PostgreSQL's NOTIFY, and a listener that is not listening
 // means no cache at all.
-import { execFile } from 'node:child_process'
-import { fileURLToPath } from 'node:url'
 import type { FastifyInstance } from 'fastify'
 import pg from 'pg'
 import t, { type Test } from 'tap'
@@ -12,7 +10,8 @@ import { migrateToLatest } from '../../db/migrate.js'
 import { writesWatchedTable } from '../../db/notifications.js'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
-import { buildTestApp, call, signUp, signUpWithRole, TEST_ENV, type TestUser } from '../helpers/app.js'
+import { buildTestApp, call, sessionCookieOf, signUp, signUpWithRole, TEST_ENV, type TestUser } from '../helpers/app.js'
+import { runCli } from '../helpers/cli.js'
 import { freshPostgresUrl, usingPostgres } from '../helpers/db.js'
 
 t.setTimeout(240_000)
@@ -20,6 +19,14 @@ const DAY = 24 * 60 * 60 * 1000
 
 const whoami = (app: FastifyInstance, user: TestUser) => call(app, 'GET', '/api/v1/whoami', { cookie: user.cookie })
 const hits = (app: FastifyInstance) => app.sessionCache.stats.hits
+
+/** The user signed in once more on `app`: the same user, holding that new session's cookie. */
+async function signInAgain(app: FastifyInstance, user: TestUser, options: { rememberMe?: boolean } = {}): Promise<TestUser> {
+  const res = await call(app, 'POST', '/api/auth/sign-in/email', {
+    body: { email: user.email, password: user.password, ...options },
+  })
+  return { ...user, cookie: sessionCookieOf(res)! }
+}
 
 /** Resolves once the app's listener is up (the cache is bypassed before). */
 async function listening(app: FastifyInstance, deadlineMs = 5_000): Promise<void> {
@@ -122,10 +129,7 @@ t.test('one instance', async (t) => {
   t.test('renewal writes once per half-lifetime, so reads keep hitting the cache', async (t) => {
     offset = 0
     const user = await signUp(app)
-    const browser = await call(app, 'POST', '/api/auth/sign-in/email', {
-      body: { email: user.email, password: user.password, rememberMe: false },
-    })
-    const session = { ...user, cookie: browser.headers['set-cookie']!.toString().split(';', 1)[0]! }
+    const session = await signInAgain(app, user, { rememberMe: false })
     await cached(t, app, session)
     const before = hits(app)
     for (let i = 0; i < 5; i++) t.equal((await whoami(app, session)).statusCode, 200)
@@ -168,18 +172,6 @@ t.test('one instance', async (t) => {
     t.equal((await off.inject({ method: 'GET', url: '/api/health' })).json().sessionCache, 'disabled')
   })
 })
-
-const ROOT = fileURLToPath(new URL('../../', import.meta.url))
-function runCli(args: string[], env: Record<string, string>): Promise<{ code: number; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ['--import', 'tsx', 'src/cli/index.ts', ...args],
-      { cwd: ROOT, env: { PATH: process.env.PATH!, ...env } },
-      (err, _stdout, stderr) => resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stderr }),
-    )
-  })
-}
 
 t.test(
   'two instances on one PostgreSQL',
@@ -224,8 +216,7 @@ t.test(
 
     t.test('a revoked session on A', async (t) => {
       const user = await signUp(a)
-      const second = await call(a, 'POST', '/api/auth/sign-in/email', { body: { email: user.email, password: user.password } })
-      const other = { ...user, cookie: second.headers['set-cookie']!.toString().split(';', 1)[0]! }
+      const other = await signInAgain(a, user)
       await cached(t, b, other)
       const sessions = (await call(a, 'GET', '/api/auth/list-sessions', { cookie: user.cookie })).json()
       const target = sessions.find((s: { current: boolean }) => !s.current)
@@ -236,8 +227,7 @@ t.test(
 
     t.test('a password change on A ends the other sessions', async (t) => {
       const user = await signUp(a)
-      const second = await call(a, 'POST', '/api/auth/sign-in/email', { body: { email: user.email, password: user.password } })
-      const other = { ...user, cookie: second.headers['set-cookie']!.toString().split(';', 1)[0]! }
+      const other = await signInAgain(a, user)
       await cached(t, b, other)
       const res = await call(a, 'POST', '/api/auth/change-password', {
         cookie: user.cookie,
@@ -249,27 +239,17 @@ t.test(
 
     t.test("an admin's role and plan changes on A", async (t) => {
       const user = await signUp(a)
-      await cached(t, b, user)
-      const promoted = await call(a, 'POST', `/api/v1/admin/users/${user.id}/role`, {
-        cookie: admin.cookie,
-        body: { role: 'admin' },
-      })
-      t.equal(promoted.statusCode, 200)
-      await seenByB('role granted on A', user, (res) => res.json().role === 'admin')
-      await cached(t, b, user)
-      const plan = await call(a, 'POST', `/api/v1/admin/users/${user.id}/plan`, {
-        cookie: admin.cookie,
-        body: { plan: 'premium' },
-      })
-      t.equal(plan.statusCode, 200)
-      await seenByB('plan set on A', user, (res) => res.json().plan === 'premium')
-      await cached(t, b, user)
-      const demoted = await call(a, 'POST', `/api/v1/admin/users/${user.id}/role`, {
-        cookie: admin.cookie,
-        body: { role: 'member' },
-      })
-      t.equal(demoted.statusCode, 200)
-      await seenByB('demotion on A', user, refused)
+      const changes: Array<[string, string, object, Parameters<typeof seenByB>[2]]> = [
+        ['role granted on A', 'role', { role: 'admin' }, (res) => res.json().role === 'admin'],
+        ['plan set on A', 'plan', { plan: 'premium' }, (res) => res.json().plan === 'premium'],
+        ['demotion on A', 'role', { role: 'member' }, refused],
+      ]
+      for (const [change, path, body, seen] of changes) {
+        await cached(t, b, user)
+        const res = await call(a, 'POST', `/api/v1/admin/users/${user.id}/${path}`, { cookie: admin.cookie, body })
+        t.equal(res.statusCode, 200, change)
+        await seenByB(change, user, seen)
+      }
     })
 
     t.test('a ban on A', async (t) => {

@@ -1,0 +1,52 @@
+// Assertions and database reads that many test files make the same way.
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
+import { sql } from 'kysely'
+import type { Test } from 'tap'
+import type { Executor } from '../../db/index.js'
+import { call } from './app.js'
+
+/** Every case is refused with 400 VALIDATION_ERROR: the one answer to input the schema does not accept. */
+export async function eachIsValidationError<Case>(
+  t: Test,
+  cases: readonly Case[],
+  send: (input: Case) => Promise<LightMyRequestResponse>,
+): Promise<void> {
+  for (const input of cases) {
+    const res = await send(input)
+    const label = typeof input === 'string' ? input : JSON.stringify(input)
+    t.equal(res.statusCode, 400, label)
+    t.equal(res.json().code, 'VALIDATION_ERROR', label)
+  }
+}
+
+/** Each request, sent from the web origin without a session, is refused with 401. */
+export async function eachIsUnauthorized(
+  t: Test,
+  app: FastifyInstance,
+  requests: ReadonlyArray<[InjectOptions['method'], string, unknown?]>,
+): Promise<void> {
+  for (const [method, url, body] of requests) {
+    const res = await call(app, method, url, { body })
+    t.equal(res.statusCode, 401, `${method} ${url}`)
+  }
+}
+
+/** How many rows of `table` have `value` in `column`. */
+export async function countRows(db: Executor, table: string, column: string, value: string): Promise<number> {
+  const count = sql<{ n: number }>`select count(*)::int as n from ${sql.table(table)} where ${sql.ref(column)} = ${value}`
+  return (await count.execute(db)).rows[0]!.n
+}
+
+/**
+ * The audit events of one action (or of a family, `'journal.%'`), about one target or by one actor.
+ * Oldest first.
+ */
+export function auditEvents(db: Executor, filter: { action: string; targetId?: string; actorId?: string }) {
+  let query = db
+    .selectFrom('audit_event')
+    .selectAll()
+    .where('action', filter.action.endsWith('%') ? 'like' : '=', filter.action)
+  if (filter.targetId !== undefined) query = query.where('target_id', '=', filter.targetId)
+  if (filter.actorId !== undefined) query = query.where('actor_id', '=', filter.actorId)
+  return query.orderBy('at').execute()
+}
