@@ -3,7 +3,8 @@
 // nothing, a session that exists anyway is refused, and an expired ban no longer applies.
 import t from 'tap'
 import { buildTestApp, call, sessionCookieOf, signUp, signUpWithRole, uniqueEmail, type TestUser } from '../helpers/app.js'
-import { Browser, CLIENT_ID, CLIENT_SECRET, drive, freePort, startOidcProvider } from '../helpers/idp.js'
+import { Browser, CLIENT_ID, CLIENT_SECRET, drive, startOidcProvider } from '../helpers/idp.js'
+import { freePort } from '../helpers/port.js'
 
 const apiPort = await freePort()
 const API = `http://127.0.0.1:${apiPort}`

@@ -38,6 +38,25 @@ const OPERATION_IDS: Record<string, string> = {
   'POST /api/v1/admin/users/{id}/plan': 'setUserPlan',
   'GET /api/v1/admin/analytics/usage': 'getUsageAnalytics',
   'GET /api/v1/admin/audit': 'listAuditEvents',
+  'POST /api/auth/revoke-sessions': 'revokeSessions',
+  'GET /api/auth/reset-password/{token}': 'resetPasswordCallback',
+  'POST /api/auth/link-social': 'linkSocialAccount',
+  'POST /api/auth/update-user': 'updateUser',
+  'POST /api/auth/change-email': 'changeEmail',
+  'POST /api/auth/delete-user': 'deleteUser',
+  'GET /api/auth/delete-user/callback': 'deleteUserCallback',
+  'GET /api/auth/list-accounts': 'listUserAccounts',
+  'POST /api/auth/unlink-account': 'unlinkAccount',
+  'GET /api/auth/ok': 'ok',
+  'GET /api/auth/error': 'error',
+  'POST /api/auth/two-factor/enable': 'enableTwoFactor',
+  'POST /api/auth/two-factor/get-totp-uri': 'getTotpUri',
+  'POST /api/auth/two-factor/generate-backup-codes': 'generateBackupCodes',
+  'POST /api/auth/two-factor/disable': 'disableTwoFactor',
+  'POST /api/auth/two-factor/verify-totp': 'verifyTotp',
+  'POST /api/auth/two-factor/verify-backup-code': 'verifyBackupCode',
+  'POST /api/v1/admin/users/{id}/ban': 'banUser',
+  'POST /api/v1/admin/users/{id}/unban': 'unbanUser',
 }
 
 t.test('the routes appear in the OpenAPI document under their operation ids', async (t) => {
@@ -46,4 +65,14 @@ t.test('the routes appear in the OpenAPI document under their operation ids', as
     const [method, path] = route.split(' ') as [string, string]
     t.equal(doc.paths[path]?.[method.toLowerCase()]?.operationId, operationId, route)
   }
+  // A generated client names one call per id: every operation has one, and no two share it.
+  const ids = Object.values(doc.paths).flatMap((ops) => Object.values(ops as Record<string, { operationId?: string }>))
+  const missing = ids.filter((op) => !op.operationId)
+  t.same(missing, [], 'every operation has an id')
+  const named = ids.map((op) => op.operationId)
+  t.same(
+    named.filter((id, i) => named.indexOf(id) !== i),
+    [],
+    'no two operations share an id',
+  )
 })

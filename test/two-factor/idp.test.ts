@@ -3,7 +3,8 @@
 // verify-totp there starts the session. A real OpenID Connect provider on loopback.
 import t from 'tap'
 import { call, signUp, WEB_ORIGIN } from '../helpers/app.js'
-import { Browser, CLIENT_ID, CLIENT_SECRET, drive, freePort, startOidcProvider } from '../helpers/idp.js'
+import { Browser, CLIENT_ID, CLIENT_SECRET, drive, startOidcProvider } from '../helpers/idp.js'
+import { freePort } from '../helpers/port.js'
 import { CHALLENGE, codeAt, SESSION, secretOf, sessionRows, TRUST, twoFactorApp } from '../helpers/two-factor.js'
 
 const apiPort = await freePort()
