@@ -177,7 +177,15 @@ export async function resetTokenIsLive(deps: EmailAuthDeps, token: string): Prom
   return (await peekToken(deps.db, 'reset-password', token, deps.clock.now())) !== null
 }
 
-/** Sets the new password, ends every session of the user and clears the reset requirement. */
+/** The links of a change of address, which a session holder asks for. */
+const CHANGE_OF_ADDRESS = ['change-email-confirmation', 'change-email-verification'] as const
+/** What a password reset ends besides the sessions: older reset links and pending changes of address. */
+const EVICTED_PURPOSES = ['reset-password', ...CHANGE_OF_ADDRESS] as const
+
+/**
+ * Sets the new password, ends every session of the user, every pending reset link and change of
+ * address, and clears the reset requirement.
+ */
 export async function resetPassword(deps: EmailAuthDeps, ctx: RequestContext, token: string, newPassword: string): Promise<void> {
   // A bad token is refused before the Argon2 work, so garbage tokens cost almost nothing.
   if (!(await peekToken(deps.db, 'reset-password', token, deps.clock.now()))) throw invalidToken()
@@ -190,7 +198,9 @@ export async function resetPassword(deps: EmailAuthDeps, ctx: RequestContext, to
     await clearPasswordResetRequired(trx, record.userId, now)
     // Whoever held a session (perhaps the reason for the reset) is signed out everywhere.
     const ended = await endSessionsOfUser(trx, record.userId)
-    await revokeTokens(trx, record.userId, 'reset-password')
+    // Pending changes of address too: one asked for by whoever held a session would otherwise
+    // move the account away from the owner who just took it back.
+    await revokeTokens(trx, record.userId, EVICTED_PURPOSES)
     await recordAudit(trx, {
       actorId: record.userId,
       action: 'auth.password_reset',
@@ -242,7 +252,7 @@ export async function verifyEmail(deps: EmailAuthDeps, ctx: RequestContext, toke
 /**
  * Replaces the password after checking the current one. Every other session of the user ends
  * (docs/http-contract.md, "Sessions and cookies"): whoever else held one may be why the password
- * is changed. The current one stays.
+ * is changed, so pending changes of address (which a session asks for) end too. The current one stays.
  */
 export async function changePassword(
   deps: EmailAuthDeps,
@@ -259,6 +269,7 @@ export async function changePassword(
     await setPasswordHash(trx, input.userId, passwordHash, now)
     await clearPasswordResetRequired(trx, input.userId, now)
     const ended = await endSessionsOfUser(trx, input.userId, { except: input.currentSessionId })
+    await revokeTokens(trx, input.userId, CHANGE_OF_ADDRESS)
     await recordAudit(trx, {
       actorId: input.userId,
       action: 'auth.password_changed',

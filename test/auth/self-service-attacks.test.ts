@@ -1,0 +1,102 @@
+// Attacks on the self-service routes (change-email, delete-user, unlink-account, link-social's
+// rules, the reset link GET, /error), each kept as a regression test of the weakness it found or
+// of the defence that held.
+import t from 'tap'
+import { newId } from '../../src/shared/ids.js'
+import { buildTestApp, call, sessionCookieOf, signUp, WEB_ORIGIN } from '../helpers/app.js'
+import { linkIn, startSmtpServer } from '../helpers/smtp.js'
+
+const smtp = await startSmtpServer()
+const app = await buildTestApp({ env: { SMTP_URL: smtp.url } })
+
+const fresh = (prefix = 'x') => `${prefix}-${newId()}@example.com`.toLowerCase()
+const open = (link: URL) => app.inject({ method: 'GET', url: `${link.pathname}${link.search}` })
+const emailOf = async (id: string) =>
+  (await app.db.selectFrom('user').select('email').where('id', '=', id).executeTakeFirstOrThrow()).email
+
+t.test('a password reset ends the changes of address the previous session holder asked for', async (t) => {
+  // The attacker registers the victim's address first (unverified) and, from that session, asks to
+  // move the account to an address of their own: the link lands in the attacker's mailbox.
+  const victimEmail = fresh('victim')
+  const attacker = await signUp(app, { email: victimEmail })
+  const attackerEmail = fresh('attacker')
+  const asked = await call(app, 'POST', '/api/auth/change-email', { cookie: attacker.cookie, body: { newEmail: attackerEmail } })
+  t.equal(asked.statusCode, 200)
+  const held = linkIn(await smtp.inbox.next(attackerEmail))
+
+  // The victim takes the address back the only way there is: a password reset from its mailbox.
+  await call(app, 'POST', '/api/auth/request-password-reset', { body: { email: victimEmail } })
+  const token = linkIn(await smtp.inbox.next(victimEmail)).searchParams.get('token')!
+  const reset = await call(app, 'POST', '/api/auth/reset-password', { body: { token, newPassword: 'the victim owns this now' } })
+  t.equal(reset.statusCode, 200)
+
+  // The link the attacker kept must not move the victim's account away afterwards.
+  const used = await open(held)
+  t.equal(used.headers.location, `${WEB_ORIGIN}/?error=invalid_token`)
+  t.equal(await emailOf(attacker.id), victimEmail, 'the account keeps the address its owner proved')
+})
+
+t.test('a change of password ends the changes of address another session asked for', async (t) => {
+  const owner = await signUp(app)
+  const thief = await call(app, 'POST', '/api/auth/sign-in/email', { body: { email: owner.email, password: owner.password } })
+  const thiefCookie = sessionCookieOf(thief)!
+  const thiefEmail = fresh('thief')
+  await call(app, 'POST', '/api/auth/change-email', { cookie: thiefCookie, body: { newEmail: thiefEmail } })
+  const held = linkIn(await smtp.inbox.next(thiefEmail))
+  const changed = await call(app, 'POST', '/api/auth/change-password', {
+    cookie: owner.cookie,
+    body: { currentPassword: owner.password, newPassword: 'a brand new long passphrase' },
+  })
+  t.equal(changed.statusCode, 200)
+  t.equal((await open(held)).headers.location, `${WEB_ORIGIN}/?error=invalid_token`)
+  t.equal(await emailOf(owner.id), owner.email)
+})
+
+t.test('redirect targets: every field refuses off-site and disguised values', async (t) => {
+  const me = await signUp(app)
+  const hostile = [
+    'https://evil.example/',
+    '//evil.example/',
+    '/\\evil.example',
+    '\\\\evil.example',
+    '/\t/evil.example',
+    '/\r\n/evil.example',
+    ' /x',
+    'http://localhost:3000@evil.example/',
+    'http://user:pw@localhost:3000/',
+    'http://[::1]:3000/',
+    'javascript:alert(1)',
+    'data:text/html,<script>alert(1)</script>',
+    '/.//evil.example',
+    'https:/evil.example',
+    'http://localhost:3000.evil.example/',
+    'http://LOCALHOST:3000%2F@evil.example/',
+    `/${'\u0000'}`,
+  ]
+  for (const value of hostile) {
+    const q = encodeURIComponent(value)
+    const requests = [
+      call(app, 'POST', '/api/auth/change-email', { cookie: me.cookie, body: { newEmail: fresh(), callbackURL: value } }),
+      call(app, 'POST', '/api/auth/delete-user', { cookie: me.cookie, body: { password: 'wrong', callbackURL: value } }),
+      call(app, 'GET', `/api/auth/delete-user/callback?token=abc&callbackURL=${q}`, { cookie: me.cookie }),
+      call(app, 'GET', `/api/auth/reset-password/abc?callbackURL=${q}`),
+      call(app, 'GET', `/api/auth/verify-email?token=abc&callbackURL=${q}`),
+    ]
+    for (const res of await Promise.all(requests)) {
+      t.ok([400, 403].includes(res.statusCode), `${JSON.stringify(value)} → ${res.statusCode} ${res.body.slice(0, 80)}`)
+      t.notOk(res.headers.location, 'no redirect')
+    }
+  }
+  // /error builds its own target: whatever the query, it stays on the web front end.
+  for (const query of [
+    'error=%0d%0aLocation:%20https://evil.example',
+    'error=../../evil&error_description=%0d%0aSet-Cookie:%20x=y',
+    'error_description=https://evil.example',
+    '__proto__=x&constructor=y',
+  ]) {
+    const res = await call(app, 'GET', `/api/auth/error?${query}`)
+    t.equal(res.statusCode, 302, query)
+    t.equal(new URL(res.headers.location as string).origin, WEB_ORIGIN)
+    t.notOk(res.headers['set-cookie'])
+  }
+})
