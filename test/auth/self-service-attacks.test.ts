@@ -10,6 +10,7 @@ const smtp = await startSmtpServer()
 const app = await buildTestApp({ env: { SMTP_URL: smtp.url } })
 
 const fresh = (prefix = 'x') => `${prefix}-${newId()}@example.com`.toLowerCase()
+const markVerified = (id: string) => app.db.updateTable('user').set({ email_verified: true }).where('id', '=', id).execute()
 const open = (link: URL) => app.inject({ method: 'GET', url: `${link.pathname}${link.search}` })
 const emailOf = async (id: string) =>
   (await app.db.selectFrom('user').select('email').where('id', '=', id).executeTakeFirstOrThrow()).email
@@ -50,6 +51,31 @@ t.test('a change of password ends the changes of address another session asked f
   t.equal(changed.statusCode, 200)
   t.equal((await open(held)).headers.location, `${WEB_ORIGIN}/?error=invalid_token`)
   t.equal(await emailOf(owner.id), owner.email)
+})
+
+t.test('change-email on a verified account does not tell its holder whether the new address is taken', async (t) => {
+  const me = await signUp(app)
+  await markVerified(me.id)
+  const other = await signUp(app)
+  const ask = (newEmail: string) => call(app, 'POST', '/api/auth/change-email', { cookie: me.cookie, body: { newEmail } })
+
+  // The holder of a verified account reads its own mailbox: the approval mail must come either way.
+  t.equal((await ask(other.email)).statusCode, 200)
+  const takenApproval = await smtp.inbox.next(me.email, 3000).catch(() => null)
+  t.ok(takenApproval, 'an approval mail for a taken address, as for a free one')
+  const free = fresh('free')
+  t.equal((await ask(free)).statusCode, 200)
+  const freeApproval = await smtp.inbox.next(me.email)
+  t.equal(takenApproval?.subject, freeApproval.subject)
+
+  // Approving the taken address answers as any approval, changes nothing and mails nobody.
+  const approved = await open(linkIn(takenApproval!))
+  t.same([approved.statusCode, approved.headers.location], [302, `${WEB_ORIGIN}/`])
+  await app.settled()
+  t.equal(smtp.inbox.for(other.email).length, 0, 'the holder of the taken address hears nothing')
+  t.equal(await emailOf(me.id), me.email)
+  t.equal((await open(linkIn(freeApproval))).headers.location, `${WEB_ORIGIN}/`)
+  t.equal((await smtp.inbox.next(free)).subject, 'Confirm your new email address', 'a free address still gets its link')
 })
 
 t.test('redirect targets: every field refuses off-site and disguised values', async (t) => {
