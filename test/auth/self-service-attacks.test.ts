@@ -2,6 +2,7 @@
 // rules, the reset link GET, /error), each kept as a regression test of the weakness it found or
 // of the defence that held.
 import t from 'tap'
+import { redactUrl } from '../../src/plugins/logging.js'
 import { newId } from '../../src/shared/ids.js'
 import { buildTestApp, call, sessionCookieOf, signUp, WEB_ORIGIN } from '../helpers/app.js'
 import { linkIn, startSmtpServer } from '../helpers/smtp.js'
@@ -125,4 +126,19 @@ t.test('redirect targets: every field refuses off-site and disguised values', as
     t.equal(new URL(res.headers.location as string).origin, WEB_ORIGIN)
     t.notOk(res.headers['set-cookie'])
   }
+})
+
+t.test('the reset token in the path is redacted from the log however the path is spelled', async (t) => {
+  for (const url of [
+    '/api/auth/reset-password/SECRET1?callbackURL=/r',
+    '/api/auth/%72eset-password/SECRET2?callbackURL=/r',
+    '/api/auth/reset%2Dpassword/SECRET3?callbackURL=/r',
+    '/%61pi/auth/reset-password/SECRET4',
+    '/api/auth/%72eset-password/SECRET5%3Ftoken=SECRET6?token=SECRET7',
+  ]) {
+    const logged = redactUrl(url)
+    t.notMatch(logged, /SECRET/, `${url} → ${logged}`)
+    t.match(logged, /reset-password\/\[Redacted\]/)
+  }
+  t.equal(redactUrl('/api/auth/%ZZ/x?token=t'), '/api/auth/%ZZ/x?token=[Redacted]', 'a malformed escape is logged as it came')
 })
