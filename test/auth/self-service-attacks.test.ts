@@ -142,3 +142,51 @@ t.test('the reset token in the path is redacted from the log however the path is
   }
   t.equal(redactUrl('/api/auth/%ZZ/x?token=t'), '/api/auth/%ZZ/x?token=[Redacted]', 'a malformed escape is logged as it came')
 })
+
+t.test('cross-site requests cannot drive the self-service routes', async (t) => {
+  const me = await signUp(app)
+  const posts: Array<[string, unknown]> = [
+    ['/api/auth/delete-user', { password: me.password }],
+    ['/api/auth/change-email', { newEmail: fresh() }],
+    ['/api/auth/update-user', { name: 'Hijacked' }],
+    ['/api/auth/unlink-account', { providerId: 'credential' }],
+    ['/api/auth/revoke-sessions', {}],
+    ['/api/auth/link-social', { provider: 'idp' }],
+  ]
+  const forged: Array<Record<string, string>> = [
+    {},
+    { origin: 'null' },
+    { origin: 'https://evil.example' },
+    { origin: 'http://localhost:3000.evil.example' },
+    { referer: 'https://evil.example/page' },
+    { referer: 'http://localhost:3000@evil.example/' },
+    { referer: 'not a url' },
+  ]
+  for (const [url, body] of posts) {
+    for (const headers of forged) {
+      const res = await app.inject({
+        method: 'POST',
+        url,
+        headers: { cookie: me.cookie, 'content-type': 'application/json', ...headers },
+        payload: JSON.stringify(body),
+      })
+      t.equal(res.statusCode, 403, `${url} ${JSON.stringify(headers)}`)
+    }
+    // A form post (no preflight) is no way around the JSON-only body either.
+    const form = await app.inject({
+      method: 'POST',
+      url,
+      headers: { cookie: me.cookie, origin: WEB_ORIGIN, 'content-type': 'text/plain' },
+      payload: JSON.stringify(body),
+    })
+    t.ok([400, 415].includes(form.statusCode), `${url} text/plain → ${form.statusCode}`)
+  }
+  const crossSiteGet = await app.inject({
+    method: 'GET',
+    url: '/api/auth/delete-user/callback?token=x',
+    headers: { cookie: me.cookie, origin: 'https://evil.example' },
+  })
+  t.equal(crossSiteGet.statusCode, 403)
+  const whoami = await call(app, 'GET', '/api/auth/get-session', { cookie: me.cookie })
+  t.equal(whoami.json().user.name, 'Test User', 'nothing changed, still signed in')
+})
