@@ -190,3 +190,41 @@ t.test('cross-site requests cannot drive the self-service routes', async (t) => 
   const whoami = await call(app, 'GET', '/api/auth/get-session', { cookie: me.cookie })
   t.equal(whoami.json().user.name, 'Test User', 'nothing changed, still signed in')
 })
+
+t.test("a password reset of an account nobody had proven ends the identity provider's links", async (t) => {
+  // The attacker signs in through the identity provider with the victim's address, which the
+  // provider does not vouch for: an unverified account, with the attacker's subject as its way in
+  // (as the identity provider's sign-in makes it; see test/idp).
+  const victimEmail = fresh('victim')
+  const attacker = await signUp(app, { email: victimEmail })
+  const sub = `attacker-${newId()}`
+  await app.db
+    .insertInto('account')
+    .values({ id: newId(), user_id: attacker.id, provider_id: 'idp', account_id: sub, password_hash: null })
+    .execute()
+  await app.db.deleteFrom('account').where('user_id', '=', attacker.id).where('provider_id', '=', 'credential').execute()
+
+  // The owner of the address takes the account back through a password reset.
+  await call(app, 'POST', '/api/auth/request-password-reset', { body: { email: victimEmail } })
+  const token = linkIn(await smtp.inbox.next(victimEmail)).searchParams.get('token')!
+  const reset = await call(app, 'POST', '/api/auth/reset-password', { body: { token, newPassword: 'the victim owns this now' } })
+  t.equal(reset.statusCode, 200)
+  const left = await app.db.selectFrom('account').select('provider_id').where('user_id', '=', attacker.id).execute()
+  t.same(
+    left.map((a) => a.provider_id),
+    ['credential'],
+    "the attacker's subject no longer signs in to the account",
+  )
+
+  // A verified account's links were made on an address the provider vouched for: they stay.
+  const owner = await signUp(app)
+  await markVerified(owner.id)
+  await app.db
+    .insertInto('account')
+    .values({ id: newId(), user_id: owner.id, provider_id: 'idp', account_id: `own-${newId()}`, password_hash: null })
+    .execute()
+  await call(app, 'POST', '/api/auth/request-password-reset', { body: { email: owner.email } })
+  const ownToken = linkIn(await smtp.inbox.next(owner.email)).searchParams.get('token')!
+  await call(app, 'POST', '/api/auth/reset-password', { body: { token: ownToken, newPassword: 'another long passphrase' } })
+  t.equal((await app.db.selectFrom('account').select('id').where('user_id', '=', owner.id).execute()).length, 2)
+})

@@ -15,6 +15,7 @@ import { isWeakHash, needsRehash, type PasswordHasher } from '../password/passwo
 import {
   clearPasswordResetRequired,
   CREDENTIAL,
+  deleteAccountsButPassword,
   endSessionsOfUser,
   findCredentialByEmail,
   findPasswordHash,
@@ -194,6 +195,11 @@ export async function resetPassword(deps: EmailAuthDeps, ctx: RequestContext, to
     const now = deps.clock.now()
     const record = await consumeToken(trx, 'reset-password', token, now)
     if (!record) throw invalidToken()
+    // An address nobody had proven is proven now: the identity provider's links of such an account
+    // were made on an address the provider did not vouch for (perhaps by whoever registered it
+    // first, waiting for its owner), and must not outlive the owner taking it back.
+    const user = await findUserById(trx, record.userId)
+    const removedAccounts = user && !user.emailVerified ? await deleteAccountsButPassword(trx, record.userId) : []
     await setPasswordHash(trx, record.userId, passwordHash, now)
     await clearPasswordResetRequired(trx, record.userId, now)
     // Whoever held a session (perhaps the reason for the reset) is signed out everywhere.
@@ -207,7 +213,7 @@ export async function resetPassword(deps: EmailAuthDeps, ctx: RequestContext, to
       targetType: 'user',
       targetId: record.userId,
       ip: ctx.ip,
-      details: { sessionsEnded: ended },
+      details: { sessionsEnded: ended, ...(removedAccounts.length ? { removedAccounts } : {}) },
     })
   })
 }
