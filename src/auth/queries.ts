@@ -173,6 +173,21 @@ export async function setPasswordHash(db: Executor, userId: string, passwordHash
     .execute()
 }
 
+/**
+ * Removes every way into the account but the password; returns the kinds removed. For a reset that
+ * proves an address nobody had proven: a link made from an identity whose address the provider did
+ * not vouch for may be whoever registered the address first.
+ */
+export async function deleteAccountsButPassword(trx: Trx, userId: string): Promise<string[]> {
+  const removed = await trx
+    .deleteFrom('account')
+    .where('user_id', '=', userId)
+    .where('provider_id', '<>', CREDENTIAL)
+    .returning('provider_id')
+    .execute()
+  return removed.map((r) => r.provider_id)
+}
+
 /** After a password reset or change: the account no longer has to reset its password. */
 export async function clearPasswordResetRequired(trx: Trx, userId: string, now: Date): Promise<void> {
   await trx.updateTable('user').set({ password_reset_required: false, updated_at: now }).where('id', '=', userId).execute()

@@ -9,9 +9,28 @@ const MAX_URL = 512
 // better-auth's reset link carries its token in the path: /api/auth/reset-password/<token>.
 const TOKEN_IN_PATH = /^([^?]*\/reset-password\/)[^/?]+/i
 
+/**
+ * The path with a token in it redacted. Judged on the decoded path, as the router reads it: it
+ * routes "/api/auth/%72eset-password/<token>" to the same reset link, whose token must not be logged
+ * either. Such a path is then logged decoded.
+ */
+function redactPath(url: string): string {
+  if (TOKEN_IN_PATH.test(url)) return url.replace(TOKEN_IN_PATH, '$1[Redacted]')
+  const q = url.indexOf('?')
+  const path = q === -1 ? url : url.slice(0, q)
+  let decoded: string
+  try {
+    // A "?" it decodes to stays escaped: the query starts where it did.
+    decoded = decodeURIComponent(path).replaceAll('?', '%3F')
+  } catch {
+    return url
+  }
+  return TOKEN_IN_PATH.test(decoded) ? decoded.replace(TOKEN_IN_PATH, '$1[Redacted]') + url.slice(path.length) : url
+}
+
 /** The URL with the values of sensitive query parameters (and a token in the path) replaced. */
 export function redactUrl(original: string): string {
-  const url = original.replace(TOKEN_IN_PATH, '$1[Redacted]')
+  const url = redactPath(original)
   const q = url.indexOf('?')
   const shortened = url.length > MAX_URL ? `${url.slice(0, MAX_URL)}…` : url
   if (q === -1) return shortened

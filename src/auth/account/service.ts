@@ -94,9 +94,11 @@ async function mailNewAddressLink(
 
 /**
  * The work of change-email, done after the reply (the same time whether the new address is taken
- * or not). A taken address costs the same database work, a token nobody receives, and mails no
- * one. A verified account approves from its current address first; an unverified one has nothing
- * to approve from, so the new address gets its link at once (better-auth's order).
+ * or not). A verified account approves from its current address first, taken address or not: its
+ * holder reads that mailbox, so mailing only for a free address would tell them which addresses
+ * have accounts; the approval then finds the address taken and mails no one. An unverified account
+ * has nothing to approve from, so the new address gets its link at once (better-auth's order); a
+ * taken one costs the same database work, a token nobody receives, and mails no one.
  */
 export async function requestEmailChange(
   deps: AccountDeps,
@@ -104,11 +106,11 @@ export async function requestEmailChange(
   newEmail: string,
   callbackURL: string | undefined,
 ): Promise<void> {
-  if (await emailTaken(deps.db, newEmail)) {
-    await issueToken(deps.db, 'change-email-verification', null, { expiresAt: expiresIn(deps, CHANGE_EMAIL_TTL_MS) })
-    return
-  }
   if (!user.emailVerified) {
+    if (await emailTaken(deps.db, newEmail)) {
+      await issueToken(deps.db, 'change-email-verification', null, { expiresAt: expiresIn(deps, CHANGE_EMAIL_TTL_MS) })
+      return
+    }
     ;(await mailNewAddressLink(deps, deps.db, user, newEmail, callbackURL))()
     return
   }
@@ -132,14 +134,18 @@ const dataOf = (record: VerificationRecord) => ({
 
 /**
  * The current address approved (its link was used, in `trx`): the new address gets its link. Stale
- * when the account's address changed since; a new address taken since gets no link. Returns the
- * mail to send once the transaction commits.
+ * when the account's address changed since; a new address that is taken gets no link, with the
+ * same answer and the same database work (a token nobody receives). Returns the mail to send once
+ * the transaction commits.
  */
 export async function approveEmailChange(deps: AccountDeps, trx: Trx, record: VerificationRecord): Promise<Mail | null> {
   const { email, newEmail, callbackURL } = dataOf(record)
   const user = await findUserById(trx, record.userId)
   if (!user || user.email !== email) throw invalidToken()
-  if (await emailTaken(trx, newEmail)) return null
+  if (await emailTaken(trx, newEmail)) {
+    await issueToken(trx, 'change-email-verification', null, { expiresAt: expiresIn(deps, CHANGE_EMAIL_TTL_MS) })
+    return null
+  }
   return mailNewAddressLink(deps, trx, user, newEmail, callbackURL)
 }
 

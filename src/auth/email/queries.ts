@@ -103,10 +103,15 @@ export async function consumeTokenOf(
   return { purpose: row.purpose as VerificationPurpose, userId: row.user_id, data: row.data }
 }
 
-/** Ends the user's pending tokens of that purpose, or of every purpose; returns how many ended. */
-export async function revokeTokens(trx: Trx, userId: string, purpose?: VerificationPurpose): Promise<number> {
+/** Ends the user's pending tokens of those purposes, or of every purpose; returns how many ended. */
+export async function revokeTokens(
+  trx: Trx,
+  userId: string,
+  purpose?: VerificationPurpose | readonly VerificationPurpose[],
+): Promise<number> {
   let query = trx.deleteFrom('verification').where('user_id', '=', userId)
-  if (purpose !== undefined) query = query.where('purpose', '=', purpose)
+  if (typeof purpose === 'string') query = query.where('purpose', '=', purpose)
+  else if (purpose !== undefined) query = query.where('purpose', 'in', purpose)
   const result = await query.executeTakeFirst()
   return Number(result.numDeletedRows)
 }

@@ -16,6 +16,7 @@ import { isWeakHash, needsRehash, type PasswordHasher } from '../password/passwo
 import {
   clearPasswordResetRequired,
   CREDENTIAL,
+  deleteAccountsButPassword,
   endSessionsOfUser,
   findCredentialByEmail,
   findPasswordHash,
@@ -190,7 +191,15 @@ export async function resetTokenIsLive(deps: EmailAuthDeps, token: string): Prom
   return (await peekToken(deps.db, 'reset-password', token, deps.clock.now())) !== null
 }
 
-/** Sets the new password, ends every session of the user and clears the reset requirement. */
+/** The links of a change of address, which a session holder asks for. */
+const CHANGE_OF_ADDRESS = ['change-email-confirmation', 'change-email-verification'] as const
+/** What a password reset ends besides the sessions: older reset links and pending changes of address. */
+const EVICTED_PURPOSES = ['reset-password', ...CHANGE_OF_ADDRESS] as const
+
+/**
+ * Sets the new password, ends every session of the user, every pending reset link and change of
+ * address, and clears the reset requirement.
+ */
 export async function resetPassword(deps: EmailAuthDeps, ctx: RequestContext, token: string, newPassword: string): Promise<void> {
   // A bad token is refused before the Argon2 work, so garbage tokens cost almost nothing.
   if (!(await peekToken(deps.db, 'reset-password', token, deps.clock.now()))) throw invalidToken()
@@ -199,18 +208,25 @@ export async function resetPassword(deps: EmailAuthDeps, ctx: RequestContext, to
     const now = deps.clock.now()
     const record = await consumeToken(trx, 'reset-password', token, now)
     if (!record) throw invalidToken()
+    // An address nobody had proven is proven now: the identity provider's links of such an account
+    // were made on an address the provider did not vouch for (perhaps by whoever registered it
+    // first, waiting for its owner), and must not outlive the owner taking it back.
+    const user = await findUserById(trx, record.userId)
+    const removedAccounts = user && !user.emailVerified ? await deleteAccountsButPassword(trx, record.userId) : []
     await setPasswordHash(trx, record.userId, passwordHash, now)
     await clearPasswordResetRequired(trx, record.userId, now)
     // Whoever held a session (perhaps the reason for the reset) is signed out everywhere.
     const ended = await endSessionsOfUser(trx, record.userId)
-    await revokeTokens(trx, record.userId, 'reset-password')
+    // Pending changes of address too: one asked for by whoever held a session would otherwise
+    // move the account away from the owner who just took it back.
+    await revokeTokens(trx, record.userId, EVICTED_PURPOSES)
     await recordAudit(trx, {
       actorId: record.userId,
       action: 'auth.password_reset',
       targetType: 'user',
       targetId: record.userId,
       ip: ctx.ip,
-      details: { sessionsEnded: ended },
+      details: { sessionsEnded: ended, ...(removedAccounts.length ? { removedAccounts } : {}) },
     })
   })
 }
@@ -255,7 +271,7 @@ export async function verifyEmail(deps: EmailAuthDeps, ctx: RequestContext, toke
 /**
  * Replaces the password after checking the current one. Every other session of the user ends
  * (docs/http-contract.md, "Sessions and cookies"): whoever else held one may be why the password
- * is changed. The current one stays.
+ * is changed, so pending changes of address (which a session asks for) end too. The current one stays.
  */
 export async function changePassword(
   deps: EmailAuthDeps,
@@ -272,6 +288,7 @@ export async function changePassword(
     await setPasswordHash(trx, input.userId, passwordHash, now)
     await clearPasswordResetRequired(trx, input.userId, now)
     const ended = await endSessionsOfUser(trx, input.userId, { except: input.currentSessionId })
+    await revokeTokens(trx, input.userId, CHANGE_OF_ADDRESS)
     await recordAudit(trx, {
       actorId: input.userId,
       action: 'auth.password_changed',
