@@ -2,7 +2,7 @@
 // memory, shared through Redis when REDIS_URL is set, and never an outage when Redis is down.
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
-import { clientKey } from '../../src/plugins/rate-limit.js'
+import { clientKey, MemoryWindows } from '../../src/plugins/rate-limit.js'
 import { buildTestApp, signUp, uniqueEmail, WEB_ORIGIN } from '../helpers/app.js'
 import { redisTest } from '../helpers/redis.js'
 
@@ -13,6 +13,23 @@ const freshIp = () => `10.${process.pid % 250}.${Math.floor(ipCounter / 250)}.${
 function send(app: FastifyInstance, method: 'GET' | 'POST', url: string, ip: string, body?: object) {
   return app.inject({ method, url, remoteAddress: ip, headers: { origin: WEB_ORIGIN }, ...(body ? { payload: body } : {}) })
 }
+
+t.test('memory windows: a fixed window per key from its first request, and a bounded number of keys', async (t) => {
+  let now = 1_000_000
+  const windows = new MemoryWindows({ max: 2, windowMs: 60_000 }, () => now, 3)
+  t.same(windows.take('a'), { exceeded: false, retryAfter: 0 })
+  t.same(windows.take('a'), { exceeded: false, retryAfter: 0 })
+  now += 20_000
+  t.same(windows.take('a'), { exceeded: true, retryAfter: 40 }, 'the third in the window, until its end')
+  t.same(windows.take('b'), { exceeded: false, retryAfter: 0 }, 'another key has its own window')
+  now += 40_000
+  t.same(windows.take('a'), { exceeded: false, retryAfter: 0 }, 'a new window once the old one ended')
+  windows.take('c')
+  windows.take('d') // a fourth key: the oldest window (b) is dropped
+  t.same(windows.take('b'), { exceeded: false, retryAfter: 0 })
+  t.same(windows.take('b'), { exceeded: false, retryAfter: 0 })
+  t.same(windows.take('b'), { exceeded: true, retryAfter: 60 }, 'and b starts over')
+})
 
 t.test('memory store', async (t) => {
   t.test('the global limit counts per IP and answers 429 RATE_LIMITED with Retry-After', async (t) => {
