@@ -2,6 +2,7 @@
 // else), checked at onRequest so a member learns nothing about the admin schemas, not even from a 400.
 import type { FastifyInstance } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
+import type { z } from 'zod'
 import { ErrorSchema } from '../shared/errors.js'
 import { ADMIN } from '../shared/route-policy.js'
 import { contextOf } from '../shared/context.js'
@@ -46,6 +47,17 @@ export default async function adminRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>()
   const deps: AdminDeps = { db: app.db, clock: app.clock }
 
+  /** The options of a POST that changes one user (`:id`) and answers `ok`. */
+  const userChange = <Body extends z.ZodType, Ok extends z.ZodType>(
+    operationId: string,
+    summary: string,
+    body: Body,
+    ok: Ok,
+  ) => ({
+    config: { policy: ADMIN },
+    schema: { operationId, tags, summary, params: UserIdParams, body, response: { 200: ok, ...errors } },
+  })
+
   app.get(
     '/api/v1/admin/users',
     {
@@ -81,50 +93,30 @@ export default async function adminRoutes(fastify: FastifyInstance) {
 
   app.post(
     '/api/v1/admin/users/:id/make-admin',
-    {
-      config: { policy: ADMIN },
-      schema: {
-        operationId: 'makeUserAdmin',
-        tags,
-        summary: 'Give a user the admin role (idempotent)',
-        params: UserIdParams,
-        body: EmptyBody,
-        response: { 200: ManagedUserSchema, ...errors },
-      },
-    },
+    userChange('makeUserAdmin', 'Give a user the admin role (idempotent)', EmptyBody, ManagedUserSchema),
     async (request) => toManagedUserJson(await setUserRole(deps, contextOf(request), request.params.id, 'admin', 'make-admin')),
   )
 
   app.post(
     '/api/v1/admin/users/:id/role',
-    {
-      config: { policy: ADMIN },
-      schema: {
-        operationId: 'setUserRole',
-        tags,
-        summary: "Set a user's role to member or admin; demoting an admin ends their sessions",
-        params: UserIdParams,
-        body: SetRoleBody,
-        response: { 200: ManagedUserSchema, ...errors },
-      },
-    },
+    userChange(
+      'setUserRole',
+      "Set a user's role to member or admin; demoting an admin ends their sessions",
+      SetRoleBody,
+      ManagedUserSchema,
+    ),
     async (request) =>
       toManagedUserJson(await setUserRole(deps, contextOf(request), request.params.id, request.body.role, 'role')),
   )
 
   app.post(
     '/api/v1/admin/users/:id/premium-plus',
-    {
-      config: { policy: ADMIN },
-      schema: {
-        operationId: 'setUserPremiumPlus',
-        tags,
-        summary: 'Put a user on premium_plus, until expiresAt or without end',
-        params: UserIdParams,
-        body: SetPremiumPlusBody,
-        response: { 200: ManagedUserSchema, ...errors },
-      },
-    },
+    userChange(
+      'setUserPremiumPlus',
+      'Put a user on premium_plus, until expiresAt or without end',
+      SetPremiumPlusBody,
+      ManagedUserSchema,
+    ),
     async (request) =>
       toManagedUserJson(
         await setUserPlan(deps, contextOf(request), request.params.id, { ...request.body, plan: 'premium_plus' }, 'premium-plus'),
@@ -133,65 +125,30 @@ export default async function adminRoutes(fastify: FastifyInstance) {
 
   app.post(
     '/api/v1/admin/users/:id/plan',
-    {
-      config: { policy: ADMIN },
-      schema: {
-        operationId: 'setUserPlan',
-        tags,
-        summary: "Set a user's plan, until expiresAt or without end",
-        params: UserIdParams,
-        body: SetPlanBody,
-        response: { 200: ManagedUserSchema, ...errors },
-      },
-    },
+    userChange('setUserPlan', "Set a user's plan, until expiresAt or without end", SetPlanBody, ManagedUserSchema),
     async (request) => toManagedUserJson(await setUserPlan(deps, contextOf(request), request.params.id, request.body, 'plan')),
   )
 
   app.post(
     '/api/v1/admin/users/:id/revoke-sessions',
-    {
-      config: { policy: ADMIN },
-      schema: {
-        operationId: 'revokeUserSessions',
-        tags,
-        summary: 'End every session of a user',
-        params: UserIdParams,
-        body: EmptyBody,
-        response: { 200: RevokedSchema, ...errors },
-      },
-    },
+    userChange('revokeUserSessions', 'End every session of a user', EmptyBody, RevokedSchema),
     async (request) => revokeUserSessions(deps, contextOf(request), request.params.id),
   )
 
   app.post(
     '/api/v1/admin/users/:id/ban',
-    {
-      config: { policy: ADMIN },
-      schema: {
-        operationId: 'banUser',
-        tags,
-        summary: 'Suspend a user until unbanned or expiresAt: every session ends, every sign-in is 403 BANNED_USER',
-        params: UserIdParams,
-        body: BanBody,
-        response: { 200: AdminUserSchema, ...errors },
-      },
-    },
+    userChange(
+      'banUser',
+      'Suspend a user until unbanned or expiresAt: every session ends, every sign-in is 403 BANNED_USER',
+      BanBody,
+      AdminUserSchema,
+    ),
     async (request) => toAdminUserJson(await banUser(deps, contextOf(request), request.params.id, request.body)),
   )
 
   app.post(
     '/api/v1/admin/users/:id/unban',
-    {
-      config: { policy: ADMIN },
-      schema: {
-        operationId: 'unbanUser',
-        tags,
-        summary: "Lift a user's suspension",
-        params: UserIdParams,
-        body: EmptyBody,
-        response: { 200: AdminUserSchema, ...errors },
-      },
-    },
+    userChange('unbanUser', "Lift a user's suspension", EmptyBody, AdminUserSchema),
     async (request) => toAdminUserJson(await unbanUser(deps, contextOf(request), request.params.id)),
   )
 
