@@ -4,7 +4,7 @@ import { createAuthClient } from 'better-auth/client'
 import { twoFactorClient } from 'better-auth/client/plugins'
 import type { FastifyInstance } from 'fastify'
 import { Secret, TOTP, URI } from 'otpauth'
-import { buildTestApp } from './app.js'
+import { buildTestApp, call } from './app.js'
 import { cookieJarFetch } from './auth-client.js'
 
 export const PASSWORD = 'correct horse battery staple'
@@ -55,9 +55,32 @@ export function codeAt(secret: string, now: Date, steps = 0): string {
   })
 }
 
+/**
+ * Turns two-factor on for a signed-up user over app.inject: enable, then verify-totp with the code
+ * at `now`. The answer to verify-totp is returned for the test to check (200 when it took).
+ */
+export async function enableTotp(app: FastifyInstance, user: { cookie: string; password: string }, now: Date) {
+  const enabled = await call(app, 'POST', '/api/auth/two-factor/enable', {
+    cookie: user.cookie,
+    body: { password: user.password },
+  })
+  const { totpURI, backupCodes } = enabled.json() as { totpURI: string; backupCodes: string[] }
+  const secret = secretOf(totpURI)
+  const confirmed = await call(app, 'POST', '/api/auth/two-factor/verify-totp', {
+    cookie: user.cookie,
+    body: { code: codeAt(secret, now) },
+  })
+  return { secret, backupCodes, confirmed }
+}
+
 export const SESSION = 'better-auth.session_token'
 export const CHALLENGE = 'better-auth.two_factor'
 export const TRUST = 'better-auth.trust_device'
+
+/** The ids of the user's verification rows of one purpose (challenges, trusted devices). */
+export async function verificationIds(app: FastifyInstance, userId: string, purpose: string) {
+  return app.db.selectFrom('verification').select('id').where('user_id', '=', userId).where('purpose', '=', purpose).execute()
+}
 
 export async function sessionRows(app: FastifyInstance, userId: string) {
   return app.db.selectFrom('session').select(['id', 'two_factor_verified']).where('user_id', '=', userId).execute()
