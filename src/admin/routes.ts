@@ -47,29 +47,25 @@ export default async function adminRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>()
   const deps: AdminDeps = { db: app.db, clock: app.clock }
 
-  /** The options of a POST that changes one user (`:id`) and answers `ok`. */
-  const userChange = <Body extends z.ZodType, Ok extends z.ZodType>(
+  /** The options of an admin route: the ADMIN policy, the admin tag, `ok` for 200 and the shared errors. */
+  const adminRoute = <Parts extends object, Ok extends z.ZodType>(
     operationId: string,
     summary: string,
-    body: Body,
+    parts: Parts,
     ok: Ok,
   ) => ({
     config: { policy: ADMIN },
-    schema: { operationId, tags, summary, params: UserIdParams, body, response: { 200: ok, ...errors } },
+    schema: { operationId, tags, summary, ...parts, response: { 200: ok, ...errors } },
   })
 
   app.get(
     '/api/v1/admin/users',
-    {
-      config: { policy: ADMIN },
-      schema: {
-        operationId: 'listUsers',
-        tags,
-        summary: 'Find users by exact email, text, role or plan; newest first',
-        querystring: ListUsersQuery,
-        response: { 200: UserListSchema, ...errors },
-      },
-    },
+    adminRoute(
+      'listUsers',
+      'Find users by exact email, text, role or plan; newest first',
+      { querystring: ListUsersQuery },
+      UserListSchema,
+    ),
     async (request) => {
       const { limit, cursor, ...filters } = request.query
       return toUserListJson(await listUsers(deps, contextOf(request), filters, { limit, cursor }))
@@ -78,31 +74,32 @@ export default async function adminRoutes(fastify: FastifyInstance) {
 
   app.get(
     '/api/v1/admin/users/:id',
-    {
-      config: { policy: ADMIN },
-      schema: {
-        operationId: 'getUser',
-        tags,
-        summary: 'One user with counts of their sessions, entries, results and payments',
-        params: UserIdParams,
-        response: { 200: AdminUserSchema, ...errors },
-      },
-    },
+    adminRoute(
+      'getUser',
+      'One user with counts of their sessions, entries, results and payments',
+      { params: UserIdParams },
+      AdminUserSchema,
+    ),
     async (request) => toAdminUserJson(await getUser(deps, contextOf(request), request.params.id)),
   )
 
   app.post(
     '/api/v1/admin/users/:id/make-admin',
-    userChange('makeUserAdmin', 'Give a user the admin role (idempotent)', EmptyBody, ManagedUserSchema),
+    adminRoute(
+      'makeUserAdmin',
+      'Give a user the admin role (idempotent)',
+      { params: UserIdParams, body: EmptyBody },
+      ManagedUserSchema,
+    ),
     async (request) => toManagedUserJson(await setUserRole(deps, contextOf(request), request.params.id, 'admin', 'make-admin')),
   )
 
   app.post(
     '/api/v1/admin/users/:id/role',
-    userChange(
+    adminRoute(
       'setUserRole',
       "Set a user's role to member or admin; demoting an admin ends their sessions",
-      SetRoleBody,
+      { params: UserIdParams, body: SetRoleBody },
       ManagedUserSchema,
     ),
     async (request) =>
@@ -111,10 +108,10 @@ export default async function adminRoutes(fastify: FastifyInstance) {
 
   app.post(
     '/api/v1/admin/users/:id/premium-plus',
-    userChange(
+    adminRoute(
       'setUserPremiumPlus',
       'Put a user on premium_plus, until expiresAt or without end',
-      SetPremiumPlusBody,
+      { params: UserIdParams, body: SetPremiumPlusBody },
       ManagedUserSchema,
     ),
     async (request) =>
@@ -125,22 +122,27 @@ export default async function adminRoutes(fastify: FastifyInstance) {
 
   app.post(
     '/api/v1/admin/users/:id/plan',
-    userChange('setUserPlan', "Set a user's plan, until expiresAt or without end", SetPlanBody, ManagedUserSchema),
+    adminRoute(
+      'setUserPlan',
+      "Set a user's plan, until expiresAt or without end",
+      { params: UserIdParams, body: SetPlanBody },
+      ManagedUserSchema,
+    ),
     async (request) => toManagedUserJson(await setUserPlan(deps, contextOf(request), request.params.id, request.body, 'plan')),
   )
 
   app.post(
     '/api/v1/admin/users/:id/revoke-sessions',
-    userChange('revokeUserSessions', 'End every session of a user', EmptyBody, RevokedSchema),
+    adminRoute('revokeUserSessions', 'End every session of a user', { params: UserIdParams, body: EmptyBody }, RevokedSchema),
     async (request) => revokeUserSessions(deps, contextOf(request), request.params.id),
   )
 
   app.post(
     '/api/v1/admin/users/:id/ban',
-    userChange(
+    adminRoute(
       'banUser',
       'Suspend a user until unbanned or expiresAt: every session ends, every sign-in is 403 BANNED_USER',
-      BanBody,
+      { params: UserIdParams, body: BanBody },
       AdminUserSchema,
     ),
     async (request) => toAdminUserJson(await banUser(deps, contextOf(request), request.params.id, request.body)),
@@ -148,37 +150,24 @@ export default async function adminRoutes(fastify: FastifyInstance) {
 
   app.post(
     '/api/v1/admin/users/:id/unban',
-    userChange('unbanUser', "Lift a user's suspension", EmptyBody, AdminUserSchema),
+    adminRoute('unbanUser', "Lift a user's suspension", { params: UserIdParams, body: EmptyBody }, AdminUserSchema),
     async (request) => toAdminUserJson(await unbanUser(deps, contextOf(request), request.params.id)),
   )
 
   app.get(
     '/api/v1/admin/analytics/usage',
-    {
-      config: { policy: ADMIN },
-      schema: {
-        operationId: 'getUsageAnalytics',
-        tags,
-        summary: 'Users by role and plan, sign-ups per day, active sessions, usage and paid payments over a UTC date range',
-        querystring: AnalyticsQuery,
-        response: { 200: UsageAnalyticsSchema, ...errors },
-      },
-    },
+    adminRoute(
+      'getUsageAnalytics',
+      'Users by role and plan, sign-ups per day, active sessions, usage and paid payments over a UTC date range',
+      { querystring: AnalyticsQuery },
+      UsageAnalyticsSchema,
+    ),
     async (request) => getUsageAnalytics(deps, contextOf(request), request.query),
   )
 
   app.get(
     '/api/v1/admin/audit',
-    {
-      config: { policy: ADMIN },
-      schema: {
-        operationId: 'listAuditEvents',
-        tags,
-        summary: 'The audit log, newest first',
-        querystring: AuditQuery,
-        response: { 200: AuditListSchema, ...errors },
-      },
-    },
+    adminRoute('listAuditEvents', 'The audit log, newest first', { querystring: AuditQuery }, AuditListSchema),
     async (request) => {
       const { limit, cursor, ...filters } = request.query
       return toAuditListJson(await listAuditEvents(deps, contextOf(request), filters, { limit, cursor }))
