@@ -1,7 +1,7 @@
 // Admin acts on users. Each act and its audit event commit together, with before/after of what
 // changed. Nobody changes an owner through the API, grants owner, or changes their own role.
 // Who may call these is the routes' ADMIN policy; the acting admin is ctx.actorId.
-import type { DB } from '../../db/index.js'
+import type { DB, Executor } from '../../db/index.js'
 import { endSessionsOfUser } from '../auth/queries.js'
 import { PLANS, type Plan } from '../auth/tables.js'
 import type { Role } from '../shared/roles.js'
@@ -58,6 +58,10 @@ export interface AuditEvent {
 
 const ownerUnchangeable = () => forbidden('An owner cannot be changed through the API')
 
+/** The audit event of an admin's act on (or look at) one user's account. */
+const auditUserChange = (db: Executor, ctx: RequestContext, action: string, id: string, details?: Record<string, unknown>) =>
+  recordAudit(db, { actorId: ctx.actorId, action, targetType: 'user', targetId: id, ip: ctx.ip, details })
+
 export async function listUsers(
   deps: AdminDeps,
   ctx: RequestContext,
@@ -89,7 +93,7 @@ export async function getUser(deps: AdminDeps, ctx: RequestContext, id: string):
     const user = await findManagedUser(trx, id)
     if (!user) throw notFound('User')
     const counts = await countsFor(trx, id, deps.clock.now())
-    await recordAudit(trx, { actorId: ctx.actorId, action: 'admin.user.viewed', targetType: 'user', targetId: id, ip: ctx.ip })
+    await auditUserChange(trx, ctx, 'admin.user.viewed', id)
     return { user, counts }
   })
 }
@@ -132,17 +136,10 @@ export async function setUserPlan(
     if (!before) throw notFound('User')
     if (before.role === 'owner') throw ownerUnchangeable()
     const after = await updateUserPlan(trx, id, { plan, plan_expires_at: expiry }, now)
-    await recordAudit(trx, {
-      actorId: ctx.actorId,
-      action: 'admin.user.plan_changed',
-      targetType: 'user',
-      targetId: id,
-      ip: ctx.ip,
-      details: {
-        via,
-        before: { plan: before.plan, planExpiresAt: iso(before.planExpiresAt) },
-        after: { plan: after.plan, planExpiresAt: iso(after.planExpiresAt) },
-      },
+    await auditUserChange(trx, ctx, 'admin.user.plan_changed', id, {
+      via,
+      before: { plan: before.plan, planExpiresAt: iso(before.planExpiresAt) },
+      after: { plan: after.plan, planExpiresAt: iso(after.planExpiresAt) },
     })
     return after
   })
@@ -154,13 +151,10 @@ export async function revokeUserSessions(deps: AdminDeps, ctx: RequestContext, i
     if (!target) throw notFound('User')
     if (target.role === 'owner' && target.id !== ctx.actorId) throw ownerUnchangeable()
     const revoked = await endSessionsOfUser(trx, id)
-    await recordAudit(trx, {
-      actorId: ctx.actorId,
-      action: 'admin.user.sessions_revoked',
-      targetType: 'user',
-      targetId: id,
-      ip: ctx.ip,
-      details: { before: { sessions: revoked }, after: { sessions: 0 }, revoked },
+    await auditUserChange(trx, ctx, 'admin.user.sessions_revoked', id, {
+      before: { sessions: revoked },
+      after: { sessions: 0 },
+      revoked,
     })
     return { revoked }
   })
@@ -189,14 +183,7 @@ export async function banUser(
     if (before.role === 'owner') throw forbidden('An owner cannot be banned')
     const user = await updateBan(trx, id, { banned: true, ban_reason: input.reason, ban_expires: expiry }, now)
     const sessionsRevoked = await endSessionsOfUser(trx, id)
-    await recordAudit(trx, {
-      actorId: ctx.actorId,
-      action: 'admin.user.banned',
-      targetType: 'user',
-      targetId: id,
-      ip: ctx.ip,
-      details: { before: banJson(before), after: banJson(user), sessionsRevoked },
-    })
+    await auditUserChange(trx, ctx, 'admin.user.banned', id, { before: banJson(before), after: banJson(user), sessionsRevoked })
     return { user, counts: await countsFor(trx, id, now) }
   })
 }
@@ -208,14 +195,7 @@ export async function unbanUser(deps: AdminDeps, ctx: RequestContext, id: string
     const before = await findUserForUpdate(trx, { id })
     if (!before) throw notFound('User')
     const user = before.banned ? await updateBan(trx, id, { banned: false, ban_reason: null, ban_expires: null }, now) : before
-    await recordAudit(trx, {
-      actorId: ctx.actorId,
-      action: 'admin.user.unbanned',
-      targetType: 'user',
-      targetId: id,
-      ip: ctx.ip,
-      details: { via: 'admin', before: banJson(before), after: banJson(user) },
-    })
+    await auditUserChange(trx, ctx, 'admin.user.unbanned', id, { via: 'admin', before: banJson(before), after: banJson(user) })
     return { user, counts: await countsFor(trx, id, now) }
   })
 }

@@ -13,6 +13,8 @@ export const Email = z
   .transform((v) => v.toLowerCase())
 // Any Unicode, never truncated: the whole string is hashed.
 export const Password = z.string().min(PASSWORD_MIN).max(PASSWORD_MAX)
+// A password as typed to be checked against the stored one (not the rules for a new one).
+export const CurrentPassword = z.string().min(1).max(1024)
 export const CallbackUrl = z.string().min(1).max(2048)
 
 export const UserSchema = z

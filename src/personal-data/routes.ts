@@ -5,6 +5,7 @@ import { z } from 'zod'
 import { currentUser } from '../auth/guard.js'
 import { ErrorSchema } from '../shared/errors.js'
 import { contextOf } from '../shared/context.js'
+import { REVERIFIES_PASSWORD } from '../shared/route-policy.js'
 import { DeleteAccountBody, PersonalDataSchema, toPersonalDataJson } from './schemas.js'
 import { deleteMyAccount, exportMyData, type PersonalDataDeps } from './service.js'
 
@@ -33,7 +34,7 @@ export default async function personalDataRoutes(fastify: FastifyInstance) {
   app.delete(
     '/api/v1/me',
     {
-      config: { policy: { reverifiesPassword: true } },
+      config: { policy: REVERIFIES_PASSWORD },
       schema: {
         operationId: 'deleteMyAccount',
         tags,

@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { CurrentPassword } from '../auth/schemas.js'
 import { SECTION_KEYS, type Row, type SectionKey } from './queries.js'
 import type { PersonalData } from './service.js'
 
@@ -13,7 +14,7 @@ export const PersonalDataSchema = z
   .describe('Sessions carry public ids only; no token, hash or secret appears anywhere')
   .meta({ id: 'PersonalData' })
 
-export const DeleteAccountBody = z.strictObject({ password: z.string().min(1).max(1024).optional() }).nullish()
+export const DeleteAccountBody = z.strictObject({ password: CurrentPassword.optional() }).nullish()
 
 /** A row as JSON: its dates as ISO-8601 (values inside JSON columns are JSON already). */
 const toRowJson = (row: Row): Row =>

@@ -3,7 +3,7 @@ import type { DB, Trx } from '../../db/index.js'
 import type { PasswordHasher } from '../auth/password/password.js'
 import { findPasswordHash } from '../auth/queries.js'
 import type { SessionUser } from '../auth/session/sessions.js'
-import { recordAudit } from '../shared/audit.js'
+import { recordAudit, recordUserEvent } from '../shared/audit.js'
 import type { Clock } from '../shared/clock.js'
 import type { RequestContext } from '../shared/context.js'
 import { AppError, forbidden } from '../shared/errors.js'
@@ -36,13 +36,7 @@ export async function exportMyData(deps: PersonalDataDeps, ctx: RequestContext, 
     const { user: profile, sections } = await readPersonalData(trx, user.id)
     const document: Record<string, unknown> = { exportedAt: deps.clock.now(), profile: withoutSecrets(profile) }
     for (const [key, rows] of Object.entries(sections)) document[key] = rows.map(withoutSecrets)
-    await recordAudit(trx, {
-      actorId: user.id,
-      action: 'personal_data.exported',
-      targetType: 'user',
-      targetId: user.id,
-      ip: ctx.ip,
-    })
+    await recordUserEvent(trx, ctx, user.id, 'personal_data.exported')
     return document as PersonalData
   })
 }
@@ -84,13 +78,7 @@ export async function deleteMyAccount(
     ? password !== undefined && (await deps.hasher.verify(passwordHash, password))
     : deps.clock.now().getTime() - session.createdAt.getTime() < RECENT_SIGN_IN_MS
   if (!confirmed) {
-    await recordAudit(deps.db, {
-      actorId: user.id,
-      action: 'account.delete_refused',
-      targetType: 'user',
-      targetId: user.id,
-      ip: ctx.ip,
-    })
+    await recordUserEvent(deps.db, ctx, user.id, 'account.delete_refused')
     throw invalidPassword()
   }
   await deps.db.transaction().execute((trx) => eraseAccount(trx, user))

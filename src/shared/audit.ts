@@ -1,6 +1,7 @@
 // The audit log: written in the same transaction as the act it records. Never a password, token or secret.
 import type { Executor } from '../../db/index.js'
 import { insertAuditEvent } from './audit-queries.js'
+import type { RequestContext } from './context.js'
 
 export interface AuditEvent {
   actorId: string | null
@@ -35,4 +36,15 @@ export async function recordAudit(db: Executor, event: AuditEvent): Promise<void
     ip: event.ip ?? null,
     details: scrub(event.details ?? {}),
   })
+}
+
+/** An event on a user's own account, caused by that user (or by an attempt in their name), from `ctx.ip`. */
+export async function recordUserEvent(
+  db: Executor,
+  ctx: Pick<RequestContext, 'ip'>,
+  userId: string | null,
+  action: string,
+  details?: Record<string, unknown>,
+): Promise<void> {
+  await recordAudit(db, { actorId: userId, action, targetType: 'user', targetId: userId, ip: ctx.ip, details })
 }

@@ -24,4 +24,6 @@ export interface RoutePolicy {
 }
 
 export const PUBLIC: RoutePolicy = Object.freeze({ access: 'public' })
+/** A route that checks the current password (`reverifiesPassword`), signed in. */
+export const REVERIFIES_PASSWORD: RoutePolicy = Object.freeze({ reverifiesPassword: true })
 export const ADMIN: RoutePolicy = Object.freeze({ access: Object.freeze({ roles: Object.freeze(['admin', 'owner'] as const) }) })

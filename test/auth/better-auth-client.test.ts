@@ -2,37 +2,16 @@
 // over a real socket, with a cookie jar, as a browser would.
 import { createAuthClient } from 'better-auth/client'
 import t from 'tap'
-import { buildTestApp, uniqueEmail, WEB_ORIGIN } from '../helpers/app.js'
+import { buildTestApp, uniqueEmail } from '../helpers/app.js'
+import { cookieJarFetch } from '../helpers/auth-client.js'
 
 const app = await buildTestApp()
 await app.listen({ port: 0, host: '127.0.0.1' })
 const address = app.server.address() as { port: number }
 const baseURL = `http://127.0.0.1:${address.port}`
 
-/** A minimal browser: keeps cookies from Set-Cookie, sends them back, and sends its Origin. */
-function browser() {
-  const jar = new Map<string, string>()
-  const fetchWithJar = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
-    const request = new Request(input, init)
-    const headers = new Headers(request.headers)
-    headers.set('origin', WEB_ORIGIN)
-    if (jar.size) headers.set('cookie', [...jar].map(([k, v]) => `${k}=${v}`).join('; '))
-    const res = await fetch(new Request(request, { headers }))
-    for (const cookie of res.headers.getSetCookie()) {
-      const [pair, ...attributes] = cookie.split(';')
-      const [name, ...rest] = pair!.split('=')
-      const value = rest.join('=')
-      const expired = value === '' || attributes.some((a) => /^\s*max-age=0\s*$/i.test(a))
-      if (expired) jar.delete(name!.trim())
-      else jar.set(name!.trim(), value)
-    }
-    return res
-  }
-  return { jar, fetch: fetchWithJar }
-}
-
 t.test("sign-up, get-session, sign-out and sign-in through better-auth's client", async (t) => {
-  const { jar, fetch: customFetchImpl } = browser()
+  const { jar, fetch: customFetchImpl } = cookieJarFetch('follow')
   const client = createAuthClient({ baseURL, fetchOptions: { customFetchImpl } })
   const email = uniqueEmail('client')
   const password = 'correct horse battery staple'

@@ -4,7 +4,7 @@ import t from 'tap'
 import { newId } from '../../src/shared/ids.js'
 import { buildTestApp, call, signUp, uniqueEmail, WEB_ORIGIN } from '../helpers/app.js'
 import { linkIn, startSmtpServer } from '../helpers/smtp.js'
-import { auditEvents } from '../helpers/expect.js'
+import { auditEvents, userRow } from '../helpers/expect.js'
 
 const smtp = await startSmtpServer()
 const app = await buildTestApp({ env: { SMTP_URL: smtp.url } })
@@ -155,12 +155,7 @@ t.test('an account flagged PASSWORD_RESET_REQUIRED gets a reset mail at sign-in 
   t.match(res.json(), { code: 'PASSWORD_RESET_REQUIRED' })
   const token = linkIn(await smtp.inbox.next(user.email)).searchParams.get('token')!
   t.equal((await reset(token)).statusCode, 200)
-  const row = await app.db
-    .selectFrom('user')
-    .select('password_reset_required')
-    .where('id', '=', user.id)
-    .executeTakeFirstOrThrow()
-  t.equal(row.password_reset_required, false)
+  t.equal((await userRow(app.db, user.id)).password_reset_required, false)
   t.equal((await signIn(user.email, NEW_PASSWORD)).statusCode, 200)
 })
 

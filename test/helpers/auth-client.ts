@@ -7,16 +7,21 @@ import { WEB_ORIGIN } from './app.js'
 /** `AUTH_URL` of an app listening on 127.0.0.1:`port`. */
 export const apiUrl = (port: number) => `http://127.0.0.1:${port}`
 
-/** A minimal browser: keeps cookies from Set-Cookie, sends them back, and sends its Origin. */
-export function cookieJarFetch() {
+/**
+ * A minimal browser: keeps cookies from Set-Cookie (and every Set-Cookie header it saw, in
+ * `setCookies`), sends them back, and sends its Origin. Redirects are not followed unless asked.
+ */
+export function cookieJarFetch(redirect: RequestRedirect = 'manual') {
   const jar = new Map<string, string>()
+  const setCookies: string[] = []
   const fetchWithJar = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const request = new Request(input, init)
     const headers = new Headers(request.headers)
     headers.set('origin', WEB_ORIGIN)
     if (jar.size) headers.set('cookie', [...jar].map(([k, v]) => `${k}=${v}`).join('; '))
-    const res = await fetch(new Request(request, { headers }), { redirect: 'manual' })
+    const res = await fetch(new Request(request, { headers }), { redirect })
     for (const cookie of res.headers.getSetCookie()) {
+      setCookies.push(cookie)
       const [pair, ...attributes] = cookie.split(';')
       const [name, ...rest] = pair!.split('=')
       const value = rest.join('=')
@@ -26,7 +31,7 @@ export function cookieJarFetch() {
     }
     return res
   }
-  return { jar, fetch: fetchWithJar }
+  return { jar, setCookies, fetch: fetchWithJar }
 }
 
 /** A signed-out browser with better-auth's client pointed at `app` (which must be listening). */

@@ -37,6 +37,11 @@ export async function countRows(db: Executor, table: string, column: string, val
   return (await count.execute(db)).rows[0]!.n
 }
 
+/** The user's row, every column. */
+export function userRow(db: Executor, id: string) {
+  return db.selectFrom('user').selectAll().where('id', '=', id).executeTakeFirstOrThrow()
+}
+
 /**
  * The audit events of one action (or of a family, `'journal.%'`), about one target or by one actor.
  * Oldest first.

@@ -4,7 +4,8 @@ import { createAuthClient } from 'better-auth/client'
 import { twoFactorClient } from 'better-auth/client/plugins'
 import type { FastifyInstance } from 'fastify'
 import { Secret, TOTP, URI } from 'otpauth'
-import { buildTestApp, WEB_ORIGIN } from './app.js'
+import { buildTestApp, call } from './app.js'
+import { cookieJarFetch } from './auth-client.js'
 
 export const PASSWORD = 'correct horse battery staple'
 
@@ -23,27 +24,9 @@ export async function twoFactorApp(env: Record<string, string> = {}, port = 0) {
   return { app, clock, baseURL: `http://127.0.0.1:${address.port}` }
 }
 
-/** A minimal browser: keeps cookies from Set-Cookie, sends them back, and sends its Origin. */
+/** A browser (see cookieJarFetch) that follows redirects, with better-auth's client and twoFactorClient(). */
 export function browser(baseURL: string) {
-  const jar = new Map<string, string>()
-  const setCookies: string[] = []
-  const customFetchImpl = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
-    const request = new Request(input, init)
-    const headers = new Headers(request.headers)
-    headers.set('origin', WEB_ORIGIN)
-    if (jar.size) headers.set('cookie', [...jar].map(([k, v]) => `${k}=${v}`).join('; '))
-    const res = await fetch(new Request(request, { headers }))
-    for (const cookie of res.headers.getSetCookie()) {
-      setCookies.push(cookie)
-      const [pair, ...attributes] = cookie.split(';')
-      const [name, ...rest] = pair!.split('=')
-      const value = rest.join('=')
-      const expired = value === '' || attributes.some((a) => /^\s*max-age=0\s*$/i.test(a))
-      if (expired) jar.delete(name!.trim())
-      else jar.set(name!.trim(), value)
-    }
-    return res
-  }
+  const { jar, setCookies, fetch: customFetchImpl } = cookieJarFetch('follow')
   const client = createAuthClient({ baseURL, plugins: [twoFactorClient()], fetchOptions: { customFetchImpl } })
   /** A POST as the web app sends it, for bodies the typed client would not let through. */
   const post = (path: string, body: unknown) =>
@@ -72,9 +55,32 @@ export function codeAt(secret: string, now: Date, steps = 0): string {
   })
 }
 
+/**
+ * Turns two-factor on for a signed-up user over app.inject: enable, then verify-totp with the code
+ * at `now`. The answer to verify-totp is returned for the test to check (200 when it took).
+ */
+export async function enableTotp(app: FastifyInstance, user: { cookie: string; password: string }, now: Date) {
+  const enabled = await call(app, 'POST', '/api/auth/two-factor/enable', {
+    cookie: user.cookie,
+    body: { password: user.password },
+  })
+  const { totpURI, backupCodes } = enabled.json() as { totpURI: string; backupCodes: string[] }
+  const secret = secretOf(totpURI)
+  const confirmed = await call(app, 'POST', '/api/auth/two-factor/verify-totp', {
+    cookie: user.cookie,
+    body: { code: codeAt(secret, now) },
+  })
+  return { secret, backupCodes, confirmed }
+}
+
 export const SESSION = 'better-auth.session_token'
 export const CHALLENGE = 'better-auth.two_factor'
 export const TRUST = 'better-auth.trust_device'
+
+/** The ids of the user's verification rows of one purpose (challenges, trusted devices). */
+export async function verificationIds(app: FastifyInstance, userId: string, purpose: string) {
+  return app.db.selectFrom('verification').select('id').where('user_id', '=', userId).where('purpose', '=', purpose).execute()
+}
 
 export async function sessionRows(app: FastifyInstance, userId: string) {
   return app.db.selectFrom('session').select(['id', 'two_factor_verified']).where('user_id', '=', userId).execute()

@@ -5,6 +5,7 @@ import { createAuthClient } from 'better-auth/client'
 import t from 'tap'
 import { newId } from '../../src/shared/ids.js'
 import { buildTestApp, call, signUp, WEB_ORIGIN } from '../helpers/app.js'
+import { auditEvents } from '../helpers/expect.js'
 import { Browser, CLIENT_ID, CLIENT_SECRET, drive, startOidcProvider } from '../helpers/idp.js'
 import { freePort } from '../helpers/port.js'
 
@@ -84,12 +85,7 @@ t.test("link-social links the provider's account to the signed-in user, who then
     ['credential', 'idp'],
   )
   t.equal((await me.client.getSession()).data?.user.emailVerified, true, 'the provider vouched for the address')
-  const audit = await app.db
-    .selectFrom('audit_event')
-    .select('details')
-    .where('action', '=', 'auth.idp.account_linked')
-    .where('target_id', '=', me.id)
-    .execute()
+  const audit = await auditEvents(app.db, { action: 'auth.idp.account_linked', targetId: me.id })
   t.same(
     audit.map((a) => a.details),
     [{ via: 'link-social' }],

@@ -2,10 +2,11 @@
 // `two_factor` cookie, starts no session and sends the browser to the web app's two-factor page;
 // verify-totp there starts the session. A real OpenID Connect provider on loopback.
 import t from 'tap'
-import { call, signUp, WEB_ORIGIN } from '../helpers/app.js'
+import { signUp, WEB_ORIGIN } from '../helpers/app.js'
+import { userRow } from '../helpers/expect.js'
 import { Browser, CLIENT_ID, CLIENT_SECRET, drive, startOidcProvider } from '../helpers/idp.js'
 import { freePort } from '../helpers/port.js'
-import { CHALLENGE, codeAt, SESSION, secretOf, sessionRows, TRUST, twoFactorApp } from '../helpers/two-factor.js'
+import { CHALLENGE, codeAt, enableTotp, SESSION, sessionRows, TRUST, twoFactorApp } from '../helpers/two-factor.js'
 
 const apiPort = await freePort()
 const API = `http://127.0.0.1:${apiPort}`
@@ -27,15 +28,7 @@ const startUrl = `${API}/api/auth/sign-in/idp?${new URLSearchParams({ callbackUR
 async function verifiedMemberWithTwoFactor() {
   const user = await signUp(app)
   await app.db.updateTable('user').set({ email_verified: true }).where('id', '=', user.id).execute()
-  const enabled = await call(app, 'POST', '/api/auth/two-factor/enable', {
-    cookie: user.cookie,
-    body: { password: user.password },
-  })
-  const secret = secretOf(enabled.json().totpURI)
-  const confirmed = await call(app, 'POST', '/api/auth/two-factor/verify-totp', {
-    cookie: user.cookie,
-    body: { code: codeAt(secret, clock.now()) },
-  })
+  const { secret, confirmed } = await enableTotp(app, user, clock.now())
   if (confirmed.statusCode !== 200) throw new Error(confirmed.body)
   return { ...user, secret }
 }
@@ -84,20 +77,8 @@ t.test('the provider callback stops for two-factor: no session, the two_factor c
 t.test("claiming an unverified account through the provider removes the first holder's two-factor", async (t) => {
   // Whoever registered the address first turned two-factor on; the provider proves the real owner.
   const squatter = await signUp(app)
-  const enabled = await call(app, 'POST', '/api/auth/two-factor/enable', {
-    cookie: squatter.cookie,
-    body: { password: squatter.password },
-  })
-  const secret = secretOf(enabled.json().totpURI)
-  t.equal(
-    (
-      await call(app, 'POST', '/api/auth/two-factor/verify-totp', {
-        cookie: squatter.cookie,
-        body: { code: codeAt(secret, clock.now()) },
-      })
-    ).statusCode,
-    200,
-  )
+  const { confirmed } = await enableTotp(app, squatter, clock.now())
+  t.equal(confirmed.statusCode, 200)
   const sub = newSubject(squatter.email)
   const browser = new Browser()
   const result = await drive(browser, startUrl, { api: API, provider: idp.issuer, login: sub })
@@ -111,10 +92,5 @@ t.test("claiming an unverified account through the provider removes the first ho
     await app.db.selectFrom('two_factor_backup_code').select('user_id').where('user_id', '=', squatter.id).executeTakeFirst(),
     undefined,
   )
-  const user = await app.db
-    .selectFrom('user')
-    .select('two_factor_enabled')
-    .where('id', '=', squatter.id)
-    .executeTakeFirstOrThrow()
-  t.equal(user.two_factor_enabled, false)
+  t.equal((await userRow(app.db, squatter.id)).two_factor_enabled, false)
 })

@@ -2,7 +2,7 @@
 // backup codes made under the old key keep working; setups made after the rotation use the new key.
 import t from 'tap'
 import { buildTestApp, call, sessionCookieOf, signUp, TEST_SECRET } from '../helpers/app.js'
-import { codeAt, secretOf } from '../helpers/two-factor.js'
+import { codeAt, enableTotp } from '../helpers/two-factor.js'
 
 const NEW_SECRET = 'a-new-secret-that-is-long-enough-9876543210'
 const before = await buildTestApp()
@@ -19,16 +19,10 @@ async function challenge(app: typeof before, email: string, password: string): P
 
 t.test('a setup made under the old key still signs in after the rotation, by TOTP and by backup code', async (t) => {
   const user = await signUp(before)
-  const enabled = (
-    await call(before, 'POST', '/api/auth/two-factor/enable', { cookie: user.cookie, body: { password: user.password } })
-  ).json()
-  const secret = secretOf(enabled.totpURI)
   const now = new Date()
-  t.equal(
-    (await call(before, 'POST', '/api/auth/two-factor/verify-totp', { cookie: user.cookie, body: { code: codeAt(secret, now) } }))
-      .statusCode,
-    200,
-  )
+  const enabled = await enableTotp(before, user, now)
+  const secret = enabled.secret
+  t.equal(enabled.confirmed.statusCode, 200)
 
   const totp = await call(after, 'POST', '/api/auth/two-factor/verify-totp', {
     cookie: await challenge(after, user.email, user.password),
@@ -52,19 +46,8 @@ t.test('a setup made under the old key still signs in after the rotation, by TOT
 
 t.test('a setup made after the rotation uses the new key', async (t) => {
   const user = await signUp(after)
-  const enabled = (
-    await call(after, 'POST', '/api/auth/two-factor/enable', { cookie: user.cookie, body: { password: user.password } })
-  ).json()
-  const secret = secretOf(enabled.totpURI)
-  t.equal(
-    (
-      await call(after, 'POST', '/api/auth/two-factor/verify-totp', {
-        cookie: user.cookie,
-        body: { code: codeAt(secret, new Date()) },
-      })
-    ).statusCode,
-    200,
-  )
+  const enabled = await enableTotp(after, user, new Date())
+  t.equal(enabled.confirmed.statusCode, 200)
   const res = await call(onlyNew, 'POST', '/api/auth/two-factor/verify-backup-code', {
     cookie: await challenge(onlyNew, user.email, user.password),
     body: { code: enabled.backupCodes[0] },

@@ -14,6 +14,7 @@ import {
   TRUST,
   twoFactorApp,
   type TestBrowser,
+  verificationIds,
 } from '../helpers/two-factor.js'
 
 const { app, clock, baseURL } = await twoFactorApp()
@@ -179,13 +180,7 @@ t.test('five wrong codes on one challenge: TOO_MANY_ATTEMPTS, the challenge is g
   t.same([sixth.error?.status, sixth.error?.code], [400, 'TOO_MANY_ATTEMPTS_REQUEST_NEW_CODE'])
   t.notOk(b.jar.has(CHALLENGE), 'the challenge cookie is cleared')
   t.same(await sessionRows(app, id), [])
-  const challenges = await app.db
-    .selectFrom('verification')
-    .select('id')
-    .where('user_id', '=', id)
-    .where('purpose', '=', 'two-factor-challenge')
-    .execute()
-  t.same(challenges, [], 'the challenge row is gone')
+  t.same(await verificationIds(app, id, 'two-factor-challenge'), [], 'the challenge row is gone')
   // Backup codes count against the same challenge's tries.
   await b.client.signIn.email({ email, password: PASSWORD })
   for (let i = 0; i < 5; i++) await b.client.twoFactor.verifyBackupCode({ code: 'AAAAA-AAAAA' })
@@ -344,13 +339,11 @@ t.test('a trusted device skips the second factor for its user only, and not afte
   const disabled = await a2.client.twoFactor.disable({ password: PASSWORD })
   t.equal(disabled.error, null)
   t.same(disabled.data, { status: true })
-  const trustRows = await app.db
-    .selectFrom('verification')
-    .select('id')
-    .where('user_id', '=', alice.id)
-    .where('purpose', '=', 'two-factor-trusted-device')
-    .execute()
-  t.same(trustRows, [], 'every trusted device of the account is forgotten')
+  t.same(
+    await verificationIds(app, alice.id, 'two-factor-trusted-device'),
+    [],
+    'every trusted device of the account is forgotten',
+  )
   const secret = secretOf((await a2.client.twoFactor.enable({ password: PASSWORD })).data!.totpURI)
   t.equal((await a2.client.twoFactor.verifyTotp({ code: codeAt(secret, clock.now()) })).error, null)
   const b3 = browser(baseURL)

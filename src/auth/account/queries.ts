@@ -36,28 +36,16 @@ const toLinkedAccount = (r: AccountRow): LinkedAccount => ({
 })
 
 /** The user's ways in, oldest first. */
+const accountsOfUserQuery = (db: Executor, userId: string) =>
+  db.selectFrom('account').select(accountColumns).where('user_id', '=', userId).orderBy('created_at').orderBy('id')
+
 export async function accountsOfUser(db: Executor, userId: string): Promise<LinkedAccount[]> {
-  const rows = await db
-    .selectFrom('account')
-    .select(accountColumns)
-    .where('user_id', '=', userId)
-    .orderBy('created_at')
-    .orderBy('id')
-    .execute()
-  return rows.map(toLinkedAccount)
+  return (await accountsOfUserQuery(db, userId).execute()).map(toLinkedAccount)
 }
 
 /** The same, locked until the transaction ends: two unlinks at once cannot both remove "the other" way in. */
 export async function lockAccountsOfUser(trx: Trx, userId: string): Promise<LinkedAccount[]> {
-  const rows = await trx
-    .selectFrom('account')
-    .select(accountColumns)
-    .where('user_id', '=', userId)
-    .orderBy('created_at')
-    .orderBy('id')
-    .forUpdate()
-    .execute()
-  return rows.map(toLinkedAccount)
+  return (await accountsOfUserQuery(trx, userId).forUpdate().execute()).map(toLinkedAccount)
 }
 
 export async function deleteAccountOfUser(trx: Trx, userId: string, id: string): Promise<void> {

@@ -8,9 +8,9 @@ import { updateProfileBody } from '../../profile/schemas.js'
 import { contextOf } from '../../shared/context.js'
 import { AppError, ErrorSchema } from '../../shared/errors.js'
 import { resolveOptionalRedirect, resolveRedirect } from '../../shared/redirect.js'
-import { PUBLIC } from '../../shared/route-policy.js'
+import { PUBLIC, REVERIFIES_PASSWORD } from '../../shared/route-policy.js'
 import { currentUser } from '../guard.js'
-import { CallbackUrl, Email, Status } from '../schemas.js'
+import { CallbackUrl, CurrentPassword, Email, Status } from '../schemas.js'
 import {
   assertNewEmail,
   confirmDeletion,
@@ -95,14 +95,14 @@ export default async function accountRoutes(fastify: FastifyInstance) {
   app.post(
     '/api/auth/delete-user',
     {
-      config: { policy: { reverifiesPassword: true } },
+      config: { policy: REVERIFIES_PASSWORD },
       schema: {
         operationId: 'deleteUser',
         tags,
         summary:
           'Delete the account: with the password at once; without a password, a confirmation link is mailed (valid 24 h, single use)',
         body: z.strictObject({
-          password: z.string().min(1).max(1024).optional(),
+          password: CurrentPassword.optional(),
           callbackURL: CallbackUrl.optional(),
           token: Token.optional(),
         }),

@@ -5,7 +5,7 @@ import type { Config } from '../../config.js'
 import { assertDeletable, eraseAccount } from '../../personal-data/service.js'
 import type { Mailer } from '../../plugins/mailer.js'
 import { updateProfile } from '../../profile/service.js'
-import { recordAudit } from '../../shared/audit.js'
+import { recordUserEvent } from '../../shared/audit.js'
 import type { Clock } from '../../shared/clock.js'
 import type { RequestContext } from '../../shared/context.js'
 import { AppError } from '../../shared/errors.js'
@@ -166,14 +166,7 @@ export async function completeEmailChange(
   if (!changed) throw invalidToken() // the address changed since the mail was sent
   const tokensRevoked = await revokeTokens(trx, changed.id)
   // Addresses stay out of the audit log: a deletion could not scrub an old one from it.
-  await recordAudit(trx, {
-    actorId: changed.id,
-    action: 'auth.email_changed',
-    targetType: 'user',
-    targetId: changed.id,
-    ip: ctx.ip,
-    details: { tokensRevoked },
-  })
+  await recordUserEvent(trx, ctx, changed.id, 'auth.email_changed', { tokensRevoked })
   await maybeBootstrapOwner(trx, { id: changed.id, email: newEmail, emailVerified: true }, deps.config.bootstrapOwnerEmail, now)
   return () =>
     deps.mailer.sendInBackground({
@@ -217,13 +210,7 @@ export async function deleteUser(
   if (input.password !== undefined || passwordHash) {
     if (!passwordHash) throw new AppError(400, 'CREDENTIAL_ACCOUNT_NOT_FOUND', 'Credential account not found')
     if (input.password === undefined || !(await deps.hasher.verify(passwordHash, input.password))) {
-      await recordAudit(deps.db, {
-        actorId: user.id,
-        action: 'account.delete_refused',
-        targetType: 'user',
-        targetId: user.id,
-        ip: ctx.ip,
-      })
+      await recordUserEvent(deps.db, ctx, user.id, 'account.delete_refused')
       throw new AppError(400, 'INVALID_PASSWORD', 'Invalid password')
     }
   }
@@ -280,13 +267,6 @@ export async function unlinkAccount(
     if (!target) throw new AppError(400, 'ACCOUNT_NOT_FOUND', 'Account not found')
     if (!accounts.some((a) => a !== target && a.signsIn)) throw lastAccount()
     await deleteAccountOfUser(trx, userId, target.id)
-    await recordAudit(trx, {
-      actorId: userId,
-      action: 'auth.account_unlinked',
-      targetType: 'user',
-      targetId: userId,
-      ip: ctx.ip,
-      details: { providerId: target.providerId },
-    })
+    await recordUserEvent(trx, ctx, userId, 'auth.account_unlinked', { providerId: target.providerId })
   })
 }

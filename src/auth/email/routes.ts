@@ -5,12 +5,12 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import { SignUpConsents } from '../../consent/schemas.js'
-import { PUBLIC } from '../../shared/route-policy.js'
+import { PUBLIC, REVERIFIES_PASSWORD } from '../../shared/route-policy.js'
 import { contextOf } from '../../shared/context.js'
 import { AppError } from '../../shared/errors.js'
 import { resolveOptionalRedirect } from '../../shared/redirect.js'
 import { currentUser } from '../guard.js'
-import { CallbackUrl, Email, Password, Status, UserSchema, toUserJson } from '../schemas.js'
+import { CallbackUrl, CurrentPassword, Email, Password, Status, UserSchema, toUserJson } from '../schemas.js'
 import { ErrorSchema } from '../../shared/errors.js'
 import { signInBrowser } from '../session/routes.js'
 import { signInOrChallenge, twoFactorRedirect, TwoFactorRedirectSchema } from '../two-factor/routes.js'
@@ -99,7 +99,7 @@ export default async function emailRoutes(fastify: FastifyInstance) {
         body: z.strictObject({
           email: Email,
           // Not the sign-up rules: a wrong-length password is just a wrong password (same 401).
-          password: z.string().min(1).max(1024),
+          password: CurrentPassword,
           rememberMe: z.boolean().optional(),
           callbackURL: CallbackUrl.optional(),
         }),
@@ -248,13 +248,13 @@ export default async function emailRoutes(fastify: FastifyInstance) {
   app.post(
     '/api/auth/change-password',
     {
-      config: { policy: { reverifiesPassword: true } },
+      config: { policy: REVERIFIES_PASSWORD },
       schema: {
         operationId: 'changePassword',
         tags,
         summary: 'Change the password; every other session of the account ends',
         body: z.strictObject({
-          currentPassword: z.string().min(1).max(1024),
+          currentPassword: CurrentPassword,
           newPassword: Password,
           // Accepted for better-auth's client; other sessions end whatever its value.
           revokeOtherSessions: z.boolean().optional(),

@@ -5,7 +5,7 @@ import type { Config } from '../../config.js'
 import type { ConsentInput } from '../../consent/schemas.js'
 import { recordConsents } from '../../consent/service.js'
 import type { Mailer } from '../../plugins/mailer.js'
-import { recordAudit } from '../../shared/audit.js'
+import { recordAudit, recordUserEvent } from '../../shared/audit.js'
 import type { Clock } from '../../shared/clock.js'
 import type { RequestContext } from '../../shared/context.js'
 import { AppError } from '../../shared/errors.js'
@@ -92,37 +92,17 @@ export async function verifyEmailPassword(
   const found = await findCredentialByEmail(deps.db, email)
   if (!found?.passwordHash) {
     await deps.hasher.verifyDummy(password)
-    await recordAudit(deps.db, {
-      actorId: found?.user.id ?? null,
-      action: 'auth.sign_in_failed',
-      targetType: 'user',
-      targetId: found?.user.id ?? null,
-      ip: ctx.ip,
-      details: { email },
-    })
+    await recordUserEvent(deps.db, ctx, found?.user.id ?? null, 'auth.sign_in_failed', { email })
     return { ok: false, reason: 'invalid' }
   }
   const { user, passwordHash } = found
   if (!(await deps.hasher.verify(passwordHash, password))) {
-    await recordAudit(deps.db, {
-      actorId: user.id,
-      action: 'auth.sign_in_failed',
-      targetType: 'user',
-      targetId: user.id,
-      ip: ctx.ip,
-    })
+    await recordUserEvent(deps.db, ctx, user.id, 'auth.sign_in_failed')
     return { ok: false, reason: 'invalid' }
   }
   // Only a caller who knows the password learns of a ban; a banned user gets no mail either.
   if (await banHolds(deps.db, ctx, user.id, deps.clock.now())) {
-    await recordAudit(deps.db, {
-      actorId: user.id,
-      action: 'auth.sign_in_failed',
-      targetType: 'user',
-      targetId: user.id,
-      ip: ctx.ip,
-      details: { reason: 'banned' },
-    })
+    await recordUserEvent(deps.db, ctx, user.id, 'auth.sign_in_failed', { reason: 'banned' })
     throw bannedUser()
   }
   // Only a caller who knows the password learns that a reset is required.
@@ -220,13 +200,9 @@ export async function resetPassword(deps: EmailAuthDeps, ctx: RequestContext, to
     // Pending changes of address too: one asked for by whoever held a session would otherwise
     // move the account away from the owner who just took it back.
     await revokeTokens(trx, record.userId, EVICTED_PURPOSES)
-    await recordAudit(trx, {
-      actorId: record.userId,
-      action: 'auth.password_reset',
-      targetType: 'user',
-      targetId: record.userId,
-      ip: ctx.ip,
-      details: { sessionsEnded: ended, ...(removedAccounts.length ? { removedAccounts } : {}) },
+    await recordUserEvent(trx, ctx, record.userId, 'auth.password_reset', {
+      sessionsEnded: ended,
+      ...(removedAccounts.length ? { removedAccounts } : {}),
     })
   })
 }
@@ -249,13 +225,7 @@ export async function verifyEmail(deps: EmailAuthDeps, ctx: RequestContext, toke
       if (record.purpose === 'change-email-verification') return completeEmailChange(deps, ctx, trx, record)
       const verified = await markEmailVerified(trx, record.userId, String(record.data.email ?? ''), now)
       if (!verified) throw invalidToken() // the account's address changed since the mail was sent
-      await recordAudit(trx, {
-        actorId: verified.id,
-        action: 'auth.email_verified',
-        targetType: 'user',
-        targetId: verified.id,
-        ip: ctx.ip,
-      })
+      await recordUserEvent(trx, ctx, verified.id, 'auth.email_verified')
       await maybeBootstrapOwner(trx, { ...verified, emailVerified: true }, deps.config.bootstrapOwnerEmail, now)
       return null
     })
@@ -289,14 +259,7 @@ export async function changePassword(
     await clearPasswordResetRequired(trx, input.userId, now)
     const ended = await endSessionsOfUser(trx, input.userId, { except: input.currentSessionId })
     await revokeTokens(trx, input.userId, CHANGE_OF_ADDRESS)
-    await recordAudit(trx, {
-      actorId: input.userId,
-      action: 'auth.password_changed',
-      targetType: 'user',
-      targetId: input.userId,
-      ip: ctx.ip,
-      details: { otherSessionsEnded: ended },
-    })
+    await recordUserEvent(trx, ctx, input.userId, 'auth.password_changed', { otherSessionsEnded: ended })
   })
   return (await findUserById(deps.db, input.userId))!
 }

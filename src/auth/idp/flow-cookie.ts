@@ -4,6 +4,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Config } from '../../config.js'
 import type { Clock } from '../../shared/clock.js'
+import { cookieName } from '../cookies.js'
 
 const FLOW_TTL_MS = 10 * 60 * 1000
 const BASE_NAME = 'idp_flow'
@@ -28,7 +29,7 @@ export class FlowCookie {
     private readonly config: Config['auth'],
     private readonly clock: Clock,
   ) {
-    this.name = config.secureCookies ? `__Secure-${BASE_NAME}` : BASE_NAME
+    this.name = cookieName(config, BASE_NAME)
   }
 
   private attributes() {

@@ -2,6 +2,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Config } from '../../config.js'
 import type { Clock } from '../../shared/clock.js'
+import { cookieAttributes, cookieName, readSignedCookie } from '../cookies.js'
 import { hashToken } from '../tokens.js'
 
 // better-auth's cookie name, so the web front end's middleware that looks for it keeps working.
@@ -29,18 +30,11 @@ export class SessionCookie {
     private readonly clock: Clock,
     private readonly maxVerified = 100_000,
   ) {
-    this.name = config.secureCookies ? `__Secure-${BASE_NAME}` : BASE_NAME
+    this.name = cookieName(config, BASE_NAME)
   }
 
   private attributes() {
-    return {
-      path: '/',
-      httpOnly: true,
-      sameSite: 'lax' as const,
-      secure: this.config.secureCookies,
-      domain: this.config.cookieDomain,
-      signed: true,
-    }
+    return { ...cookieAttributes(this.config), signed: true }
   }
 
   /** With rememberMe the cookie lives as long as the session; without, it ends with the browser. */
@@ -79,10 +73,7 @@ export class SessionCookie {
 
   /** The token when the cookie is present and its signature verifies under any configured key. */
   read(request: FastifyRequest): string | null {
-    const raw = request.cookies[this.name]
-    if (!raw) return null
-    const result = request.unsignCookie(raw)
-    return result.valid && result.value ? result.value : null
+    return readSignedCookie(request, this.name)
   }
 
   present(request: FastifyRequest): boolean {

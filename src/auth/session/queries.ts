@@ -1,8 +1,10 @@
 // The `session` table. The token itself is never stored: a row is found by SHA-256(token), and
 // shown to clients by its public id.
+import type { Selectable } from 'kysely'
 import type { Executor } from '../../../db/index.js'
 import { preparedStatement } from '../../../db/prepared.js'
 import { toProfile, toSessionUser, type ProfileRow, type SessionUserRow } from '../queries.js'
+import type { SessionTable } from '../tables.js'
 import type { SessionView, SignedInUser } from './sessions.js'
 
 /** A session row as the session manager sees it: the public id, its token hash and its times. */
@@ -83,18 +85,27 @@ export async function insertSession(db: Executor, session: StoredSession): Promi
     .execute()
 }
 
+type SessionViewRow = Pick<
+  Selectable<SessionTable>,
+  'id' | 'user_id' | 'expires_at' | 'created_at' | 'updated_at' | 'ip_address' | 'user_agent'
+>
+
+const toSessionView = (r: SessionViewRow): SessionView => ({
+  id: r.id,
+  userId: r.user_id,
+  expiresAt: r.expires_at,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+  ipAddress: r.ip_address,
+  userAgent: r.user_agent,
+})
+
 /** Every session of the user, expired ones included (what lucia's adapter interface asks for). */
 export async function sessionsOfUser(db: Executor, userId: string): Promise<StoredSession[]> {
   const rows = await db.selectFrom('session').selectAll().where('user_id', '=', userId).execute()
   return rows.map((r) => ({
-    id: r.id,
+    ...toSessionView(r),
     tokenHash: r.token_hash,
-    userId: r.user_id,
-    expiresAt: r.expires_at,
-    createdAt: r.created_at,
-    updatedAt: r.updated_at,
-    ipAddress: r.ip_address,
-    userAgent: r.user_agent,
     rememberMe: r.remember_me,
     twoFactorVerified: r.two_factor_verified,
   }))
@@ -109,15 +120,7 @@ export async function listLiveSessions(db: Executor, userId: string, now: Date):
     .where('expires_at', '>', now)
     .orderBy('created_at', 'desc')
     .execute()
-  return rows.map((r) => ({
-    id: r.id,
-    userId: r.user_id,
-    expiresAt: r.expires_at,
-    createdAt: r.created_at,
-    updatedAt: r.updated_at,
-    ipAddress: r.ip_address,
-    userAgent: r.user_agent,
-  }))
+  return rows.map(toSessionView)
 }
 
 export async function setSessionExpiry(db: Executor, tokenHash: string, expiresAt: Date, now: Date): Promise<void> {

@@ -4,6 +4,7 @@
 // `verification` row, so the server decides what it is worth and can revoke it.
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Config } from '../../config.js'
+import { cookieAttributes, cookieName, readSignedCookie } from '../cookies.js'
 
 export const CHALLENGE_TTL_MS = 10 * 60 * 1000
 export const TRUSTED_DEVICE_TTL_MS = 30 * 24 * 60 * 60 * 1000
@@ -16,17 +17,11 @@ class SignedCookie {
     baseName: string,
     private readonly maxAgeMs: number,
   ) {
-    this.name = config.secureCookies ? `__Secure-${baseName}` : baseName
+    this.name = cookieName(config, baseName)
   }
 
   private attributes() {
-    return {
-      path: '/',
-      httpOnly: true,
-      sameSite: 'lax' as const,
-      secure: this.config.secureCookies,
-      domain: this.config.cookieDomain,
-    }
+    return cookieAttributes(this.config)
   }
 
   set(reply: FastifyReply, token: string): void {
@@ -43,10 +38,7 @@ class SignedCookie {
 
   /** The token when the cookie is present and its signature verifies under any configured key. */
   read(request: FastifyRequest): string | null {
-    const raw = request.cookies[this.name]
-    if (!raw) return null
-    const result = request.unsignCookie(raw)
-    return result.valid && result.value ? result.value : null
+    return readSignedCookie(request, this.name)
   }
 }
 

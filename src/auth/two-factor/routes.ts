@@ -6,10 +6,10 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import { contextOf } from '../../shared/context.js'
 import { AppError, ErrorSchema } from '../../shared/errors.js'
-import type { RoutePolicy } from '../../shared/route-policy.js'
+import { REVERIFIES_PASSWORD, type RoutePolicy } from '../../shared/route-policy.js'
 import { PlainText } from '../../shared/validation.js'
 import { currentUser } from '../guard.js'
-import { Status, toUserJson, UserSchema } from '../schemas.js'
+import { CurrentPassword, Status, toUserJson, UserSchema } from '../schemas.js'
 import { signInBrowser } from '../session/routes.js'
 import { TwoFactorCookies } from './cookies.js'
 import { TwoFactorKeys } from './crypto.js'
@@ -93,59 +93,56 @@ export default async function twoFactorRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>()
   const { deps, cookies } = kitOf(app)
 
-  const Password = z.string().min(1).max(1024)
   // The code is short; anything longer is not a typo of one.
   const Code = z.string().min(1).max(64)
-  // Wrong answers to the password are counted per account, whichever of these routes asked.
-  const REVERIFIES: RoutePolicy = { reverifiesPassword: true }
   // Public: the second step of a sign-in has no session yet (the challenge cookie says who); a
   // signed-in user confirms the setup on the same routes. Per IP like a sign-in.
   const VERIFY: RoutePolicy = { access: 'public', rateLimit: { perIp: 'signIn' } }
-  const passwordErrors = { 400: ErrorSchema, 401: ErrorSchema, 429: ErrorSchema }
+  const PasswordBody = z.strictObject({ password: CurrentPassword })
+
+  /** The options of a route that asks for the password again (REVERIFIES_PASSWORD) and answers `ok` with 200. */
+  const reverifying = <Body extends z.ZodType, Ok extends z.ZodType>(
+    operationId: string,
+    summary: string,
+    body: Body,
+    ok: Ok,
+  ) => ({
+    // Wrong answers to the password are counted per account, whichever of these routes asked.
+    config: { policy: REVERIFIES_PASSWORD },
+    schema: { operationId, tags, summary, body, response: { 200: ok, 400: ErrorSchema, 401: ErrorSchema, 429: ErrorSchema } },
+  })
 
   app.post(
     '/api/auth/two-factor/enable',
-    {
-      config: { policy: REVERIFIES },
-      schema: {
-        operationId: 'enableTwoFactor',
-        tags,
-        summary: 'Start setting up TOTP: the URI to scan and ten backup codes, shown once; on after the first verify-totp',
-        // Storable text only: a lone surrogate cannot be put in the URI (encodeURIComponent throws).
-        body: z.strictObject({ password: Password, issuer: PlainText(1, 64).optional() }),
-        response: { 200: z.object({ totpURI: z.string(), backupCodes: z.array(z.string()) }), ...passwordErrors },
-      },
-    },
+    reverifying(
+      'enableTwoFactor',
+      'Start setting up TOTP: the URI to scan and ten backup codes, shown once; on after the first verify-totp',
+      // Storable text only: a lone surrogate cannot be put in the URI (encodeURIComponent throws).
+      z.strictObject({ password: CurrentPassword, issuer: PlainText(1, 64).optional() }),
+      z.object({ totpURI: z.string(), backupCodes: z.array(z.string()) }),
+    ),
     async (request) => enableTwoFactor(deps, contextOf(request), currentUser(request), request.body),
   )
 
   app.post(
     '/api/auth/two-factor/get-totp-uri',
-    {
-      config: { policy: REVERIFIES },
-      schema: {
-        operationId: 'getTotpUri',
-        tags,
-        summary: 'The TOTP URI of the current secret, to scan it again',
-        body: z.strictObject({ password: Password }),
-        response: { 200: z.object({ totpURI: z.string() }), ...passwordErrors },
-      },
-    },
+    reverifying(
+      'getTotpUri',
+      'The TOTP URI of the current secret, to scan it again',
+      PasswordBody,
+      z.object({ totpURI: z.string() }),
+    ),
     async (request) => getTotpUri(deps, currentUser(request), request.body.password),
   )
 
   app.post(
     '/api/auth/two-factor/generate-backup-codes',
-    {
-      config: { policy: REVERIFIES },
-      schema: {
-        operationId: 'generateBackupCodes',
-        tags,
-        summary: 'Ten new backup codes, shown once; the earlier ones stop working',
-        body: z.strictObject({ password: Password }),
-        response: { 200: z.object({ status: z.literal(true), backupCodes: z.array(z.string()) }), ...passwordErrors },
-      },
-    },
+    reverifying(
+      'generateBackupCodes',
+      'Ten new backup codes, shown once; the earlier ones stop working',
+      PasswordBody,
+      z.object({ status: z.literal(true), backupCodes: z.array(z.string()) }),
+    ),
     async (request) => ({
       status: true as const,
       backupCodes: await regenerateBackupCodes(deps, contextOf(request), currentUser(request), request.body.password),
@@ -154,16 +151,12 @@ export default async function twoFactorRoutes(fastify: FastifyInstance) {
 
   app.post(
     '/api/auth/two-factor/disable',
-    {
-      config: { policy: REVERIFIES },
-      schema: {
-        operationId: 'disableTwoFactor',
-        tags,
-        summary: 'Turn two-factor off; every trusted device of the account is forgotten',
-        body: z.strictObject({ password: Password }),
-        response: { 200: Status, ...passwordErrors },
-      },
-    },
+    reverifying(
+      'disableTwoFactor',
+      'Turn two-factor off; every trusted device of the account is forgotten',
+      PasswordBody,
+      Status,
+    ),
     async (request, reply) => {
       await disableTwoFactor(deps, contextOf(request), currentUser(request).id, request.body.password)
       if (cookies.trustedDevice.present(request)) cookies.trustedDevice.clear(reply)
@@ -201,42 +194,39 @@ export default async function twoFactorRoutes(fastify: FastifyInstance) {
     return { token: null, user: toUserJson(verified.user) }
   }
 
-  const verifyResponses = {
-    200: z.object({ token: z.null(), user: UserSchema }),
-    400: ErrorSchema,
-    401: ErrorSchema,
-    403: ErrorSchema,
-    429: ErrorSchema,
-  }
+  /** The options of verify-totp and verify-backup-code: a code, and whether to trust this device. */
+  const verifying = (operationId: string, summary: string) => ({
+    config: { policy: VERIFY },
+    schema: {
+      operationId,
+      tags,
+      summary,
+      body: z.strictObject({ code: Code, trustDevice: z.boolean().optional() }),
+      response: {
+        200: z.object({ token: z.null(), user: UserSchema }),
+        400: ErrorSchema,
+        401: ErrorSchema,
+        403: ErrorSchema,
+        429: ErrorSchema,
+      },
+    },
+  })
 
   app.post(
     '/api/auth/two-factor/verify-totp',
-    {
-      config: { policy: VERIFY },
-      schema: {
-        operationId: 'verifyTotp',
-        tags,
-        summary:
-          'A TOTP code: completes a sign-in (two_factor cookie) and starts the session, or confirms the setup of a signed-in user',
-        body: z.strictObject({ code: Code, trustDevice: z.boolean().optional() }),
-        response: verifyResponses,
-      },
-    },
+    verifying(
+      'verifyTotp',
+      'A TOTP code: completes a sign-in (two_factor cookie) and starts the session, or confirms the setup of a signed-in user',
+    ),
     async (request, reply) => verify(request, reply, 'totp', request.body.code, request.body.trustDevice === true),
   )
 
   app.post(
     '/api/auth/two-factor/verify-backup-code',
-    {
-      config: { policy: VERIFY },
-      schema: {
-        operationId: 'verifyBackupCode',
-        tags,
-        summary: 'A backup code (each works once): completes a sign-in (two_factor cookie) and starts the session',
-        body: z.strictObject({ code: Code, trustDevice: z.boolean().optional() }),
-        response: verifyResponses,
-      },
-    },
+    verifying(
+      'verifyBackupCode',
+      'A backup code (each works once): completes a sign-in (two_factor cookie) and starts the session',
+    ),
     async (request, reply) => verify(request, reply, 'backup-code', request.body.code, request.body.trustDevice === true),
   )
 }

@@ -1,7 +1,7 @@
 // Two-factor authentication (TOTP and backup codes): turning it on and off, the second step of a
 // sign-in, and the trusted devices that skip it. Rules in better-auth's twoFactor plugin's terms.
 import type { DB } from '../../../db/index.js'
-import { recordAudit } from '../../shared/audit.js'
+import { recordUserEvent } from '../../shared/audit.js'
 import type { Clock } from '../../shared/clock.js'
 import type { RequestContext } from '../../shared/context.js'
 import { AppError } from '../../shared/errors.js'
@@ -93,13 +93,7 @@ export async function enableTwoFactor(
     const now = deps.clock.now()
     await putPendingSecret(trx, user.id, deps.keys.encrypt(secret), now)
     await replaceBackupCodes(trx, user.id, hashCodes(deps, backupCodes))
-    await recordAudit(trx, {
-      actorId: user.id,
-      action: 'auth.two_factor.setup_started',
-      targetType: 'user',
-      targetId: user.id,
-      ip: ctx.ip,
-    })
+    await recordUserEvent(trx, ctx, user.id, 'auth.two_factor.setup_started')
   })
   return { totpURI: totpUri(secret, user.email, input.issuer ?? DEFAULT_ISSUER), backupCodes }
 }
@@ -128,13 +122,7 @@ export async function regenerateBackupCodes(
   const backupCodes = newBackupCodes()
   await deps.db.transaction().execute(async (trx) => {
     await replaceBackupCodes(trx, user.id, hashCodes(deps, backupCodes))
-    await recordAudit(trx, {
-      actorId: user.id,
-      action: 'auth.two_factor.backup_codes_regenerated',
-      targetType: 'user',
-      targetId: user.id,
-      ip: ctx.ip,
-    })
+    await recordUserEvent(trx, ctx, user.id, 'auth.two_factor.backup_codes_regenerated')
   })
   return backupCodes
 }
@@ -155,14 +143,7 @@ export async function disableTwoFactor(
     const { trustedDevices } = await deleteTwoFactor(trx, userId)
     await setTwoFactorEnabled(trx, userId, false, now)
     await clearSessionsTwoFactorVerified(trx, userId)
-    await recordAudit(trx, {
-      actorId: userId,
-      action: 'auth.two_factor.disabled',
-      targetType: 'user',
-      targetId: userId,
-      ip: ctx.ip,
-      details: { trustedDevicesRevoked: trustedDevices },
-    })
+    await recordUserEvent(trx, ctx, userId, 'auth.two_factor.disabled', { trustedDevicesRevoked: trustedDevices })
   })
 }
 
@@ -190,14 +171,7 @@ async function checkCode(
 
 async function auditFailure(deps: TwoFactorDeps, ctx: RequestContext, userId: string, method: Method, err: unknown) {
   if (err instanceof AppError && (err.code === 'INVALID_CODE' || err.code === 'INVALID_BACKUP_CODE')) {
-    await recordAudit(deps.db, {
-      actorId: userId,
-      action: 'auth.two_factor.failed',
-      targetType: 'user',
-      targetId: userId,
-      ip: ctx.ip,
-      details: { method },
-    })
+    await recordUserEvent(deps.db, ctx, userId, 'auth.two_factor.failed', { method })
   }
 }
 
@@ -227,13 +201,7 @@ export async function verifyForSession(
         const now = deps.clock.now()
         await markSecretVerified(trx, user.id, now)
         await setTwoFactorEnabled(trx, user.id, true, now)
-        await recordAudit(trx, {
-          actorId: user.id,
-          action: 'auth.two_factor.enabled',
-          targetType: 'user',
-          targetId: user.id,
-          ip: ctx.ip,
-        })
+        await recordUserEvent(trx, ctx, user.id, 'auth.two_factor.enabled')
       }
     })
   } catch (err) {
@@ -310,13 +278,7 @@ export async function beginSignIn(
       return issueTrustedDevice(trx, input.userId, new Date(now.getTime() + TRUSTED_DEVICE_TTL_MS))
     })
     if (renewed) {
-      await recordAudit(deps.db, {
-        actorId: input.userId,
-        action: 'auth.two_factor.trusted_device_used',
-        targetType: 'user',
-        targetId: input.userId,
-        ip: ctx.ip,
-      })
+      await recordUserEvent(deps.db, ctx, input.userId, 'auth.two_factor.trusted_device_used')
       // That browser passed a second factor earlier: the session counts as having passed one.
       return { kind: 'session', twoFactorVerified: true, trustedDevice: renewed }
     }

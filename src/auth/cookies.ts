@@ -1,0 +1,27 @@
+// What the service's auth cookies share (docs/http-contract.md, "Sessions and cookies"): the
+// `__Secure-` prefix over HTTPS, the attributes, and reading a signed value back.
+import type { FastifyRequest } from 'fastify'
+import type { Config } from '../config.js'
+
+/** better-auth's cookie name, with the `__Secure-` prefix when cookies are secure. */
+export const cookieName = (config: Config['auth'], baseName: string): string =>
+  config.secureCookies ? `__Secure-${baseName}` : baseName
+
+/** Host-wide, HttpOnly, SameSite=Lax, Secure over HTTPS, on the configured domain. */
+export function cookieAttributes(config: Config['auth']) {
+  return {
+    path: '/',
+    httpOnly: true,
+    sameSite: 'lax' as const,
+    secure: config.secureCookies,
+    domain: config.cookieDomain,
+  }
+}
+
+/** The cookie's value when it is present and its signature verifies under any configured key. */
+export function readSignedCookie(request: FastifyRequest, name: string): string | null {
+  const raw = request.cookies[name]
+  if (!raw) return null
+  const result = request.unsignCookie(raw)
+  return result.valid && result.value ? result.value : null
+}
