@@ -70,19 +70,32 @@ export async function resetCodeAttempts(trx: Trx, userId: string, now: Date): Pr
 }
 
 /**
- * One more wrong code at sign-in; the `max`-th in a row locks sign-in with the second factor until
- * `lockUntil` (and the count starts again). Atomic: concurrent failures are all counted.
+ * Takes one of the tries at sign-in before the code is checked, counted as a wrong code until a
+ * right one resets the count (acceptStep, resetCodeAttempts): the `max`-th in a row locks sign-in
+ * with the second factor until `lockUntil` (and the count starts again). One statement that also
+ * reads the lock, so parallel guesses over many challenges cannot all pass a lock check made before
+ * any of them failed. False while the lock holds (or two-factor is off).
  */
-export async function recordSignInFailure(db: Executor, userId: string, max: number, lockUntil: Date, now: Date): Promise<void> {
-  await db
+export async function claimSignInAttempt(
+  db: Executor,
+  userId: string,
+  max: number,
+  lockUntil: Date,
+  now: Date,
+): Promise<boolean> {
+  const row = await db
     .updateTable('two_factor')
     .set({
       sign_in_failures: sql<number>`case when sign_in_failures + 1 >= ${max} then 0 else sign_in_failures + 1 end`,
-      locked_until: sql<Date | null>`case when sign_in_failures + 1 >= ${max} then ${lockUntil} else locked_until end`,
+      locked_until: sql<Date | null>`case when sign_in_failures + 1 >= ${max} then ${lockUntil}::timestamptz else null end`,
       updated_at: now,
     })
     .where('user_id', '=', userId)
-    .execute()
+    .where('verified', '=', true)
+    .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<=', now)]))
+    .returning('user_id')
+    .executeTakeFirst()
+  return row !== undefined
 }
 
 /**

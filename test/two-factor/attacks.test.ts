@@ -1,0 +1,61 @@
+// An attacker's view of two-factor authentication, suspension and common passwords: each test is a
+// way in that was tried against the real app and must stay shut.
+import type { LightMyRequestResponse } from 'fastify'
+import t from 'tap'
+import { call, signUp, type TestUser } from '../helpers/app.js'
+import { CHALLENGE, codeAt, secretOf, twoFactorApp } from '../helpers/two-factor.js'
+
+const { app, clock } = await twoFactorApp({ REQUIRE_ADMIN_TWO_FACTOR: 'true' })
+
+/** The cookies a response set, as `name=value` pairs a browser sends back (cleared ones left out). */
+function cookiesOf(res: LightMyRequestResponse): Map<string, string> {
+  const jar = new Map<string, string>()
+  for (const c of res.cookies as { name: string; value: string; maxAge?: number }[]) {
+    if (c.value !== '' && c.maxAge !== 0) jar.set(c.name, c.value)
+  }
+  return jar
+}
+
+/** A member with two-factor on; returns the secret and backup codes. */
+async function withTwoFactor(user?: TestUser) {
+  const u = user ?? (await signUp(app))
+  const enabled = await call(app, 'POST', '/api/auth/two-factor/enable', { cookie: u.cookie, body: { password: u.password } })
+  if (enabled.statusCode !== 200) throw new Error(enabled.body)
+  const secret = secretOf(enabled.json().totpURI)
+  const confirmed = await call(app, 'POST', '/api/auth/two-factor/verify-totp', {
+    cookie: u.cookie,
+    body: { code: codeAt(secret, clock.now()) },
+  })
+  if (confirmed.statusCode !== 200) throw new Error(confirmed.body)
+  return { ...u, secret, backupCodes: enabled.json().backupCodes as string[] }
+}
+
+/** A sign-in that stops at the challenge: the `two_factor` cookie header. */
+async function challenge(user: Pick<TestUser, 'email' | 'password'>, extraCookie?: string): Promise<string> {
+  const res = await call(app, 'POST', '/api/auth/sign-in/email', {
+    body: { email: user.email, password: user.password },
+    cookie: extraCookie,
+  })
+  if (res.statusCode !== 200 || res.json().twoFactorRedirect !== true) throw new Error(`no challenge: ${res.body}`)
+  const jar = cookiesOf(res)
+  if (!jar.has(CHALLENGE)) throw new Error('no challenge cookie')
+  return `${CHALLENGE}=${jar.get(CHALLENGE)}`
+}
+
+const verifyTotp = (cookie: string | undefined, body: unknown) =>
+  call(app, 'POST', '/api/auth/two-factor/verify-totp', { cookie, body })
+
+t.test('wrong codes raced over many challenges are still stopped at ten', async (t) => {
+  const user = await withTwoFactor()
+  clock.advance(60_000)
+  const challenges = []
+  for (let i = 0; i < 4; i++) challenges.push(await challenge(user))
+  const wrong = (n: number) => String((Number(codeAt(user.secret, clock.now())) + 500_000 + n) % 1_000_000).padStart(6, '0')
+  const results = await Promise.all(
+    challenges.flatMap((cookie, i) => Array.from({ length: 5 }, (_, j) => verifyTotp(cookie, { code: wrong(i * 5 + j) }))),
+  )
+  const codes = results.map((r) => r.json().code as string)
+  const checked = codes.filter((c) => c === 'INVALID_CODE').length
+  t.same(new Set(codes), new Set(['INVALID_CODE', 'ACCOUNT_TEMPORARILY_LOCKED']), 'each a wrong code or the lock')
+  t.ok(checked <= 10, `at most ten codes checked before the lock (checked ${checked}: ${codes.join(',')})`)
+})
