@@ -2,7 +2,8 @@
 // way in that was tried against the real app and must stay shut.
 import type { LightMyRequestResponse } from 'fastify'
 import t from 'tap'
-import { call, signUp, type TestUser } from '../helpers/app.js'
+import { call, signUp, signUpWithRole, type TestUser } from '../helpers/app.js'
+import { createResult } from '../helpers/gateways.js'
 import { CHALLENGE, codeAt, secretOf, twoFactorApp } from '../helpers/two-factor.js'
 
 const { app, clock } = await twoFactorApp({ REQUIRE_ADMIN_TWO_FACTOR: 'true' })
@@ -58,4 +59,37 @@ t.test('wrong codes raced over many challenges are still stopped at ten', async 
   const checked = codes.filter((c) => c === 'INVALID_CODE').length
   t.same(new Set(codes), new Set(['INVALID_CODE', 'ACCOUNT_TEMPORARILY_LOCKED']), 'each a wrong code or the lock')
   t.ok(checked <= 10, `at most ten codes checked before the lock (checked ${checked}: ${codes.join(',')})`)
+})
+
+t.test("REQUIRE_ADMIN_TWO_FACTOR: an admin session without a second factor cannot read other users' records", async (t) => {
+  const member = await signUp(app)
+  const entry = await call(app, 'POST', '/api/v1/journal/entries', {
+    cookie: member.cookie,
+    body: { content: 'private thoughts', mood: 3 },
+  })
+  t.equal(entry.statusCode, 201)
+  const resultId = await createResult(app, member)
+  const records = [`/api/v1/journal/entries/${entry.json().id}`, `/api/v1/compatibility/results/${resultId}`]
+
+  // A password alone (no second factor): the admin routes refuse it, and so do moderation reads.
+  const admin = await signUpWithRole(app, 'admin')
+  t.equal((await call(app, 'GET', '/api/v1/admin/users', { cookie: admin.cookie })).json().code, 'TWO_FACTOR_REQUIRED')
+  for (const url of records) {
+    const res = await call(app, 'GET', url, { cookie: admin.cookie })
+    t.same([res.statusCode, res.json().code], [404, 'NOT_FOUND'], `${url}: read as a member`)
+  }
+  const reads = await app.db
+    .selectFrom('audit_event')
+    .select('action')
+    .where('actor_id', '=', admin.id)
+    .where('action', 'like', '%read_by_admin')
+    .execute()
+  t.same(reads, [], 'no moderation read happened')
+
+  // The same session once it passed a second factor reads them, audited.
+  await withTwoFactor(admin)
+  for (const url of records) t.equal((await call(app, 'GET', url, { cookie: admin.cookie })).statusCode, 200, url)
+  // Their own records stay readable without one.
+  const own = await call(app, 'POST', '/api/v1/journal/entries', { cookie: member.cookie, body: { content: 'mine', mood: 2 } })
+  t.equal((await call(app, 'GET', `/api/v1/journal/entries/${own.json().id}`, { cookie: member.cookie })).statusCode, 200)
 })
