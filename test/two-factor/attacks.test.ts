@@ -2,7 +2,7 @@
 // way in that was tried against the real app and must stay shut.
 import type { LightMyRequestResponse } from 'fastify'
 import t from 'tap'
-import { call, signUp, signUpWithRole, type TestUser } from '../helpers/app.js'
+import { call, signUp, signUpWithRole, type TestUser, uniqueEmail } from '../helpers/app.js'
 import { createResult } from '../helpers/gateways.js'
 import { CHALLENGE, codeAt, secretOf, twoFactorApp } from '../helpers/two-factor.js'
 
@@ -92,4 +92,25 @@ t.test("REQUIRE_ADMIN_TWO_FACTOR: an admin session without a second factor canno
   // Their own records stay readable without one.
   const own = await call(app, 'POST', '/api/v1/journal/entries', { cookie: member.cookie, body: { content: 'mine', mood: 2 } })
   t.equal((await call(app, 'GET', `/api/v1/journal/entries/${own.json().id}`, { cookie: member.cookie })).statusCode, 200)
+})
+
+t.test('a common password padded with white space is still refused, on sign-up and on change', async (t) => {
+  for (const password of ['password1 ', ' password1', '\tiloveyou\n', 'Sunshine1\u00a0', '\u3000qwertyuiop\u3000']) {
+    const email = uniqueEmail('padded')
+    const res = await call(app, 'POST', '/api/auth/sign-up/email', { body: { name: 'Padded', email, password } })
+    t.same([res.statusCode, res.json().code], [400, 'PASSWORD_COMPROMISED'], JSON.stringify(password))
+    t.equal(await app.db.selectFrom('user').select('id').where('email', '=', email).executeTakeFirst(), undefined)
+  }
+  const user = await signUp(app)
+  const change = await call(app, 'POST', '/api/auth/change-password', {
+    cookie: user.cookie,
+    body: { currentPassword: user.password, newPassword: 'password123 ' },
+  })
+  t.same([change.statusCode, change.json().code], [400, 'PASSWORD_COMPROMISED'])
+  // White space inside a passphrase is its own.
+  const fine = await call(app, 'POST', '/api/auth/change-password', {
+    cookie: user.cookie,
+    body: { currentPassword: user.password, newPassword: 'pass word one two' },
+  })
+  t.equal(fine.statusCode, 200)
 })
