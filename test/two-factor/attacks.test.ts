@@ -3,6 +3,7 @@
 import type { LightMyRequestResponse } from 'fastify'
 import t from 'tap'
 import { call, signUp, signUpWithRole, type TestUser, uniqueEmail } from '../helpers/app.js'
+import { issueToken } from '../../src/auth/email/queries.js'
 import { createResult } from '../helpers/gateways.js'
 import { CHALLENGE, codeAt, secretOf, twoFactorApp } from '../helpers/two-factor.js'
 
@@ -113,4 +114,35 @@ t.test('a common password padded with white space is still refused, on sign-up a
     body: { currentPassword: user.password, newPassword: 'pass word one two' },
   })
   t.equal(fine.statusCode, 200)
+})
+
+t.test('a sign-in waiting for its second factor ends when the password is reset or changed', async (t) => {
+  // Whoever had the old password started a sign-in; the owner resets the password to shut them out.
+  const user = await withTwoFactor()
+  const pending = await challenge(user)
+  const token = await issueToken(app.db, 'reset-password', user.id, { expiresAt: new Date(clock.now().getTime() + 3_600_000) })
+  const reset = await call(app, 'POST', '/api/auth/reset-password', { body: { token, newPassword: 'a brand new passphrase 42' } })
+  t.equal(reset.statusCode, 200)
+  clock.advance(30_000)
+  const late = await verifyTotp(pending, { code: codeAt(user.secret, clock.now()) })
+  t.same([late.statusCode, late.json().code], [401, 'INVALID_TWO_FACTOR_COOKIE'], 'the old sign-in is over')
+  t.same(await app.db.selectFrom('session').select('id').where('user_id', '=', user.id).execute(), [])
+
+  // The same with a change of password from a signed-in session.
+  const other = await withTwoFactor()
+  const started = await challenge(other)
+  const changed = await call(app, 'POST', '/api/auth/change-password', {
+    cookie: other.cookie,
+    body: { currentPassword: other.password, newPassword: 'another new passphrase 43' },
+  })
+  t.equal(changed.statusCode, 200)
+  clock.advance(30_000)
+  const backup = await call(app, 'POST', '/api/auth/two-factor/verify-backup-code', {
+    cookie: started,
+    body: { code: other.backupCodes[0] },
+  })
+  t.same([backup.statusCode, backup.json().code], [401, 'INVALID_TWO_FACTOR_COOKIE'])
+  // The owner's own new sign-in still works.
+  const fresh = await challenge({ email: other.email, password: 'another new passphrase 43' })
+  t.equal((await verifyTotp(fresh, { code: codeAt(other.secret, clock.now()) })).statusCode, 200)
 })

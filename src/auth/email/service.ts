@@ -28,6 +28,7 @@ import {
   type UserWithFlags,
 } from '../queries.js'
 import { approveEmailChange, completeEmailChange } from '../account/service.js'
+import { deleteChallenges } from '../two-factor/queries.js'
 import { consumeToken, consumeTokenOf, issueToken, peekToken, revokeTokens } from './queries.js'
 
 export interface EmailAuthDeps {
@@ -201,8 +202,10 @@ export async function resetPassword(deps: EmailAuthDeps, ctx: RequestContext, to
     if (!record) throw invalidToken()
     await setPasswordHash(trx, record.userId, passwordHash, now)
     await clearPasswordResetRequired(trx, record.userId, now)
-    // Whoever held a session (perhaps the reason for the reset) is signed out everywhere.
+    // Whoever held a session (perhaps the reason for the reset) is signed out everywhere, and a
+    // sign-in with the old password that waits for its second factor ends too.
     const ended = await endSessionsOfUser(trx, record.userId)
+    await deleteChallenges(trx, record.userId)
     await revokeTokens(trx, record.userId, 'reset-password')
     await recordAudit(trx, {
       actorId: record.userId,
@@ -272,6 +275,7 @@ export async function changePassword(
     await setPasswordHash(trx, input.userId, passwordHash, now)
     await clearPasswordResetRequired(trx, input.userId, now)
     const ended = await endSessionsOfUser(trx, input.userId, { except: input.currentSessionId })
+    await deleteChallenges(trx, input.userId) // sign-ins with the old password still waiting for a code
     await recordAudit(trx, {
       actorId: input.userId,
       action: 'auth.password_changed',

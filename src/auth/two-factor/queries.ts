@@ -216,6 +216,16 @@ export async function claimChallengeAttempt(
   return spent.numDeletedRows > 0n ? 'exhausted' : null
 }
 
+/** Ends every sign-in of the user still waiting for its second factor (the password changed under it). */
+export async function deleteChallenges(trx: Trx, userId: string): Promise<number> {
+  const result = await trx
+    .deleteFrom('verification')
+    .where('user_id', '=', userId)
+    .where('purpose', '=', CHALLENGE)
+    .executeTakeFirst()
+  return Number(result.numDeletedRows)
+}
+
 /** Ends the challenge once its second factor passed; false when another request ended it first. */
 export async function consumeChallenge(trx: Trx, token: string, userId: string): Promise<boolean> {
   const result = await trx
