@@ -146,3 +146,30 @@ t.test('a sign-in waiting for its second factor ends when the password is reset 
   const fresh = await challenge({ email: other.email, password: 'another new passphrase 43' })
   t.equal((await verifyTotp(fresh, { code: codeAt(other.secret, clock.now()) })).statusCode, 200)
 })
+
+t.test('disable racing a sign-in verify is never a 500 and leaves one consistent state', async (t) => {
+  const outcomes = new Set<string>()
+  for (let i = 0; i < 16; i++) {
+    const user = await withTwoFactor()
+    clock.advance(30_000)
+    const pending = await challenge(user)
+    const byBackupCode = i % 2 === 1
+    const [verified, disabled] = await Promise.all([
+      byBackupCode
+        ? call(app, 'POST', '/api/auth/two-factor/verify-backup-code', { cookie: pending, body: { code: user.backupCodes[0] } })
+        : verifyTotp(pending, { code: codeAt(user.secret, clock.now()) }),
+      call(app, 'POST', '/api/auth/two-factor/disable', { cookie: user.cookie, body: { password: user.password } }),
+    ])
+    outcomes.add(`${verified.statusCode}/${disabled.statusCode}`)
+    t.ok([200, 401].includes(verified.statusCode), `verify: ${verified.statusCode} ${verified.body.slice(0, 120)}`)
+    t.equal(disabled.statusCode, 200, `disable: ${disabled.body.slice(0, 120)}`)
+    const row = await app.db.selectFrom('two_factor').select('user_id').where('user_id', '=', user.id).executeTakeFirst()
+    const { two_factor_enabled } = await app.db
+      .selectFrom('user')
+      .select('two_factor_enabled')
+      .where('id', '=', user.id)
+      .executeTakeFirstOrThrow()
+    t.same([row, two_factor_enabled], [undefined, false], 'two-factor is off, row and flag')
+  }
+  t.comment([...outcomes].join(' '))
+})

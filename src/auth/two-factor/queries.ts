@@ -132,16 +132,20 @@ export async function useBackupCode(trx: Trx, userId: string, candidates: readon
   return result.numDeletedRows > 0n
 }
 
-/** Two-factor off: the secret, the backup codes, pending challenges and every trusted device go. */
+/**
+ * Two-factor off: the secret, the backup codes, pending challenges and every trusted device go. In
+ * the order a sign-in's verify locks them (its challenge, then a backup code, then the two_factor
+ * row), so the two racing on PostgreSQL wait for each other instead of deadlocking into a 500.
+ */
 export async function deleteTwoFactor(trx: Trx, userId: string): Promise<{ trustedDevices: number }> {
-  await trx.deleteFrom('two_factor_backup_code').where('user_id', '=', userId).execute()
-  await trx.deleteFrom('two_factor').where('user_id', '=', userId).execute()
   await trx.deleteFrom('verification').where('user_id', '=', userId).where('purpose', '=', CHALLENGE).execute()
   const trusted = await trx
     .deleteFrom('verification')
     .where('user_id', '=', userId)
     .where('purpose', '=', TRUSTED_DEVICE)
     .executeTakeFirst()
+  await trx.deleteFrom('two_factor_backup_code').where('user_id', '=', userId).execute()
+  await trx.deleteFrom('two_factor').where('user_id', '=', userId).execute()
   return { trustedDevices: Number(trusted.numDeletedRows) }
 }
 
