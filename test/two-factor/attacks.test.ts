@@ -5,9 +5,11 @@ import t from 'tap'
 import { call, signUp, signUpWithRole, type TestUser, uniqueEmail } from '../helpers/app.js'
 import { issueToken } from '../../src/auth/email/queries.js'
 import { createResult } from '../helpers/gateways.js'
+import { linkIn, startSmtpServer } from '../helpers/smtp.js'
 import { CHALLENGE, codeAt, secretOf, twoFactorApp } from '../helpers/two-factor.js'
 
-const { app, clock } = await twoFactorApp({ REQUIRE_ADMIN_TWO_FACTOR: 'true' })
+const smtp = await startSmtpServer()
+const { app, clock } = await twoFactorApp({ REQUIRE_ADMIN_TWO_FACTOR: 'true', SMTP_URL: smtp.url })
 
 /** The cookies a response set, as `name=value` pairs a browser sends back (cleared ones left out). */
 function cookiesOf(res: LightMyRequestResponse): Map<string, string> {
@@ -172,4 +174,28 @@ t.test('disable racing a sign-in verify is never a 500 and leaves one consistent
     t.same([row, two_factor_enabled], [undefined, false], 'two-factor is off, row and flag')
   }
   t.comment([...outcomes].join(' '))
+})
+
+t.test('a password reset ends a change of address asked for by whoever held the account before', async (t) => {
+  // Someone registers the victim's address first (nothing proves it) and asks to move the account
+  // to their own address: an unverified account's link goes straight to the new address.
+  const victimEmail = uniqueEmail('victim')
+  const squatter = await signUp(app, { email: victimEmail, password: 'the squatter passphrase 1' })
+  const attackerEmail = uniqueEmail('attacker')
+  const asked = await call(app, 'POST', '/api/auth/change-email', { cookie: squatter.cookie, body: { newEmail: attackerEmail } })
+  t.equal(asked.statusCode, 200)
+  const pendingChange = linkIn(await smtp.inbox.next(attackerEmail))
+
+  // The owner of the address takes the account over with a reset from their mailbox.
+  t.equal((await call(app, 'POST', '/api/auth/request-password-reset', { body: { email: victimEmail } })).statusCode, 200)
+  const token = linkIn(await smtp.inbox.next(victimEmail)).searchParams.get('token')!
+  const reset = await call(app, 'POST', '/api/auth/reset-password', { body: { token, newPassword: 'the owner passphrase 2' } })
+  t.equal(reset.statusCode, 200)
+
+  // The squatter's link no longer moves the account to their address.
+  const used = await call(app, 'GET', `${pendingChange.pathname}${pendingChange.search}`)
+  t.equal(used.statusCode, 302)
+  t.equal(new URL(String(used.headers.location)).searchParams.get('error'), 'invalid_token', 'the link is dead')
+  const { email } = await app.db.selectFrom('user').select('email').where('id', '=', squatter.id).executeTakeFirstOrThrow()
+  t.equal(email, victimEmail, 'the account keeps the address whose owner reset it')
 })

@@ -207,6 +207,10 @@ export async function resetPassword(deps: EmailAuthDeps, ctx: RequestContext, to
     const ended = await endSessionsOfUser(trx, record.userId)
     await deleteChallenges(trx, record.userId)
     await revokeTokens(trx, record.userId, 'reset-password')
+    // A change of address asked for before the reset may come from whoever the reset shuts out (an
+    // unverified account's link goes straight to the new address): it must not move the account.
+    await revokeTokens(trx, record.userId, 'change-email-confirmation')
+    await revokeTokens(trx, record.userId, 'change-email-verification')
     await recordAudit(trx, {
       actorId: record.userId,
       action: 'auth.password_reset',
