@@ -1,7 +1,7 @@
 // /api/v1/compatibility/*: the signed-in user's compatibility results and their deep insights.
 import type { FastifyInstance } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
-import { currentUser } from '../auth/guard.js'
+import { currentUser, viewerOf } from '../auth/guard.js'
 import { ErrorSchema } from '../shared/errors.js'
 import { contextOf } from '../shared/context.js'
 import { IdParams } from '../shared/validation.js'
@@ -68,7 +68,7 @@ export default async function compatibilityRoutes(fastify: FastifyInstance) {
         response: { 200: ResultSchema, ...errors },
       },
     },
-    async (request) => toResultJson(await readResult(deps, contextOf(request), currentUser(request), request.params.id)),
+    async (request) => toResultJson(await readResult(deps, contextOf(request), viewerOf(request), request.params.id)),
   )
 
   app.post(

@@ -7,7 +7,7 @@ import { signedIn, type RequestContext } from '../shared/context.js'
 import { todayUtc } from '../shared/dates.js'
 import { AppError, conflict, notFound } from '../shared/errors.js'
 import { newId } from '../shared/ids.js'
-import { authorizeRead } from '../shared/moderation.js'
+import { authorizeRead, type Viewer } from '../shared/moderation.js'
 import { byCreatedAt, toPage, type Page } from '../shared/pagination.js'
 import { invalidInput } from '../shared/validation.js'
 import { effectivePlan } from '../usage/plans.js'
@@ -105,7 +105,7 @@ export async function createResult(
 export async function readResult(
   deps: CompatibilityDeps,
   ctx: RequestContext,
-  viewer: SessionUser,
+  viewer: Viewer,
   id: string,
 ): Promise<CompatibilityResult> {
   const read = { targetType: 'compatibility_result', action: 'compatibility.result.read_by_admin', what: RESULT }

@@ -2,7 +2,7 @@
 import type { FastifyInstance } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
-import { currentUser } from '../auth/guard.js'
+import { currentUser, viewerOf } from '../auth/guard.js'
 import { ErrorSchema } from '../shared/errors.js'
 import { contextOf } from '../shared/context.js'
 import { IdParams } from '../shared/validation.js'
@@ -68,7 +68,7 @@ export default async function journalRoutes(fastify: FastifyInstance) {
         response: { 200: EntrySchema, ...errors },
       },
     },
-    async (request) => toEntryJson(await readEntry(deps, contextOf(request), currentUser(request), request.params.id)),
+    async (request) => toEntryJson(await readEntry(deps, contextOf(request), viewerOf(request), request.params.id)),
   )
 
   app.patch(

@@ -7,7 +7,7 @@ import { signedIn, type RequestContext } from '../shared/context.js'
 import { todayUtc } from '../shared/dates.js'
 import { notFound } from '../shared/errors.js'
 import { newId } from '../shared/ids.js'
-import { authorizeRead } from '../shared/moderation.js'
+import { authorizeRead, type Viewer } from '../shared/moderation.js'
 import { byCreatedAt, toPage, type Page } from '../shared/pagination.js'
 import { countedAct } from '../usage/service.js'
 import { promptLocale, promptOfDay, type DailyPrompt } from './prompts.js'
@@ -77,7 +77,7 @@ export async function createEntry(
 }
 
 /** The owner's entry; any entry for an admin or owner `viewer`, audited. */
-export async function readEntry(deps: JournalDeps, ctx: RequestContext, viewer: SessionUser, id: string): Promise<JournalEntry> {
+export async function readEntry(deps: JournalDeps, ctx: RequestContext, viewer: Viewer, id: string): Promise<JournalEntry> {
   const read = { targetType: 'journal_entry', action: 'journal.entry.read_by_admin', what: ENTRY }
   return toEntry(await authorizeRead(deps, viewer, await findEntry(deps.db, id), read, ctx.ip))
 }

@@ -29,6 +29,7 @@ import {
   type UserWithFlags,
 } from '../queries.js'
 import { approveEmailChange, completeEmailChange } from '../account/service.js'
+import { deleteChallenges } from '../two-factor/queries.js'
 import { consumeToken, consumeTokenOf, issueToken, peekToken, revokeTokens } from './queries.js'
 
 export interface EmailAuthDeps {
@@ -195,8 +196,10 @@ export async function resetPassword(deps: EmailAuthDeps, ctx: RequestContext, to
     const removedAccounts = user && !user.emailVerified ? await deleteAccountsButPassword(trx, record.userId) : []
     await setPasswordHash(trx, record.userId, passwordHash, now)
     await clearPasswordResetRequired(trx, record.userId, now)
-    // Whoever held a session (perhaps the reason for the reset) is signed out everywhere.
+    // Whoever held a session (perhaps the reason for the reset) is signed out everywhere, and a
+    // sign-in with the old password that waits for its second factor ends too.
     const ended = await endSessionsOfUser(trx, record.userId)
+    await deleteChallenges(trx, record.userId) // sign-ins with the old password still waiting for a code
     // Pending changes of address too: one asked for by whoever held a session would otherwise
     // move the account away from the owner who just took it back.
     await revokeTokens(trx, record.userId, EVICTED_PURPOSES)
@@ -258,6 +261,7 @@ export async function changePassword(
     await setPasswordHash(trx, input.userId, passwordHash, now)
     await clearPasswordResetRequired(trx, input.userId, now)
     const ended = await endSessionsOfUser(trx, input.userId, { except: input.currentSessionId })
+    await deleteChallenges(trx, input.userId) // sign-ins with the old password still waiting for a code
     await revokeTokens(trx, input.userId, CHANGE_OF_ADDRESS)
     await recordUserEvent(trx, ctx, input.userId, 'auth.password_changed', { otherSessionsEnded: ended })
   })

@@ -1,7 +1,7 @@
 // Common passwords: a new password found among the 49,233 most used and breached passwords of
 // @zxcvbn-ts/language-common is refused, offline and in memory (no password leaves the process).
-// The list is all lower case; a password is compared NFKC-normalised, as it is hashed, and lower-cased,
-// so "Password1" is as refused as "password1".
+// The list is all lower case; a password is compared NFKC-normalised, as it is hashed, lower-cased and
+// without surrounding white space, so "Password1" and "password1 " are as refused as "password1".
 import { dictionary } from '@zxcvbn-ts/language-common'
 import { AppError } from '../../shared/errors.js'
 
@@ -9,7 +9,7 @@ let common: Set<string> | undefined
 
 export function isCommonPassword(password: string): boolean {
   common ??= new Set(dictionary['passwords-common'])
-  return common.has(password.normalize('NFKC').toLowerCase())
+  return common.has(password.normalize('NFKC').trim().toLowerCase())
 }
 
 /** better-auth's haveibeenpwned plugin's code and message. */

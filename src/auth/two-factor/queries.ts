@@ -70,19 +70,32 @@ export async function resetCodeAttempts(trx: Trx, userId: string, now: Date): Pr
 }
 
 /**
- * One more wrong code at sign-in; the `max`-th in a row locks sign-in with the second factor until
- * `lockUntil` (and the count starts again). Atomic: concurrent failures are all counted.
+ * Takes one of the tries at sign-in before the code is checked, counted as a wrong code until a
+ * right one resets the count (acceptStep, resetCodeAttempts): the `max`-th in a row locks sign-in
+ * with the second factor until `lockUntil` (and the count starts again). One statement that also
+ * reads the lock, so parallel guesses over many challenges cannot all pass a lock check made before
+ * any of them failed. False while the lock holds (or two-factor is off).
  */
-export async function recordSignInFailure(db: Executor, userId: string, max: number, lockUntil: Date, now: Date): Promise<void> {
-  await db
+export async function claimSignInAttempt(
+  db: Executor,
+  userId: string,
+  max: number,
+  lockUntil: Date,
+  now: Date,
+): Promise<boolean> {
+  const row = await db
     .updateTable('two_factor')
     .set({
       sign_in_failures: sql<number>`case when sign_in_failures + 1 >= ${max} then 0 else sign_in_failures + 1 end`,
-      locked_until: sql<Date | null>`case when sign_in_failures + 1 >= ${max} then ${lockUntil} else locked_until end`,
+      locked_until: sql<Date | null>`case when sign_in_failures + 1 >= ${max} then ${lockUntil}::timestamptz else null end`,
       updated_at: now,
     })
     .where('user_id', '=', userId)
-    .execute()
+    .where('verified', '=', true)
+    .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<=', now)]))
+    .returning('user_id')
+    .executeTakeFirst()
+  return row !== undefined
 }
 
 /**
@@ -119,16 +132,20 @@ export async function useBackupCode(trx: Trx, userId: string, candidates: readon
   return result.numDeletedRows > 0n
 }
 
-/** Two-factor off: the secret, the backup codes, pending challenges and every trusted device go. */
+/**
+ * Two-factor off: the secret, the backup codes, pending challenges and every trusted device go. In
+ * the order a sign-in's verify locks them (its challenge, then a backup code, then the two_factor
+ * row), so the two racing on PostgreSQL wait for each other instead of deadlocking into a 500.
+ */
 export async function deleteTwoFactor(trx: Trx, userId: string): Promise<{ trustedDevices: number }> {
-  await trx.deleteFrom('two_factor_backup_code').where('user_id', '=', userId).execute()
-  await trx.deleteFrom('two_factor').where('user_id', '=', userId).execute()
   await trx.deleteFrom('verification').where('user_id', '=', userId).where('purpose', '=', CHALLENGE).execute()
   const trusted = await trx
     .deleteFrom('verification')
     .where('user_id', '=', userId)
     .where('purpose', '=', TRUSTED_DEVICE)
     .executeTakeFirst()
+  await trx.deleteFrom('two_factor_backup_code').where('user_id', '=', userId).execute()
+  await trx.deleteFrom('two_factor').where('user_id', '=', userId).execute()
   return { trustedDevices: Number(trusted.numDeletedRows) }
 }
 
@@ -201,6 +218,16 @@ export async function claimChallengeAttempt(
     .where('expires_at', '>', now)
     .executeTakeFirst()
   return spent.numDeletedRows > 0n ? 'exhausted' : null
+}
+
+/** Ends every sign-in of the user still waiting for its second factor (the password changed under it). */
+export async function deleteChallenges(trx: Trx, userId: string): Promise<number> {
+  const result = await trx
+    .deleteFrom('verification')
+    .where('user_id', '=', userId)
+    .where('purpose', '=', CHALLENGE)
+    .executeTakeFirst()
+  return Number(result.numDeletedRows)
 }
 
 /** Ends the challenge once its second factor passed; false when another request ended it first. */

@@ -13,6 +13,7 @@ import {
   acceptStep,
   claimChallengeAttempt,
   claimCodeAttempt,
+  claimSignInAttempt,
   clearSessionsTwoFactorVerified,
   consumeChallenge,
   consumeTrustedDevice,
@@ -23,7 +24,6 @@ import {
   markSecretVerified,
   markSessionTwoFactorVerified,
   putPendingSecret,
-  recordSignInFailure,
   replaceBackupCodes,
   resetCodeAttempts,
   setTwoFactorEnabled,
@@ -229,12 +229,16 @@ export async function verifyForSignIn(
   const row = await findTwoFactor(deps.db, challenge.userId)
   if (!row?.verified) throw invalidChallenge() // turned off since the challenge began
   const now = deps.clock.now()
-  if (row.lockedUntil && row.lockedUntil.getTime() > now.getTime()) {
+  // The lock is read and the try counted in one statement: a check here and a count after the code
+  // would let a burst of parallel guesses all pass the check (claimSignInAttempt).
+  if (!(await claimSignInAttempt(deps.db, challenge.userId, MAX_SIGN_IN_FAILURES, new Date(now.getTime() + LOCK_MS), now))) {
+    const lockedUntil = (await findTwoFactor(deps.db, challenge.userId))?.lockedUntil
+    if (!lockedUntil) throw invalidChallenge() // turned off meanwhile
     throw new AppError(
       429,
       'ACCOUNT_TEMPORARILY_LOCKED',
       'Too many failed verification attempts. Your account is temporarily locked. Please try again later.',
-      { retryAfter: Math.ceil((row.lockedUntil.getTime() - now.getTime()) / 1000) },
+      { retryAfter: Math.max(1, Math.ceil((lockedUntil.getTime() - now.getTime()) / 1000)) },
     )
   }
   try {
@@ -244,8 +248,6 @@ export async function verifyForSignIn(
       await checkCode(deps, trx, challenge.userId, row.secret, method, code)
     })
   } catch (err) {
-    if (err instanceof AppError && (err.code === 'INVALID_CODE' || err.code === 'INVALID_BACKUP_CODE'))
-      await recordSignInFailure(deps.db, challenge.userId, MAX_SIGN_IN_FAILURES, new Date(now.getTime() + LOCK_MS), now)
     await auditFailure(deps, ctx, challenge.userId, method, err)
     throw err
   }

@@ -1,0 +1,201 @@
+// An attacker's view of two-factor authentication, suspension and common passwords: each test is a
+// way in that was tried against the real app and must stay shut.
+import type { LightMyRequestResponse } from 'fastify'
+import t from 'tap'
+import { call, signUp, signUpWithRole, type TestUser, uniqueEmail } from '../helpers/app.js'
+import { issueToken } from '../../src/auth/email/queries.js'
+import { createResult } from '../helpers/gateways.js'
+import { linkIn, startSmtpServer } from '../helpers/smtp.js'
+import { CHALLENGE, codeAt, secretOf, twoFactorApp } from '../helpers/two-factor.js'
+
+const smtp = await startSmtpServer()
+const { app, clock } = await twoFactorApp({ REQUIRE_ADMIN_TWO_FACTOR: 'true', SMTP_URL: smtp.url })
+
+/** The cookies a response set, as `name=value` pairs a browser sends back (cleared ones left out). */
+function cookiesOf(res: LightMyRequestResponse): Map<string, string> {
+  const jar = new Map<string, string>()
+  for (const c of res.cookies as { name: string; value: string; maxAge?: number }[]) {
+    if (c.value !== '' && c.maxAge !== 0) jar.set(c.name, c.value)
+  }
+  return jar
+}
+
+/** A member with two-factor on; returns the secret and backup codes. */
+async function withTwoFactor(user?: TestUser) {
+  const u = user ?? (await signUp(app))
+  const enabled = await call(app, 'POST', '/api/auth/two-factor/enable', { cookie: u.cookie, body: { password: u.password } })
+  if (enabled.statusCode !== 200) throw new Error(enabled.body)
+  const secret = secretOf(enabled.json().totpURI)
+  const confirmed = await call(app, 'POST', '/api/auth/two-factor/verify-totp', {
+    cookie: u.cookie,
+    body: { code: codeAt(secret, clock.now()) },
+  })
+  if (confirmed.statusCode !== 200) throw new Error(confirmed.body)
+  return { ...u, secret, backupCodes: enabled.json().backupCodes as string[] }
+}
+
+/** A sign-in that stops at the challenge: the `two_factor` cookie header. */
+async function challenge(user: Pick<TestUser, 'email' | 'password'>, extraCookie?: string): Promise<string> {
+  const res = await call(app, 'POST', '/api/auth/sign-in/email', {
+    body: { email: user.email, password: user.password },
+    cookie: extraCookie,
+  })
+  if (res.statusCode !== 200 || res.json().twoFactorRedirect !== true) throw new Error(`no challenge: ${res.body}`)
+  const jar = cookiesOf(res)
+  if (!jar.has(CHALLENGE)) throw new Error('no challenge cookie')
+  return `${CHALLENGE}=${jar.get(CHALLENGE)}`
+}
+
+const verifyTotp = (cookie: string | undefined, body: unknown) =>
+  call(app, 'POST', '/api/auth/two-factor/verify-totp', { cookie, body })
+
+t.test('wrong codes raced over many challenges are still stopped at ten', async (t) => {
+  const user = await withTwoFactor()
+  clock.advance(60_000)
+  const challenges = []
+  for (let i = 0; i < 4; i++) challenges.push(await challenge(user))
+  const wrong = (n: number) => String((Number(codeAt(user.secret, clock.now())) + 500_000 + n) % 1_000_000).padStart(6, '0')
+  const results = await Promise.all(
+    challenges.flatMap((cookie, i) => Array.from({ length: 5 }, (_, j) => verifyTotp(cookie, { code: wrong(i * 5 + j) }))),
+  )
+  const codes = results.map((r) => r.json().code as string)
+  const checked = codes.filter((c) => c === 'INVALID_CODE').length
+  t.same(new Set(codes), new Set(['INVALID_CODE', 'ACCOUNT_TEMPORARILY_LOCKED']), 'each a wrong code or the lock')
+  t.ok(checked <= 10, `at most ten codes checked before the lock (checked ${checked}: ${codes.join(',')})`)
+})
+
+t.test("REQUIRE_ADMIN_TWO_FACTOR: an admin session without a second factor cannot read other users' records", async (t) => {
+  const member = await signUp(app)
+  const entry = await call(app, 'POST', '/api/v1/journal/entries', {
+    cookie: member.cookie,
+    body: { content: 'private thoughts', mood: 3 },
+  })
+  t.equal(entry.statusCode, 201)
+  const resultId = await createResult(app, member)
+  const records = [`/api/v1/journal/entries/${entry.json().id}`, `/api/v1/compatibility/results/${resultId}`]
+
+  // A password alone (no second factor): the admin routes refuse it, and so do moderation reads.
+  const admin = await signUpWithRole(app, 'admin')
+  t.equal((await call(app, 'GET', '/api/v1/admin/users', { cookie: admin.cookie })).json().code, 'TWO_FACTOR_REQUIRED')
+  for (const url of records) {
+    const res = await call(app, 'GET', url, { cookie: admin.cookie })
+    t.same([res.statusCode, res.json().code], [404, 'NOT_FOUND'], `${url}: read as a member`)
+  }
+  const reads = await app.db
+    .selectFrom('audit_event')
+    .select('action')
+    .where('actor_id', '=', admin.id)
+    .where('action', 'like', '%read_by_admin')
+    .execute()
+  t.same(reads, [], 'no moderation read happened')
+
+  // The same session once it passed a second factor reads them, audited.
+  await withTwoFactor(admin)
+  for (const url of records) t.equal((await call(app, 'GET', url, { cookie: admin.cookie })).statusCode, 200, url)
+  // Their own records stay readable without one.
+  const own = await call(app, 'POST', '/api/v1/journal/entries', { cookie: member.cookie, body: { content: 'mine', mood: 2 } })
+  t.equal((await call(app, 'GET', `/api/v1/journal/entries/${own.json().id}`, { cookie: member.cookie })).statusCode, 200)
+})
+
+t.test('a common password padded with white space is still refused, on sign-up and on change', async (t) => {
+  for (const password of ['password1 ', ' password1', '\tiloveyou\n', 'Sunshine1\u00a0', '\u3000qwertyuiop\u3000']) {
+    const email = uniqueEmail('padded')
+    const res = await call(app, 'POST', '/api/auth/sign-up/email', { body: { name: 'Padded', email, password } })
+    t.same([res.statusCode, res.json().code], [400, 'PASSWORD_COMPROMISED'], JSON.stringify(password))
+    t.equal(await app.db.selectFrom('user').select('id').where('email', '=', email).executeTakeFirst(), undefined)
+  }
+  const user = await signUp(app)
+  const change = await call(app, 'POST', '/api/auth/change-password', {
+    cookie: user.cookie,
+    body: { currentPassword: user.password, newPassword: 'password123 ' },
+  })
+  t.same([change.statusCode, change.json().code], [400, 'PASSWORD_COMPROMISED'])
+  // White space inside a passphrase is its own.
+  const fine = await call(app, 'POST', '/api/auth/change-password', {
+    cookie: user.cookie,
+    body: { currentPassword: user.password, newPassword: 'pass word one two' },
+  })
+  t.equal(fine.statusCode, 200)
+})
+
+t.test('a sign-in waiting for its second factor ends when the password is reset or changed', async (t) => {
+  // Whoever had the old password started a sign-in; the owner resets the password to shut them out.
+  const user = await withTwoFactor()
+  const pending = await challenge(user)
+  const token = await issueToken(app.db, 'reset-password', user.id, { expiresAt: new Date(clock.now().getTime() + 3_600_000) })
+  const reset = await call(app, 'POST', '/api/auth/reset-password', { body: { token, newPassword: 'a brand new passphrase 42' } })
+  t.equal(reset.statusCode, 200)
+  clock.advance(30_000)
+  const late = await verifyTotp(pending, { code: codeAt(user.secret, clock.now()) })
+  t.same([late.statusCode, late.json().code], [401, 'INVALID_TWO_FACTOR_COOKIE'], 'the old sign-in is over')
+  t.same(await app.db.selectFrom('session').select('id').where('user_id', '=', user.id).execute(), [])
+
+  // The same with a change of password from a signed-in session.
+  const other = await withTwoFactor()
+  const started = await challenge(other)
+  const changed = await call(app, 'POST', '/api/auth/change-password', {
+    cookie: other.cookie,
+    body: { currentPassword: other.password, newPassword: 'another new passphrase 43' },
+  })
+  t.equal(changed.statusCode, 200)
+  clock.advance(30_000)
+  const backup = await call(app, 'POST', '/api/auth/two-factor/verify-backup-code', {
+    cookie: started,
+    body: { code: other.backupCodes[0] },
+  })
+  t.same([backup.statusCode, backup.json().code], [401, 'INVALID_TWO_FACTOR_COOKIE'])
+  // The owner's own new sign-in still works.
+  const fresh = await challenge({ email: other.email, password: 'another new passphrase 43' })
+  t.equal((await verifyTotp(fresh, { code: codeAt(other.secret, clock.now()) })).statusCode, 200)
+})
+
+t.test('disable racing a sign-in verify is never a 500 and leaves one consistent state', async (t) => {
+  const outcomes = new Set<string>()
+  for (let i = 0; i < 16; i++) {
+    const user = await withTwoFactor()
+    clock.advance(30_000)
+    const pending = await challenge(user)
+    const byBackupCode = i % 2 === 1
+    const [verified, disabled] = await Promise.all([
+      byBackupCode
+        ? call(app, 'POST', '/api/auth/two-factor/verify-backup-code', { cookie: pending, body: { code: user.backupCodes[0] } })
+        : verifyTotp(pending, { code: codeAt(user.secret, clock.now()) }),
+      call(app, 'POST', '/api/auth/two-factor/disable', { cookie: user.cookie, body: { password: user.password } }),
+    ])
+    outcomes.add(`${verified.statusCode}/${disabled.statusCode}`)
+    t.ok([200, 401].includes(verified.statusCode), `verify: ${verified.statusCode} ${verified.body.slice(0, 120)}`)
+    t.equal(disabled.statusCode, 200, `disable: ${disabled.body.slice(0, 120)}`)
+    const row = await app.db.selectFrom('two_factor').select('user_id').where('user_id', '=', user.id).executeTakeFirst()
+    const { two_factor_enabled } = await app.db
+      .selectFrom('user')
+      .select('two_factor_enabled')
+      .where('id', '=', user.id)
+      .executeTakeFirstOrThrow()
+    t.same([row, two_factor_enabled], [undefined, false], 'two-factor is off, row and flag')
+  }
+  t.comment([...outcomes].join(' '))
+})
+
+t.test('a password reset ends a change of address asked for by whoever held the account before', async (t) => {
+  // Someone registers the victim's address first (nothing proves it) and asks to move the account
+  // to their own address: an unverified account's link goes straight to the new address.
+  const victimEmail = uniqueEmail('victim')
+  const squatter = await signUp(app, { email: victimEmail, password: 'the squatter passphrase 1' })
+  const attackerEmail = uniqueEmail('attacker')
+  const asked = await call(app, 'POST', '/api/auth/change-email', { cookie: squatter.cookie, body: { newEmail: attackerEmail } })
+  t.equal(asked.statusCode, 200)
+  const pendingChange = linkIn(await smtp.inbox.next(attackerEmail))
+
+  // The owner of the address takes the account over with a reset from their mailbox.
+  t.equal((await call(app, 'POST', '/api/auth/request-password-reset', { body: { email: victimEmail } })).statusCode, 200)
+  const token = linkIn(await smtp.inbox.next(victimEmail)).searchParams.get('token')!
+  const reset = await call(app, 'POST', '/api/auth/reset-password', { body: { token, newPassword: 'the owner passphrase 2' } })
+  t.equal(reset.statusCode, 200)
+
+  // The squatter's link no longer moves the account to their address.
+  const used = await call(app, 'GET', `${pendingChange.pathname}${pendingChange.search}`)
+  t.equal(used.statusCode, 302)
+  t.equal(new URL(String(used.headers.location)).searchParams.get('error'), 'invalid_token', 'the link is dead')
+  const { email } = await app.db.selectFrom('user').select('email').where('id', '=', squatter.id).executeTakeFirstOrThrow()
+  t.equal(email, victimEmail, 'the account keeps the address whose owner reset it')
+})
