@@ -59,7 +59,8 @@ const envSchema = z.object({
 
   REDIS_URL: optionalString.pipe(z.url({ protocol: /^rediss?$/ }).optional()),
   REDIS_KEY_PREFIX: z.string().max(64).default('insight:'),
-  RATE_LIMIT_GLOBAL_PER_MINUTE: int(1, 1_000_000).default(600),
+  // Up to 100 million: one process answers over a million requests a minute, and many users may share an IP (a NAT).
+  RATE_LIMIT_GLOBAL_PER_MINUTE: int(1, 100_000_000).default(600),
   RATE_LIMIT_SIGN_IN_IP_PER_MINUTE: int(1, 1_000_000).default(10),
   RATE_LIMIT_SIGN_IN_EMAIL_PER_MINUTE: int(1, 1_000_000).default(5),
   RATE_LIMIT_SIGN_UP_IP_PER_MINUTE: int(1, 1_000_000).default(5),
