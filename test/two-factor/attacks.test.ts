@@ -3,7 +3,7 @@
 import type { LightMyRequestResponse } from 'fastify'
 import t from 'tap'
 import { call, signUp, signUpWithRole, type TestUser, uniqueEmail } from '../helpers/app.js'
-import { issueToken } from '../../src/auth/email/queries.js'
+import { issueToken } from '../../src/auth/verification.js'
 import { createResult } from '../helpers/gateways.js'
 import { linkIn, startSmtpServer } from '../helpers/smtp.js'
 import { CHALLENGE, codeAt, secretOf, twoFactorApp } from '../helpers/two-factor.js'

@@ -30,7 +30,7 @@ import {
 } from '../queries.js'
 import { approveEmailChange, completeEmailChange } from '../account/service.js'
 import { deleteChallenges } from '../two-factor/queries.js'
-import { consumeToken, consumeTokenOf, issueToken, peekToken, revokeTokens } from './queries.js'
+import { consumeToken, consumeTokenOf, issueToken, peekToken, revokeTokens } from '../verification.js'
 
 export interface EmailAuthDeps {
   db: DB
