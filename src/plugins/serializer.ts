@@ -4,15 +4,11 @@
 // none) and bypasses zod's compiled fast path: ten times the cost of `parse` on every response.
 // For a schema without codecs or transforms the two give the same value.
 import type { FastifySerializerCompiler } from 'fastify/types/schema.js'
-import { ResponseSerializationError } from 'fastify-type-provider-zod'
-import { $ZodType, safeParse } from 'zod/v4/core'
+import { $ZodType } from 'zod/v4/core'
+import { responseSerializer } from '../shared/response-json.js'
 
 export const serializerCompiler: FastifySerializerCompiler<unknown> = ({ schema: given, method, url }) => {
   const schema = given instanceof $ZodType ? given : (given as { properties?: unknown } | undefined)?.properties
   if (!(schema instanceof $ZodType)) throw new Error(`Route ${method} ${url}: response schemas must be zod schemas`)
-  return (data) => {
-    const result = safeParse(schema, data)
-    if (!result.success) throw new ResponseSerializationError(method, url, { cause: result.error })
-    return JSON.stringify(result.data)
-  }
+  return responseSerializer(schema, method, url)
 }

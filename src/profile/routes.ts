@@ -10,7 +10,7 @@ import { ProfileSchema, toProfileJson, updateProfileBody } from './schemas.js'
 import { updateProfile } from './service.js'
 
 const tags = ['profile']
-const profileJson = new JsonMemo<Profile>(ProfileSchema)
+const profileJson = new JsonMemo<Profile>(ProfileSchema, 'GET', '/api/v1/getProfile')
 
 export default async function profileRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>()

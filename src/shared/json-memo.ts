@@ -4,12 +4,18 @@
 // it and dropped with it. Serializing through the response schema here, once, is what the route's
 // serializer would otherwise do on every request.
 import type { FastifyReply } from 'fastify'
-import { type $ZodType, safeParse } from 'zod/v4/core'
+import type { $ZodType } from 'zod/v4/core'
+import { responseSerializer } from './response-json.js'
 
 export class JsonMemo<Source extends object> {
   private readonly bodies = new WeakMap<Source, { version: number; body: string }>()
 
-  constructor(private readonly schema: $ZodType) {}
+  private readonly serialize: (data: unknown) => string
+
+  /** `schema` is the route's 200 response schema; `method` and `url` name the route in errors. */
+  constructor(schema: $ZodType, method: string, url: string) {
+    this.serialize = responseSerializer(schema, method, url)
+  }
 
   /**
    * Sends the JSON of `build()`, computed once per `source` and `version` (a number the answer
@@ -18,9 +24,7 @@ export class JsonMemo<Source extends object> {
   send<R extends FastifyReply>(reply: R, source: Source, version: number, build: () => unknown): R {
     let kept = this.bodies.get(source)
     if (kept?.version !== version) {
-      const result = safeParse(this.schema, build())
-      if (!result.success) throw result.error // a bug, as a mismatch in the route's serializer is
-      kept = { version, body: JSON.stringify(result.data) }
+      kept = { version, body: this.serialize(build()) }
       this.bodies.set(source, kept)
     }
     return reply.header('content-type', 'application/json; charset=utf-8').send(kept.body) as R

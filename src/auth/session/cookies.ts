@@ -37,11 +37,14 @@ export class SessionCookie {
     return { ...cookieAttributes(this.config), signed: true }
   }
 
+  /** Seconds from the app clock's now until `expiresAt`. */
+  private maxAgeUntil(expiresAt: Date): number {
+    return Math.max(0, Math.floor((expiresAt.getTime() - this.clock.now().getTime()) / 1000))
+  }
+
   /** With rememberMe the cookie lives as long as the session; without, it ends with the browser. */
   set(reply: FastifyReply, token: string, options: { rememberMe: boolean; expiresAt: Date }): void {
-    const maxAge = options.rememberMe
-      ? Math.max(0, Math.floor((options.expiresAt.getTime() - this.clock.now().getTime()) / 1000))
-      : undefined
+    const maxAge = options.rememberMe ? this.maxAgeUntil(options.expiresAt) : undefined
     reply.setCookie(this.name, token, { ...this.attributes(), maxAge })
   }
 
@@ -51,8 +54,7 @@ export class SessionCookie {
 
   /** Sends back a value that verified (`tokenHashOf`) with a new expiry: renewal keeps the token. */
   renew(reply: FastifyReply, signed: string, expiresAt: Date): void {
-    const maxAge = Math.max(0, Math.floor((expiresAt.getTime() - this.clock.now().getTime()) / 1000))
-    reply.setCookie(this.name, signed, { ...this.attributes(), signed: false, maxAge })
+    reply.setCookie(this.name, signed, { ...this.attributes(), signed: false, maxAge: this.maxAgeUntil(expiresAt) })
   }
 
   /** The hash of the token when the cookie is present and its signature verifies under any configured key. */

@@ -15,7 +15,7 @@ import { revokeAllSessions, revokeOtherSessions, revokeSession, startSession } f
 const tags = ['auth']
 
 const GetSessionSchema = z.object({ session: SessionSchema, user: UserSchema }).nullable()
-const getSessionJson = new JsonMemo<SignedInUser>(GetSessionSchema)
+const getSessionJson = new JsonMemo<SignedInUser>(GetSessionSchema, 'GET', '/api/auth/get-session')
 
 /** Signs the request's browser in as `userId`: a new session, and its cookie on the reply. */
 export async function signInBrowser(
