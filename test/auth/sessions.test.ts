@@ -66,6 +66,17 @@ t.test('a revoked session is refused at the next request', async (t) => {
   t.equal((await getSession(second)).json(), null)
 })
 
+t.test('two sessions of one user each get their own get-session answer, from memory too', async (t) => {
+  const user = await signUp(app)
+  const second = sessionCookieOf(await signIn({ email: user.email, password: user.password }))!
+  const rows = await app.db.selectFrom('session').select(['id', 'token_hash']).where('user_id', '=', user.id).execute()
+  const idOf = (cookie: string) => rows.find((r) => r.token_hash === hashToken(tokenOf(cookie)))!.id
+  for (let round = 0; round < 3; round++) {
+    t.equal((await getSession(user.cookie)).json().session.id, idOf(user.cookie))
+    t.equal((await getSession(second)).json().session.id, idOf(second))
+  }
+})
+
 t.test('a cookie with a forged signature is no session', async (t) => {
   const user = await signUp(app)
   const [name, value] = [user.cookie.split('=')[0]!, decodeURIComponent(user.cookie.split('=').slice(1).join('='))]
