@@ -1,5 +1,5 @@
 // The application as a function of its configuration. src/server.ts only starts it.
-import { randomUUID } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
 import cookie from '@fastify/cookie'
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify'
 import { validatorCompiler } from 'fastify-type-provider-zod'
@@ -26,7 +26,6 @@ import type { Config } from './config.js'
 import { systemClock, type Clock } from './shared/clock.js'
 import consentRoutes from './consent/routes.js'
 import personalDataRoutes from './personal-data/routes.js'
-import { serviceUnavailable } from './shared/errors.js'
 import healthRoutes from './health/routes.js'
 import journalRoutes from './journal/routes.js'
 import { loggerOptions, RequestLog, requestLogger } from './plugins/logging.js'
@@ -36,7 +35,7 @@ import metrics from './plugins/metrics.js'
 import { serializerCompiler } from './plugins/serializer.js'
 import openapi from './plugins/openapi.js'
 import rateLimits from './plugins/rate-limit.js'
-import routePolicy, { policyOf } from './plugins/route-policy.js'
+import routePolicy from './plugins/route-policy.js'
 import { sessionLoader } from './auth/session/request.js'
 import redisConnection from './plugins/redis.js'
 import profileRoutes from './profile/routes.js'
@@ -71,6 +70,11 @@ declare module 'fastify' {
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
+// A request id names one request in the logs of every instance: a random prefix per process and a
+// counter are unique as a UUID per request would be, without 122 fresh random bits each time.
+const REQUEST_ID_PREFIX = randomBytes(6).toString('hex')
+let requestCount = 0
+const newRequestId = () => `${REQUEST_ID_PREFIX}-${(++requestCount).toString(36)}`
 
 function originForm(target: string): string {
   if (target.startsWith('/')) return target
@@ -89,16 +93,17 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
     ? { ...loggerOptions(config.logLevel), stream: deps.logStream }
     : loggerOptions(config.logLevel, { pretty })
 
+  const requestLog = new RequestLog()
   const app = Fastify({
     logger,
     bodyLimit: config.bodyLimit,
     trustProxy: config.trustProxy,
     return503OnClosing: false,
-    logController: new RequestLog(),
+    logController: requestLog,
     childLoggerFactory: requestLogger,
     genReqId: (req) => {
       const given = req.headers['x-request-id']
-      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : newRequestId()
     },
     routerOptions: { maxParamLength: 200 },
     frameworkErrors: frameworkError,
@@ -154,18 +159,6 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
     if (!deps.database) await database.close()
   })
 
-  // Hooks run in registration order: this one, then the route policy (origin and CORS, rate
-  // limits, session, access). The headers are set first, so every answer carries them, errors too.
-  // Hooks on every request take Fastify's callback form: no promise where there is nothing to await.
-  app.addHook('onRequest', (request, reply, done) => {
-    reply.header('x-request-id', request.id)
-    reply.header('x-content-type-options', 'nosniff')
-    // Sessions, credentials and personal data must never sit in a shared or browser cache.
-    if (!policyOf(request).cacheable) reply.header('cache-control', 'no-store')
-    if (!app.closing) return done()
-    reply.header('connection', 'close')
-    done(serviceUnavailable('The service is shutting down', 5))
-  })
   // A request that was in flight when shutdown began: its keep-alive connection must end with the
   // response, or server.close() waits for the client's idle timeout before the process can exit.
   app.addHook('onSend', (_request, reply, payload, done) => {
@@ -176,7 +169,8 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   await app.register(errorHandling)
   await app.register(redisConnection, { url: config.redisUrl })
   await app.register(rateLimits)
-  await app.register(cookie, { secret: config.auth.secrets, hook: 'onRequest' })
+  // Cookies are parsed when read (auth/cookies.ts), not on every request.
+  await app.register(cookie, { secret: config.auth.secrets, hook: false })
   // request.user / request.session (declared in auth/session/request.ts), filled by the policy hook.
   app.decorateRequest('user', null)
   app.decorateRequest('session', null)
@@ -184,12 +178,13 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
     trustedOrigins: config.auth.trustedOrigins,
     webOrigin: config.auth.webOrigin,
     roleRoutesNeedSecondFactor: config.auth.requireAdminTwoFactor,
+    closing: () => app.closing,
     loadSession: sessionLoader(sessions, sessionCookie),
   })
   await app.register(mailer)
   await app.register(purge)
   await app.register(openapi, { serverUrl: config.auth.baseUrl })
-  await app.register(metrics)
+  await app.register(metrics, { requestLog })
 
   await app.register(healthRoutes)
   await app.register(sessionRoutes)

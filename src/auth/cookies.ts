@@ -18,9 +18,19 @@ export function cookieAttributes(config: Config['auth']) {
   }
 }
 
+/**
+ * The request's cookies, parsed on first use: @fastify/cookie is registered without its parsing
+ * hook, since most requests (probes, the API's reads by a client that sends no cookie) never read one.
+ */
+export function cookiesOf(request: FastifyRequest): FastifyRequest['cookies'] {
+  const header = request.headers.cookie
+  request.cookies ??= header ? request.server.parseCookie(header) : {}
+  return request.cookies
+}
+
 /** The cookie's value when it is present and its signature verifies under any configured key. */
 export function readSignedCookie(request: FastifyRequest, name: string): string | null {
-  const raw = request.cookies[name]
+  const raw = cookiesOf(request)[name]
   if (!raw) return null
   const result = request.unsignCookie(raw)
   return result.valid && result.value ? result.value : null

@@ -108,20 +108,38 @@ export function loggerOptions(level: string, options: { pretty?: boolean } = {})
   }
 }
 
+/** Whether a request's logger writes at `level`: pino's own check, which our request logger keeps too. */
+const enabled = (log: FastifyBaseLogger, level: string): boolean => (log as unknown as Logger).isLevelEnabled(level)
+
+/** Told of every answered request, after its response went out. */
+export type AnswerObserver = (request: FastifyRequest, reply: FastifyReply) => void
+
 /**
  * One line per request at info (docs/operations.md, "Logs"), written when it is answered: id, method, URL, status
  * and time. Fastify's default wrote two, the first without the status and the second without the
  * method or URL. The arrival is logged at debug only, for a request that never gets an answer.
+ *
+ * Fastify calls `requestCompleted` for every response, hooks or not, so whatever else must see
+ * every answer (the request metrics) observes it here rather than through an onResponse hook,
+ * which would cost a hook run on every request.
  */
 export class RequestLog extends LogController {
+  private readonly observers: AnswerObserver[] = []
+
+  onAnswered(observer: AnswerObserver): void {
+    this.observers.push(observer)
+  }
+
   override incomingRequest(request: FastifyRequest): void {
-    request.log.debug({ req: request }, 'incoming request')
+    if (enabled(request.log, 'debug')) request.log.debug({ req: request }, 'incoming request')
   }
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
-    const line = { req: request, res: reply, responseTime: reply.elapsedTime }
-    if (error) reply.log.error({ ...line, err: error }, 'request errored')
-    else reply.log.info(line, 'request completed')
+    for (const observe of this.observers) observe(request, reply)
+    // The line is built only when it will be written (LOG_LEVEL=warn skips it on every request).
+    if (error) reply.log.error({ req: request, res: reply, responseTime: reply.elapsedTime, err: error }, 'request errored')
+    else if (enabled(reply.log, 'info'))
+      reply.log.info({ req: request, res: reply, responseTime: reply.elapsedTime }, 'request completed')
   }
 }
 
@@ -147,7 +165,11 @@ class RequestLogger {
   }
 
   private write(level: Level, args: unknown[]): void {
-    if (this.child_ || this.parent.isLevelEnabled(level)) (this.real()[level] as (...a: unknown[]) => void)(...args)
+    if (this.isLevelEnabled(level)) (this.real()[level] as (...a: unknown[]) => void)(...args)
+  }
+
+  isLevelEnabled(level: string): boolean {
+    return this.child_ ? enabled(this.child_, level) : this.parent.isLevelEnabled(level)
   }
 
   get level(): string {

@@ -5,6 +5,8 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client'
 import { forbidden } from '../shared/errors.js'
+import type { RequestLog } from './logging.js'
+import { matchedRoute } from './route-policy.js'
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|::ffff:127\.\d+\.\d+\.\d+)$/
 
@@ -90,8 +92,13 @@ class RequestSeries {
   }
 }
 
+export interface MetricsOptions {
+  /** Where every answered request is observed (logging.ts): counted there, without a hook of our own. */
+  requestLog: RequestLog
+}
+
 export default fp(
-  async function metrics(app: FastifyInstance) {
+  async function metrics(app: FastifyInstance, opts: MetricsOptions) {
     // One registry per app instance, so several apps in one process (tests) never collide.
     const register = new Registry()
     collectDefaultMetrics({ register })
@@ -157,16 +164,10 @@ export default fp(
       },
     })
 
-    app.addHook('onResponse', (request, reply, done) => {
+    opts.requestLog.onAnswered((request, reply) =>
       // The route pattern, never the raw URL: ids would explode the label cardinality.
-      requests.observe(
-        request.method,
-        request.is404 ? 'unmatched' : request.routeOptions.url!,
-        reply.statusCode,
-        reply.elapsedTime,
-      )
-      done()
-    })
+      requests.observe(request.method, matchedRoute(request).url ?? 'unmatched', reply.statusCode, reply.elapsedTime),
+    )
 
     const allowed = (request: FastifyRequest): boolean => {
       const token = app.config.metricsToken

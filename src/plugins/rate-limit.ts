@@ -10,6 +10,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Redis } from 'ioredis'
 import { AppError } from '../shared/errors.js'
+import type { MaybePromise } from '../shared/maybe-async.js'
 import type { EmailBudget, IpBudget } from '../shared/route-policy.js'
 
 const MINUTE = 60_000
@@ -20,8 +21,16 @@ interface Budget {
   windowMs: number
 }
 
-/** Counts one request against a budget; `retryAfter` in seconds when it is spent. */
-export type Check = (request: FastifyRequest) => Promise<{ exceeded: boolean; retryAfter: number }>
+/** A request counted against a budget; `retryAfter` in seconds when it is spent. */
+export interface Verdict {
+  exceeded: boolean
+  retryAfter: number
+}
+
+const WITHIN_BUDGET: Verdict = Object.freeze({ exceeded: false, retryAfter: 0 })
+
+/** Counts one request against a budget: at once in memory, through a promise in Redis. */
+export type Check = (request: FastifyRequest) => MaybePromise<Verdict>
 
 export interface RateLimits {
   global: Check
@@ -146,7 +155,7 @@ export class MemoryWindows {
     private readonly maxKeys = 10_000,
   ) {}
 
-  take(key: string): { exceeded: boolean; retryAfter: number } {
+  take(key: string): Verdict {
     const now = this.now()
     let window = this.windows.get(key)
     if (!window || window.resetAt <= now) {
@@ -156,7 +165,7 @@ export class MemoryWindows {
       this.windows.set(key, window)
     }
     window.count++
-    if (window.count <= this.budget.max) return { exceeded: false, retryAfter: 0 }
+    if (window.count <= this.budget.max) return WITHIN_BUDGET
     return { exceeded: true, retryAfter: Math.max(1, Math.ceil((window.resetAt - now) / 1000)) }
   }
 }
@@ -188,14 +197,14 @@ export default fp(
     const checker = (name: string, budget: Budget, key: (request: FastifyRequest) => string): Check => {
       if (!redis) {
         const windows = new MemoryWindows(budget, now)
-        return async (request) => windows.take(key(request))
+        return (request) => windows.take(key(request))
       }
       const run = app.createRateLimit({
         max: budget.max,
         timeWindow: budget.windowMs,
         keyGenerator: (request) => `${name}:${key(request)}`,
       })
-      return async (request) => {
+      return async (request): Promise<Verdict> => {
         const result = await run(request)
         if (result.isAllowed) return { exceeded: false, retryAfter: 0 }
         return { exceeded: result.isExceeded, retryAfter: result.ttlInSeconds }

@@ -8,10 +8,11 @@
 // Also here: trusted origins, the CSRF rule and CORS by hand (no CORS plugin).
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
-import { AppError, forbidden, unauthorized } from '../shared/errors.js'
+import { AppError, forbidden, serviceUnavailable, unauthorized } from '../shared/errors.js'
 import type { RedirectRules } from '../shared/redirect.js'
 import { PUBLIC, type RoutePolicy } from '../shared/route-policy.js'
-import { emailOf, rateLimited } from './rate-limit.js'
+import { andThen, type MaybePromise } from '../shared/maybe-async.js'
+import { emailOf, rateLimited, type Verdict } from './rate-limit.js'
 
 const POLICY_KEYS = new Set(['access', 'checkOrigin', 'rateLimit', 'reverifiesPassword', 'cacheable'])
 
@@ -24,8 +25,8 @@ declare module 'fastify' {
     policy?: RoutePolicy
   }
   interface FastifyRequest {
-    /** The matched route's policy, read once per request by policyOf. */
-    policy: RoutePolicy | null
+    /** The route that matched and its policy, set once per request by matchedRoute. */
+    matched: MatchedRoute | null
   }
   interface FastifyInstance {
     trustedOrigins: ReadonlySet<string>
@@ -41,13 +42,42 @@ export interface RegisteredRoute {
   url: string
   /** As it stands once every onRoute hook ran (a scope may set the policy after this one saw it). */
   readonly config: RouteOptions['config']
+  /** The policy when the route was added: the hooks a policy needs beyond onRequest are attached then. */
+  readonly registeredPolicy: RoutePolicy | undefined
 }
 
-export function policyOf(request: FastifyRequest): RoutePolicy {
-  // Kept on the request: every hook asks, and Fastify builds a new routeOptions object per read.
-  request.policy ??= request.is404 ? NOT_FOUND : (request.routeOptions.config.policy ?? DEFAULT)
-  return request.policy
+/** What the pipeline needs of the route that matched, worked out once per route. */
+export interface MatchedRoute {
+  /** The route's pattern ("/api/v1/journal/entries/:id"), or null when no route matched. */
+  url: string | null
+  policy: RoutePolicy
+  /** Under /api/auth/: every method is origin-checked. */
+  authRoute: boolean
 }
+
+const UNMATCHED: MatchedRoute = Object.freeze({ url: null, policy: NOT_FOUND, authRoute: false })
+// Fastify builds a new routeOptions object on every read; its `config` is one object per route.
+const byConfig = new WeakMap<object, MatchedRoute>()
+
+/** The matched route's pattern and policy (a route that declares none gets the strict default). */
+export function matchedRoute(request: FastifyRequest): MatchedRoute {
+  request.matched ??= request.is404 ? UNMATCHED : routeOf(request.routeOptions.config)
+  return request.matched
+}
+
+function routeOf(config: FastifyRequest['routeOptions']['config']): MatchedRoute {
+  let route = byConfig.get(config)
+  if (!route) {
+    const url = config.url!
+    route = Object.freeze({ url, policy: config.policy ?? DEFAULT, authRoute: url.startsWith('/api/auth/') })
+    byConfig.set(config, route)
+  }
+  return route
+}
+
+/** A route's budgets that need the parsed body or the signed-in account: counted before its handler. */
+const needsBudgetsBeforeHandler = (policy: RoutePolicy | undefined) =>
+  Boolean(policy?.rateLimit?.perEmail || policy?.reverifiesPassword)
 
 /** Throws at start-up for a policy that cannot be right: a typo must not fall back to a default. */
 function checkPolicy(route: RegisteredRoute): void {
@@ -63,6 +93,19 @@ function checkPolicy(route: RegisteredRoute): void {
   if (policy.cacheable && !isPublic) throw new Error(`Route ${where}: a cacheable route must be public (it sees no session)`)
   if (typeof policy.access === 'object' && policy.access.roles.length === 0)
     throw new Error(`Route ${where}: no role may call it`)
+  // Their hooks are attached when the route is added; a policy given later would go unenforced.
+  const registered = route.registeredPolicy
+  if (
+    needsBudgetsBeforeHandler(policy) !== needsBudgetsBeforeHandler(registered) ||
+    Boolean(policy.reverifiesPassword) !== Boolean(registered?.reverifiesPassword)
+  )
+    throw new Error(`Route ${where}: per-email budgets and password re-checks must be declared with the route`)
+}
+
+/** A route's own hooks of one kind as an array (Fastify takes one function or several). */
+function hooks<H>(given: H | H[] | undefined): H[] {
+  if (given === undefined) return []
+  return Array.isArray(given) ? given : [given]
 }
 
 export function originOf(value: string | undefined): string | null {
@@ -84,24 +127,28 @@ export interface RoutePolicyOptions {
   webOrigin: string
   /** Routes declared for roles also need a session started after a second factor (REQUIRE_ADMIN_TWO_FACTOR). */
   roleRoutesNeedSecondFactor: boolean
+  /** True once shutdown began: new requests get 503. */
+  closing(): boolean
   /**
    * Looks the request's session up and sets request.user and request.session (and the cookie it
-   * renews or clears): the session module's, handed in so this pipeline depends on no domain.
+   * renews or clears): the session module's, handed in so this pipeline depends on no domain. A
+   * session answered from memory is set before it returns; otherwise it returns a promise.
    */
-  loadSession(request: FastifyRequest, reply: FastifyReply): Promise<void>
+  loadSession(request: FastifyRequest, reply: FastifyReply): MaybePromise<void>
 }
 
 export default fp(
   async function routePolicy(app: FastifyInstance, opts: RoutePolicyOptions) {
     const trusted: ReadonlySet<string> = new Set(opts.trustedOrigins)
-    const { loadSession } = opts
+    const { loadSession, closing } = opts
     app.decorate('trustedOrigins', trusted)
     app.decorate('redirectRules', { base: opts.webOrigin, trustedOrigins: trusted })
-    app.decorateRequest('policy', null)
+    app.decorateRequest('matched', null)
 
     const routes: RegisteredRoute[] = []
     app.decorate('registeredRoutes', routes)
     app.addHook('onRoute', (route) => {
+      const registeredPolicy = route.config?.policy
       // A snapshot of method and URL: Fastify reuses the options object for a prefix's "/" twin.
       routes.push({
         method: route.method,
@@ -109,7 +156,14 @@ export default fp(
         get config() {
           return route.config
         },
+        registeredPolicy,
       })
+      // Only the routes that declare such budgets run hooks for them: every other request skips them.
+      if (needsBudgetsBeforeHandler(registeredPolicy)) route.preHandler = [budgetsBeforeHandler, ...hooks(route.preHandler)]
+      if (registeredPolicy?.reverifiesPassword) {
+        route.onError = [notePasswordRefused, ...hooks(route.onError)]
+        route.onResponse = [refundPasswordAttempt, ...hooks(route.onResponse)]
+      }
     })
     // Checked once every plugin has added its routes (and third-party routes got their policy).
     app.addHook('onReady', async () => routes.forEach(checkPolicy))
@@ -120,11 +174,15 @@ export default fp(
      * untrusted is refused. Without an Origin, a state-changing request
      * is judged by its Referer, and one that carries a cookie but neither header is refused.
      */
-    const checkOrigin = (request: FastifyRequest, origin: string | undefined, originTrusted: boolean): void => {
+    const checkOrigin = (
+      request: FastifyRequest,
+      route: MatchedRoute,
+      origin: string | undefined,
+      originTrusted: boolean,
+    ): void => {
       const stateChanging = STATE_CHANGING.has(request.method)
       // The matched route's own path (the route table), not the request line.
-      const authRoute = !request.is404 && request.routeOptions.url!.startsWith('/api/auth/')
-      if (!stateChanging && !authRoute) return
+      if (!stateChanging && !route.authRoute) return
       if (origin !== undefined) {
         if (origin === 'null') throw new AppError(403, 'MISSING_OR_NULL_ORIGIN', 'Origin is null')
         if (!originTrusted) throw new AppError(403, 'INVALID_ORIGIN', 'Origin is not trusted')
@@ -146,10 +204,49 @@ export default fp(
       }
     }
 
-    // One hook, in the order that keeps the cheap refusals first: CORS and origin, the per-IP
-    // budgets (a flood never reaches the database), the session, then who may call.
-    app.addHook('onRequest', async (request, reply) => {
-      const policy = policyOf(request)
+    const refuseSpent = (verdict: Verdict): void => {
+      if (verdict.exceeded) throw rateLimited(verdict.retryAfter)
+    }
+
+    /** The per-IP budgets: the global one unless the route opts out, then the route's own. */
+    const countPerIp = (request: FastifyRequest, policy: RoutePolicy): MaybePromise<void> => {
+      const limits = policy.rateLimit
+      const perIp = limits?.perIp
+      const own = () => (perIp ? andThen(app.rateLimits.perIp[perIp](request), refuseSpent) : undefined)
+      return limits?.global === false ? own() : andThen(andThen(app.rateLimits.global(request), refuseSpent), own)
+    }
+
+    /** Who may call: anyone, a signed-in user, or one with a role (and a second factor if so configured). */
+    const checkAccess = (request: FastifyRequest, policy: RoutePolicy): void => {
+      const access = policy.access ?? 'session'
+      if (access === 'public') return
+      if (!request.user) throw unauthorized()
+      if (typeof access === 'object' && !access.roles.includes(request.user.role)) {
+        throw forbidden(`${access.roles.join(' or ')} role required`)
+      }
+      if (typeof access === 'object' && opts.roleRoutesNeedSecondFactor && !request.session?.twoFactorVerified) {
+        throw new AppError(403, 'TWO_FACTOR_REQUIRED', 'Sign in with two-factor authentication to use this route')
+      }
+    }
+
+    /**
+     * Every request, matched or not, in the order that keeps the cheap refusals first: the headers
+     * every answer carries (errors too), shutdown, CORS and origin, the per-IP budgets (a flood never
+     * reaches the database), the session, then who may call. Returns a promise only when a step has
+     * to wait (a budget kept in Redis, a session not in memory).
+     */
+    const enforce = (request: FastifyRequest, reply: FastifyReply): MaybePromise<void> => {
+      const route = matchedRoute(request)
+      const { policy } = route
+      reply.header('x-request-id', request.id)
+      reply.header('x-content-type-options', 'nosniff')
+      // Sessions, credentials and personal data must never sit in a shared or browser cache.
+      if (!policy.cacheable) reply.header('cache-control', 'no-store')
+      if (closing()) {
+        reply.header('connection', 'close')
+        throw serviceUnavailable('The service is shutting down', 5)
+      }
+
       const origin = request.headers.origin
       const originTrusted = origin !== undefined && trusted.has(origin)
       if (originTrusted) {
@@ -162,42 +259,34 @@ export default fp(
         reply.header('access-control-allow-methods', ALLOWED_METHODS)
         reply.header('access-control-allow-headers', ALLOWED_HEADERS)
         reply.header('access-control-max-age', '600')
-        return reply.code(204).send()
+        reply.code(204).send()
+        return
       }
-      if (policy.checkOrigin !== false) checkOrigin(request, origin, originTrusted)
+      if (policy.checkOrigin !== false) checkOrigin(request, route, origin, originTrusted)
 
-      const limits = policy.rateLimit
-      if (limits?.global !== false) {
-        const { exceeded, retryAfter } = await app.rateLimits.global(request)
-        if (exceeded) throw rateLimited(retryAfter)
-      }
-      if (limits?.perIp) {
-        const { exceeded, retryAfter } = await app.rateLimits.perIp[limits.perIp](request)
-        if (exceeded) throw rateLimited(retryAfter)
-      }
+      return andThen(countPerIp(request, policy), () =>
+        // A cacheable answer must never carry a Set-Cookie (a renewed or cleared session cookie).
+        andThen(policy.cacheable ? undefined : loadSession(request, reply), () => checkAccess(request, policy)),
+      )
+    }
 
-      // A cacheable answer must never carry a Set-Cookie (a renewed or cleared session cookie).
-      if (!policy.cacheable) await loadSession(request, reply)
-
-      const access = policy.access ?? 'session'
-      if (access === 'public') return
-      if (!request.user) throw unauthorized()
-      if (typeof access === 'object' && !access.roles.includes(request.user.role)) {
-        throw forbidden(`${access.roles.join(' or ')} role required`)
+    // Callback style: the common request passes every step without a promise.
+    app.addHook('onRequest', (request, reply, done) => {
+      let pending: MaybePromise<void>
+      try {
+        pending = enforce(request, reply)
+      } catch (err) {
+        return done(err as Error)
       }
-      if (typeof access === 'object' && opts.roleRoutesNeedSecondFactor && !request.session?.twoFactorVerified) {
-        throw new AppError(403, 'TWO_FACTOR_REQUIRED', 'Sign in with two-factor authentication to use this route')
-      }
+      if (pending instanceof Promise) pending.then(() => done(), done)
+      else done()
     })
 
     // Budgets that need the parsed body or the signed-in account, before the handler does any work.
-    // Most routes declare neither: they pass without a promise.
-    const budgetsBeforeHandler = async (request: FastifyRequest, policy: RoutePolicy): Promise<void> => {
+    async function budgetsBeforeHandler(request: FastifyRequest): Promise<void> {
+      const { policy } = matchedRoute(request)
       const perEmail = policy.rateLimit?.perEmail
-      if (perEmail && emailOf(request)) {
-        const { exceeded, retryAfter } = await app.rateLimits.perEmail[perEmail](request)
-        if (exceeded) throw rateLimited(retryAfter)
-      }
+      if (perEmail && emailOf(request)) refuseSpent(await app.rateLimits.perEmail[perEmail](request))
       if (policy.reverifiesPassword && request.user) {
         // Claimed before the hash is checked, so parallel guesses cannot all slip under the limit,
         // and a right guess past the limit is refused like a wrong one.
@@ -206,24 +295,18 @@ export default fp(
         passwordAttempts.set(request, 'claimed')
       }
     }
-    app.addHook('preHandler', (request, _reply, done) => {
-      const policy = policyOf(request)
-      if (!policy.rateLimit?.perEmail && !policy.reverifiesPassword) return done()
-      budgetsBeforeHandler(request, policy).then(() => done(), done)
-    })
 
     // Only a wrong answer to "your current password" keeps its claim; any other outcome (right
     // answer, a full hash queue, a bug) gives the attempt back.
     const passwordAttempts = new WeakMap<FastifyRequest, 'claimed' | 'wrong'>()
-    app.addHook('onError', async (request, _reply, error) => {
+    async function notePasswordRefused(request: FastifyRequest, _reply: FastifyReply, error: Error): Promise<void> {
       if (error instanceof AppError && error.code === 'INVALID_PASSWORD' && passwordAttempts.has(request)) {
         passwordAttempts.set(request, 'wrong')
       }
-    })
-    app.addHook('onResponse', (request, _reply, done) => {
-      if (passwordAttempts.get(request) !== 'claimed') return done()
-      app.rateLimits.passwordChecks.refund(request.user!.id).then(() => done(), done)
-    })
+    }
+    async function refundPasswordAttempt(request: FastifyRequest): Promise<void> {
+      if (passwordAttempts.get(request) === 'claimed') await app.rateLimits.passwordChecks.refund(request.user!.id)
+    }
   },
   { name: 'route-policy', dependencies: ['@fastify/cookie', 'rate-limit'] },
 )

@@ -4,7 +4,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Config } from '../../config.js'
 import type { Clock } from '../../shared/clock.js'
-import { cookieName } from '../cookies.js'
+import { cookieName, cookiesOf } from '../cookies.js'
 
 const FLOW_TTL_MS = 10 * 60 * 1000
 const BASE_NAME = 'idp_flow'
@@ -48,7 +48,7 @@ export class FlowCookie {
 
   /** Reads and always clears the flow cookie: one callback per flow. Null when absent or forged. */
   take(request: FastifyRequest, reply: FastifyReply): IdpFlow | null {
-    const raw = request.cookies[this.name]
+    const raw = cookiesOf(request)[this.name]
     if (raw === undefined) return null
     reply.setCookie(this.name, '', { ...this.attributes(), maxAge: 0, expires: new Date(0) })
     const unsigned = request.unsignCookie(raw)

@@ -2,7 +2,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Config } from '../../config.js'
 import type { Clock } from '../../shared/clock.js'
-import { cookieAttributes, cookieName, readSignedCookie } from '../cookies.js'
+import { cookieAttributes, cookieName, cookiesOf, readSignedCookie } from '../cookies.js'
 import { hashToken } from '../tokens.js'
 
 // better-auth's cookie name, so the web front end's middleware that looks for it keeps working.
@@ -57,10 +57,13 @@ export class SessionCookie {
     reply.setCookie(this.name, signed, { ...this.attributes(), signed: false, maxAge: this.maxAgeUntil(expiresAt) })
   }
 
-  /** The hash of the token when the cookie is present and its signature verifies under any configured key. */
-  tokenHashOf(request: FastifyRequest): SessionCookieValue | null {
-    const signed = request.cookies[this.name]
-    if (!signed) return null
+  /**
+   * The hash of the token when the cookie is present and its signature verifies under any configured
+   * key; null for a cookie that does not verify, undefined for none.
+   */
+  tokenHashOf(request: FastifyRequest): SessionCookieValue | null | undefined {
+    const signed = cookiesOf(request)[this.name]
+    if (!signed) return undefined
     const key = hashToken(signed)
     let tokenHash = this.verified.get(key)
     if (tokenHash === undefined) {
@@ -79,6 +82,6 @@ export class SessionCookie {
   }
 
   present(request: FastifyRequest): boolean {
-    return Boolean(request.cookies[this.name])
+    return Boolean(cookiesOf(request)[this.name])
   }
 }

@@ -5,7 +5,7 @@ import type { Executor } from '../../../db/index.js'
 import { preparedStatement } from '../../../db/prepared.js'
 import { toProfile, toSessionUser, type ProfileRow, type SessionUserRow } from '../queries.js'
 import type { SessionTable } from '../tables.js'
-import type { SessionView, SignedInUser } from './sessions.js'
+import type { SessionState, SessionView, SignedInUser } from './sessions.js'
 
 /** A session row as the session manager sees it: the public id, its token hash and its times. */
 export interface StoredSession extends SessionView {
@@ -46,12 +46,11 @@ const SESSION_LOOKUP = preparedStatement<
 export async function findSessionByTokenHash(
   db: Executor,
   tokenHash: string,
-): Promise<{ session: StoredSession; user: SignedInUser } | undefined> {
+): Promise<{ session: SessionState; user: SignedInUser } | undefined> {
   const row = (await db.executeQuery(SESSION_LOOKUP([tokenHash]))).rows[0]
   if (!row) return undefined
-  const session: StoredSession = {
+  const session: SessionState = {
     id: row.session_id,
-    tokenHash,
     userId: row.id,
     expiresAt: row.expires_at,
     createdAt: row.session_created_at,

@@ -12,6 +12,7 @@
 import { Lucia, TimeSpan, type Adapter, type DatabaseSession, type DatabaseUser } from 'lucia'
 import type { DB } from '../../../db/index.js'
 import type { Clock } from '../../shared/clock.js'
+import type { MaybePromise } from '../../shared/maybe-async.js'
 import { newId } from '../../shared/ids.js'
 import { bannedUser, isBanned } from '../ban.js'
 import { endSessionsOfUser, findBan, type Profile } from '../queries.js'
@@ -70,10 +71,15 @@ export interface SessionView {
   userAgent: string | null
 }
 
+/** A session as the server knows it: `twoFactorVerified`, it was started after a second factor (REQUIRE_ADMIN_TWO_FACTOR). */
+export interface SessionState extends SessionView {
+  rememberMe: boolean
+  twoFactorVerified: boolean
+}
+
 export interface ValidSession {
   user: SignedInUser
-  /** `twoFactorVerified`: the session was started after a second factor (REQUIRE_ADMIN_TWO_FACTOR). */
-  session: SessionView & { rememberMe: boolean; twoFactorVerified: boolean }
+  session: SessionState
   /** The expiry moved forward: the cookie should be sent again. */
   fresh: boolean
 }
@@ -121,7 +127,8 @@ class KyselySessionAdapter implements Adapter {
 
   async getSessionAndUser(tokenHash: string): Promise<[DatabaseSession | null, DatabaseUser | null]> {
     const found = await findSessionByTokenHash(this.db, tokenHash)
-    return found ? [toDatabaseSession(found.session), { id: found.user.id, attributes: found.user }] : [null, null]
+    if (!found) return [null, null]
+    return [toDatabaseSession({ ...found.session, tokenHash }), { id: found.user.id, attributes: found.user }]
   }
 
   async getUserSessions(userId: string): Promise<DatabaseSession[]> {
@@ -210,44 +217,53 @@ export class SessionManager {
   }
 
   /**
-   * Validates a token: from memory when the cache holds it (cache.ts says why that is as strict as
-   * the database: a revoked session fails on the next request everywhere), else from the database.
-   * lucia's rule on app.clock: a session is expired once `now >= expiresAt` (it is deleted), and is
-   * renewed when less than half of its own lifetime is left (30 days, or a day for a browser
-   * session), so a renewal writes once per half-lifetime and reads never invalidate the cache.
+   * Validates a session by its token's hash (the session cookie remembers the hash of a value it
+   * verified): from memory when the cache holds it (cache.ts says why that is as strict as the
+   * database: a revoked session fails on the next request everywhere), else from the database. A
+   * cached session that needs no write (neither ended nor due for renewal) is answered at once,
+   * without a promise: that is nearly every request.
    */
-  validate(token: string): Promise<ValidSession | null> {
-    return this.validateHash(hashToken(token))
+  validateHash(tokenHash: string): MaybePromise<ValidSession | null> {
+    const cached = this.cache?.get(tokenHash)
+    if (cached && this.standing(cached, this.clock.now()) === 'valid') {
+      return { user: cached.user, session: cached.session, fresh: false }
+    }
+    return this.validateFound(tokenHash, cached)
   }
 
-  /** `validate` for a token already hashed (the session cookie remembers the hash of a value it verified). */
-  async validateHash(tokenHash: string): Promise<ValidSession | null> {
-    const found = await this.lookup(tokenHash)
-    if (!found) return null
-    const { tokenHash: _, ...session } = found.session
-    const now = this.clock.now()
+  /**
+   * lucia's rule on app.clock: a session has ended once `now >= expiresAt` (or a ban holds), and is
+   * renewed when less than half of its own lifetime is left (30 days, or a day for a browser session).
+   */
+  private standing({ session, user }: CachedSession, now: Date): 'valid' | 'ended' | 'renew' {
     // A ban ends the user's sessions; one that exists anyway (a sign-in that raced the ban, a ban
     // set by SQL) is refused and ended too.
-    if (now.getTime() >= session.expiresAt.getTime() || isBanned(found.user, now)) {
+    if (now.getTime() >= session.expiresAt.getTime() || isBanned(user, now)) return 'ended'
+    const lifetime = session.rememberMe ? this.ttlMs : BROWSER_SESSION_MS
+    return now.getTime() >= session.expiresAt.getTime() - lifetime / 2 ? 'renew' : 'valid'
+  }
+
+  private async validateFound(tokenHash: string, cached: CachedSession | undefined): Promise<ValidSession | null> {
+    const found = cached ?? (await this.read(tokenHash))
+    if (!found) return null
+    const now = this.clock.now()
+    const standing = this.standing(found, now)
+    if (standing === 'ended') {
       this.cache?.forget(tokenHash)
       await this.lucia.invalidateSession(tokenHash)
       return null
     }
-    const lifetime = session.rememberMe ? this.ttlMs : BROWSER_SESSION_MS
-    const renew = now.getTime() >= session.expiresAt.getTime() - lifetime / 2
-    if (renew) {
-      session.expiresAt = this.expiryFrom(now, session.rememberMe)
-      session.updatedAt = now
-      this.cache?.forget(tokenHash)
-      await setSessionExpiry(this.db, tokenHash, session.expiresAt, now)
-    }
-    // Only a remembered session's cookie carries the expiry; a browser session's cookie has none to renew.
-    return { user: found.user, session, fresh: renew && session.rememberMe }
+    if (standing === 'valid') return { user: found.user, session: found.session, fresh: false }
+    // Renewed once per half-lifetime, so reads never invalidate the cache. Only a remembered
+    // session's cookie carries the expiry; a browser session's cookie has none to renew.
+    const session = { ...found.session, expiresAt: this.expiryFrom(now, found.session.rememberMe), updatedAt: now }
+    this.cache?.forget(tokenHash)
+    await setSessionExpiry(this.db, tokenHash, session.expiresAt, now)
+    return { user: found.user, session, fresh: session.rememberMe }
   }
 
-  private async lookup(tokenHash: string): Promise<CachedSession | undefined> {
-    const cached = this.cache?.get(tokenHash)
-    if (cached) return cached
+  /** The database's answer, kept in memory when nothing invalidated it while it was read. */
+  private async read(tokenHash: string): Promise<CachedSession | undefined> {
     const ticket = this.cache?.ticket()
     const found = await findSessionByTokenHash(this.db, tokenHash)
     if (found && ticket !== undefined) this.cache!.put(tokenHash, found, ticket)
