@@ -27,10 +27,10 @@ export default async function profileRoutes(fastify: FastifyInstance) {
       },
     },
     // Read with the session, in its one query (src/auth/session/queries.ts), and serialized once
-    // per cached profile object.
-    async (request, reply) => {
+    // per cached profile object: answered from memory, so a plain function.
+    (request, reply) => {
       const { profile } = currentUser(request)
-      return profileJson.send(reply, profile, 0, () => toProfileJson(profile))
+      profileJson.send(reply, profile, 0, () => toProfileJson(profile))
     },
   )
 

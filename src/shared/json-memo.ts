@@ -5,7 +5,7 @@
 // serializer would otherwise do on every request.
 import type { FastifyReply } from 'fastify'
 import type { $ZodType } from 'zod/v4/core'
-import { responseSerializer } from './response-json.js'
+import { responseSerializer, sendSerialized } from './response-json.js'
 
 export class JsonMemo<Source extends object> {
   private readonly bodies = new WeakMap<Source, { version: number; body: string }>()
@@ -27,6 +27,6 @@ export class JsonMemo<Source extends object> {
       kept = { version, body: this.serialize(build()) }
       this.bodies.set(source, kept)
     }
-    return reply.header('content-type', 'application/json; charset=utf-8').send(kept.body) as R
+    return sendSerialized(reply, kept.body)
   }
 }

@@ -52,11 +52,15 @@ export default async function sessionRoutes(fastify: FastifyInstance) {
         response: { 200: GetSessionSchema },
       },
     },
-    async (request, reply) => {
+    // Answered from memory (the session the route policy loaded): a plain function.
+    (request, reply) => {
       const { user, session } = request
-      if (!user || !session) return null
+      if (!user || !session) {
+        reply.send(null)
+        return
+      }
       // Kept with the cached user object; the expiry is the one part a renewal changes.
-      return getSessionJson.send(reply, user, session.expiresAt.getTime(), () => ({
+      getSessionJson.send(reply, user, session.expiresAt.getTime(), () => ({
         session: toSessionJson(session),
         user: toUserJson(user),
       }))
