@@ -1,13 +1,13 @@
 import type { Executor } from '../../db/index.js'
 import { preparedStatement } from '../../db/prepared.js'
 
-interface CounterKey {
+export interface CounterKey {
   userId: string
   metric: string
   periodStart: Date
 }
 
-interface CounterAttempt {
+export interface CounterAttempt {
   /** The new count, or undefined when the limit refused and nothing was written. */
   used: number | undefined
   /** The count this statement saw before it acted (its snapshot); 0 when there was no counter yet. */
@@ -59,6 +59,63 @@ export async function addToCounter(db: Executor, key: CounterKey, amount: number
   const { rows } = await db.executeQuery(statement([key.userId, key.metric, key.periodStart, amount, limit]))
   const row = rows[0]!
   return { used: row.used ?? undefined, seen: row.seen }
+}
+
+/** One counter's share of a statement that writes several (addToCounters). */
+export interface CounterAdd {
+  key: CounterKey
+  amount: number
+  /** null = no guard. */
+  limit: number | null
+}
+
+// addToCounter's statement for several counters at once (one row each, its own amount and guard),
+// committing asynchronously as ADD_ON_ITS_OWN does. The guard on the conflicting update reads the
+// row's own limit back from the input: the statement's rows cannot carry it into `excluded`. Rows
+// are written (and locked) in key order, so two such statements (from two instances) that share
+// counters wait for each other instead of deadlocking.
+const ADD_MANY_ON_THEIR_OWN = preparedStatement<AttemptRow>(
+  'usage_add_many_async_commit',
+  `with input as (
+     select * from unnest($1::text[], $2::text[], $3::timestamptz[], $4::integer[], $5::integer[])
+       with ordinality as i(user_id, metric, period_start, amount, lim, ord)
+   ), seen as (
+     select c.user_id, c.metric, c.period_start, c.used
+     from usage_counter c join input i using (user_id, metric, period_start)
+   ), attempt as (
+     insert into usage_counter as c (user_id, metric, period_start, used)
+     select i.user_id, i.metric, i.period_start, i.amount
+     from input i left join seen s using (user_id, metric, period_start)
+     where i.lim is null or coalesce(s.used, 0) + i.amount <= i.lim
+     order by i.user_id, i.metric, i.period_start
+     on conflict (user_id, metric, period_start) do update
+       set used = c.used + excluded.used, updated_at = now()
+       where (select i.lim is null or c.used + excluded.used <= i.lim from input i
+              where i.user_id = excluded.user_id and i.metric = excluded.metric and i.period_start = excluded.period_start)
+     returning c.user_id, c.metric, c.period_start, c.used
+   )
+   select a.used, coalesce(s.used, 0) as seen, set_config('synchronous_commit', 'off', true) as commit_mode
+   from input i
+   left join attempt a using (user_id, metric, period_start)
+   left join seen s using (user_id, metric, period_start)
+   order by i.ord`,
+)
+
+/**
+ * Adds to several counters in one statement and one commit, each guarded by its own limit; the
+ * answers are in the order given. A counter may appear only once (a row is updated once per statement).
+ */
+export async function addToCounters(db: Executor, adds: readonly CounterAdd[]): Promise<CounterAttempt[]> {
+  const { rows } = await db.executeQuery(
+    ADD_MANY_ON_THEIR_OWN([
+      adds.map((a) => a.key.userId),
+      adds.map((a) => a.key.metric),
+      adds.map((a) => a.key.periodStart),
+      adds.map((a) => a.amount),
+      adds.map((a) => a.limit),
+    ]),
+  )
+  return rows.map((row) => ({ used: row.used ?? undefined, seen: row.seen }))
 }
 
 export async function readCounter(db: Executor, key: CounterKey): Promise<number> {

@@ -13,13 +13,14 @@ import {
   toUsageResultJson,
   UsageResultSchema,
 } from './schemas.js'
+import { CountWriter } from './count-writer.js'
 import { getPlanAndUsage, incrementUsage, type UsageDeps } from './service.js'
 
 const tags = ['usage']
 
 export default async function usageRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>()
-  const deps: UsageDeps = { db: app.db, clock: app.clock }
+  const deps: UsageDeps = { db: app.db, clock: app.clock, counts: new CountWriter(app.db) }
 
   app.get(
     '/api/v1/getPlanAndUsage',

@@ -5,11 +5,14 @@ import type { Clock } from '../shared/clock.js'
 import type { RequestContext } from '../shared/context.js'
 import { AppError } from '../shared/errors.js'
 import { currentPeriod, effectivePlan, METRIC_PERIOD, METRICS, PLAN_LIMITS, type Metric, type Period } from './plans.js'
-import { addToCounter, readCounter, readCounters } from './queries.js'
+import type { CountWriter } from './count-writer.js'
+import { addToCounter, type CounterAttempt, type CounterKey, readCounter, readCounters } from './queries.js'
 
 export interface UsageDeps {
   db: DB
   clock: Clock
+  /** Writes the counts asked for on their own, several per statement (count-writer.ts). */
+  counts: CountWriter
 }
 
 interface UsageSubject {
@@ -50,8 +53,14 @@ export const MAX_AMOUNT = 1000
  * instances. Other domains call it inside the transaction of the act it pays for, with that act's
  * `now`, so the count rolls back with the act.
  */
-export async function consumeUsage(
+export function consumeUsage(db: Executor, user: UsageSubject, metric: Metric, amount: number, now: Date): Promise<UsageResult> {
+  return count(db, (key, limit) => addToCounter(db, key, amount, limit), user, metric, amount, now)
+}
+
+/** consumeUsage's rule, whichever way the count reaches the database (`add`). */
+async function count(
   db: Executor,
+  add: (key: CounterKey, limit: number | null) => Promise<CounterAttempt>,
   user: UsageSubject,
   metric: Metric,
   amount: number,
@@ -66,7 +75,7 @@ export async function consumeUsage(
   const key = { userId: user.id, metric, periodStart: start }
 
   // More than the whole limit at once can never fit: refuse without touching the row.
-  const attempt = limit !== null && amount > limit ? undefined : await addToCounter(db, key, amount, limit)
+  const attempt = limit !== null && amount > limit ? undefined : await add(key, limit)
   const used = attempt?.used
   if (used === undefined) {
     // The snapshot already showed the counter too full: that count is the answer. Otherwise a
@@ -90,15 +99,15 @@ export function countedAct<T>(db: DB, user: UsageSubject, metric: Metric, now: D
   })
 }
 
-/** A count of its own, asked for by the user (POST /api/v1/usage/{metric}/increment). */
-export async function incrementUsage(
+/** A count of its own, asked for by the user (POST /api/v1/usage/{metric}/increment): written with the others waiting. */
+export function incrementUsage(
   deps: UsageDeps,
   _ctx: RequestContext,
   user: UsageSubject,
   metric: Metric,
   amount: number,
 ): Promise<UsageResult> {
-  return consumeUsage(deps.db, user, metric, amount, deps.clock.now())
+  return count(deps.db, (key, limit) => deps.counts.add(key, amount, limit), user, metric, amount, deps.clock.now())
 }
 
 /** The effective plan and, for every metric, the count of its current period against the limit. */
