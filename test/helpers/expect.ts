@@ -43,14 +43,14 @@ export function userRow(db: Executor, id: string) {
 }
 
 /**
- * The audit events of one action (or of a family, `'journal.%'`), about one target or by one actor.
- * Oldest first.
+ * The audit events of one action (or of a LIKE pattern: a family, `'journal.%'`, or a kind,
+ * `'%read_by_admin'`), about one target or by one actor. Oldest first.
  */
 export function auditEvents(db: Executor, filter: { action: string; targetId?: string; actorId?: string }) {
   let query = db
     .selectFrom('audit_event')
     .selectAll()
-    .where('action', filter.action.endsWith('%') ? 'like' : '=', filter.action)
+    .where('action', filter.action.includes('%') ? 'like' : '=', filter.action)
   if (filter.targetId !== undefined) query = query.where('target_id', '=', filter.targetId)
   if (filter.actorId !== undefined) query = query.where('actor_id', '=', filter.actorId)
   return query.orderBy('at').execute()
