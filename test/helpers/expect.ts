@@ -3,7 +3,7 @@ import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fas
 import { sql } from 'kysely'
 import type { Test } from 'tap'
 import type { Executor } from '../../db/index.js'
-import { call } from './app.js'
+import { call, signUp, type TestUser } from './app.js'
 
 /** Every case is refused with 400 VALIDATION_ERROR: the one answer to input the schema does not accept. */
 export async function eachIsValidationError<Case>(
@@ -29,6 +29,22 @@ export async function eachIsUnauthorized(
     const res = await call(app, method, url, { body })
     t.equal(res.statusCode, 401, `${method} ${url}`)
   }
+}
+
+/**
+ * Writes sent without a session to a member's real record: each is refused with 401, and the member
+ * still has that one record, so nothing was written or deleted.
+ */
+export async function anonymousWritesChangeNothing(
+  t: Test,
+  app: FastifyInstance,
+  record: { create: (member: TestUser) => Promise<{ id: string }>; rowsOf: (userId: string) => Promise<number> },
+  writes: (id: string) => ReadonlyArray<[InjectOptions['method'], string, unknown?]>,
+): Promise<void> {
+  const member = await signUp(app)
+  const { id } = await record.create(member)
+  await eachIsUnauthorized(t, app, writes(id))
+  t.equal(await record.rowsOf(member.id), 1, 'nothing was written or deleted')
 }
 
 /** How many rows of `table` have `value` in `column`. */
