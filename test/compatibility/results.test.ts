@@ -1,7 +1,7 @@
 import t from 'tap'
 import { assertResultOwned, grantDeepInsights, revokeDeepInsights } from '../../src/compatibility/service.js'
 import { buildTestApp, call, createAs, signUp, signUpWithRole, type TestUser } from '../helpers/app.js'
-import { anonymousWritesChangeNothing, auditEvents, countRows } from '../helpers/expect.js'
+import { anonymousWritesChangeNothing, auditedModerationRead, countRows } from '../helpers/expect.js'
 
 let nowMs = Date.parse('2026-04-15T10:00:00.000Z')
 const tick = (ms = 1) => {
@@ -188,14 +188,13 @@ t.test('admins and owners read any result, audited, but cannot unlock or write i
     t.equal(res.statusCode, 200, role)
     t.equal(res.json().userId, member.id)
     t.equal(res.json().deepInsights, null)
-    const events = await auditEvents(app.db, { action: 'compatibility.%', actorId: moderator.id })
-    t.equal(events.length, 1)
-    t.match(events[0], {
+    await auditedModerationRead(t, app.db, {
+      moderatorId: moderator.id,
+      role,
       action: 'compatibility.result.read_by_admin',
-      target_type: 'compatibility_result',
-      target_id: id,
-      ip: String,
-      details: { ownerId: member.id, role },
+      targetType: 'compatibility_result',
+      targetId: id,
+      ownerId: member.id,
     })
     t.equal((await call(app, 'POST', `${RESULTS}/${id}/unlock`, { cookie: moderator.cookie, body: {} })).statusCode, 404)
     t.equal(

@@ -71,3 +71,24 @@ export function auditEvents(db: Executor, filter: { action: string; targetId?: s
   if (filter.actorId !== undefined) query = query.where('actor_id', '=', filter.actorId)
   return query.orderBy('at').execute()
 }
+
+/**
+ * The moderator's one audit event of their domain: the read of someone else's record, naming the
+ * record, its owner and the moderator's role, with the caller's address.
+ */
+export async function auditedModerationRead(
+  t: Test,
+  db: Executor,
+  read: { moderatorId: string; role: string; action: string; targetType: string; targetId: string; ownerId: string },
+): Promise<void> {
+  const domain = read.action.split('.')[0]
+  const events = await auditEvents(db, { action: `${domain}.%`, actorId: read.moderatorId })
+  t.equal(events.length, 1, `${read.role}: one audit event`)
+  t.match(events[0], {
+    action: read.action,
+    target_type: read.targetType,
+    target_id: read.targetId,
+    ip: String,
+    details: { ownerId: read.ownerId, role: read.role },
+  })
+}
