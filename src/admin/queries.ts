@@ -58,32 +58,18 @@ export async function findManagedUser(db: Executor, id: string): Promise<Managed
   return row && toManagedUser(row)
 }
 
-/** Changes the plan of a user. Never the role: that is changeRole's. */
-export async function updateUserPlan(
-  trx: Trx,
-  id: string,
-  changes: { plan: Plan; plan_expires_at: Date | null },
-  now: Date,
-): Promise<ManagedUser> {
-  const row = await trx
-    .updateTable('user')
-    .set({ ...changes, updated_at: now })
-    .where('id', '=', id)
-    .returning(managedUserColumns)
-    .executeTakeFirstOrThrow()
-  return toManagedUser(row)
-}
+/**
+ * What an admin changes on a user: the plan, or the suspension (`banned: false` with both others
+ * null lifts it). Never the role: that is changeRole's.
+ */
+export type ManagedUserChange =
+  | { plan: Plan; plan_expires_at: Date | null }
+  | { banned: boolean; ban_reason: string | null; ban_expires: Date | null }
 
-/** Sets or lifts the suspension of a user (`banned: false` with both others null lifts it). */
-export async function updateBan(
-  trx: Trx,
-  id: string,
-  ban: { banned: boolean; ban_reason: string | null; ban_expires: Date | null },
-  now: Date,
-): Promise<ManagedUser> {
+export async function updateManagedUser(trx: Trx, id: string, change: ManagedUserChange, now: Date): Promise<ManagedUser> {
   const row = await trx
     .updateTable('user')
-    .set({ ...ban, updated_at: now })
+    .set({ ...change, updated_at: now })
     .where('id', '=', id)
     .returning(managedUserColumns)
     .executeTakeFirstOrThrow()

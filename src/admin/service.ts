@@ -27,8 +27,7 @@ import {
   type ManagedUser,
   sumPaidPayments,
   sumUsage,
-  updateBan,
-  updateUserPlan,
+  updateManagedUser,
   type AuditFilters,
   type UserCounts,
   type UserFilters,
@@ -135,7 +134,7 @@ export async function setUserPlan(
     const before = await findUserForUpdate(trx, { id })
     if (!before) throw notFound('User')
     if (before.role === 'owner') throw ownerUnchangeable()
-    const after = await updateUserPlan(trx, id, { plan, plan_expires_at: expiry }, now)
+    const after = await updateManagedUser(trx, id, { plan, plan_expires_at: expiry }, now)
     await auditUserChange(trx, ctx, 'admin.user.plan_changed', id, {
       via,
       before: { plan: before.plan, planExpiresAt: iso(before.planExpiresAt) },
@@ -181,7 +180,7 @@ export async function banUser(
     const before = await findUserForUpdate(trx, { id })
     if (!before) throw notFound('User')
     if (before.role === 'owner') throw forbidden('An owner cannot be banned')
-    const user = await updateBan(trx, id, { banned: true, ban_reason: input.reason, ban_expires: expiry }, now)
+    const user = await updateManagedUser(trx, id, { banned: true, ban_reason: input.reason, ban_expires: expiry }, now)
     const sessionsRevoked = await endSessionsOfUser(trx, id)
     await auditUserChange(trx, ctx, 'admin.user.banned', id, { before: banJson(before), after: banJson(user), sessionsRevoked })
     return { user, counts: await countsFor(trx, id, now) }
@@ -194,7 +193,9 @@ export async function unbanUser(deps: AdminDeps, ctx: RequestContext, id: string
   return deps.db.transaction().execute(async (trx) => {
     const before = await findUserForUpdate(trx, { id })
     if (!before) throw notFound('User')
-    const user = before.banned ? await updateBan(trx, id, { banned: false, ban_reason: null, ban_expires: null }, now) : before
+    const user = before.banned
+      ? await updateManagedUser(trx, id, { banned: false, ban_reason: null, ban_expires: null }, now)
+      : before
     await auditUserChange(trx, ctx, 'admin.user.unbanned', id, { via: 'admin', before: banJson(before), after: banJson(user) })
     return { user, counts: await countsFor(trx, id, now) }
   })

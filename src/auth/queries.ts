@@ -174,15 +174,17 @@ export async function setPasswordHash(db: Executor, userId: string, passwordHash
 }
 
 /**
- * Removes every way into the account but the password; returns the kinds removed. For a reset that
- * proves an address nobody had proven: a link made from an identity whose address the provider did
- * not vouch for may be whoever registered the address first.
+ * Removes every way into the user's account but one: the password, or the account `accountId`;
+ * returns the kinds removed. For an address proven by someone else than whoever holds it now: a
+ * reset that proves an address nobody had proven (a link made from an identity whose address the
+ * provider did not vouch for may be whoever registered the address first), or the provider vouching
+ * for the address (only the identity just linked stays).
  */
-export async function deleteAccountsButPassword(trx: Trx, userId: string): Promise<string[]> {
+export async function deleteAccountsBut(trx: Trx, userId: string, keep: 'password' | { accountId: string }): Promise<string[]> {
   const removed = await trx
     .deleteFrom('account')
     .where('user_id', '=', userId)
-    .where('provider_id', '<>', CREDENTIAL)
+    .where((eb) => (keep === 'password' ? eb('provider_id', '<>', CREDENTIAL) : eb('id', '<>', keep.accountId)))
     .returning('provider_id')
     .execute()
   return removed.map((r) => r.provider_id)

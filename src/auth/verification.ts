@@ -73,14 +73,7 @@ export async function consumeToken(
   token: string,
   now: Date,
 ): Promise<VerificationRecord | null> {
-  const row = await trx
-    .deleteFrom('verification')
-    .where('token_hash', '=', hashToken(token))
-    .where('purpose', '=', purpose)
-    .returning(['user_id', 'data', 'expires_at'])
-    .executeTakeFirst()
-  if (!row?.user_id || row.expires_at.getTime() <= now.getTime()) return null
-  return { userId: row.user_id, data: row.data }
+  return consumeTokenOf(trx, [purpose], token, now)
 }
 
 /**

@@ -16,6 +16,7 @@ import {
   type ImportJournalEntryInput,
   type ImportUserInput,
   type SectionName,
+  type SectionRows,
 } from './schemas.js'
 
 export class ImportFileError extends Error {}
@@ -37,12 +38,10 @@ export interface ParsedUser extends ParsedRow<Omit<ImportUserInput, 'password' |
   roleMapping: 'kept' | 'fromUser' | 'unknown'
 }
 
-export interface ParsedDocument {
+type ParsedSections = { [S in keyof SectionRows]: ParsedRow<SectionRows[S]>[] }
+
+export interface ParsedDocument extends ParsedSections {
   users: ParsedUser[]
-  accounts: ParsedRow<ImportAccountInput>[]
-  journalEntries: ParsedRow<ImportJournalEntryInput>[]
-  compatibilityResults: ParsedRow<ImportCompatibilityResultInput>[]
-  consents: ParsedRow<ImportConsentInput & { id: string }>[]
   totals: Record<SectionName, number>
   rejected: RowIssue[]
   warnings: RowIssue[]

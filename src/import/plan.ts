@@ -15,13 +15,7 @@ import {
   type OwnedTable,
 } from './queries.js'
 import type { RowIssue } from './report.js'
-import type {
-  ImportAccountInput,
-  ImportCompatibilityResultInput,
-  ImportConsentInput,
-  ImportJournalEntryInput,
-  SectionName,
-} from './schemas.js'
+import type { ImportAccountInput, SectionName, SectionRows } from './schemas.js'
 import type { ImportSection } from './tables.js'
 
 /** `failed` marks a row that the database refused at write time (it is then listed as rejected). */
@@ -44,12 +38,10 @@ export interface UserPlan {
   stored?: string | null
 }
 
-export interface ImportPlan {
+type PlannedSections = { [S in keyof SectionRows]: RowPlan<SectionRows[S]>[] }
+
+export interface ImportPlan extends PlannedSections {
   users: UserPlan[]
-  accounts: RowPlan<ImportAccountInput>[]
-  journalEntries: RowPlan<ImportJournalEntryInput>[]
-  compatibilityResults: RowPlan<ImportCompatibilityResultInput>[]
-  consents: RowPlan<ImportConsentInput & { id: string }>[]
   rejected: RowIssue[]
   skipped: RowIssue[]
   warnings: RowIssue[]

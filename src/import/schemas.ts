@@ -92,6 +92,14 @@ export type ImportJournalEntryInput = z.output<typeof importJournalEntrySchema>
 export type ImportCompatibilityResultInput = z.output<typeof importCompatibilityResultSchema>
 export type ImportConsentInput = z.output<typeof importConsentSchema>
 
+/** The row each section but users holds once parsed (a consent has its id by then, given or derived). */
+export interface SectionRows {
+  accounts: ImportAccountInput
+  journalEntries: ImportJournalEntryInput
+  compatibilityResults: ImportCompatibilityResultInput
+  consents: ImportConsentInput & { id: string }
+}
+
 /** The sections of an export, in the order they are imported (users before what points at them). */
 export const SECTIONS = ['users', 'accounts', 'journalEntries', 'compatibilityResults', 'consents'] as const
 export type SectionName = (typeof SECTIONS)[number]

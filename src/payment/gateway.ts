@@ -56,6 +56,12 @@ export interface PaymentGateway {
   parseWebhook(rawBody: Buffer, headers: IncomingHttpHeaders): Promise<WebhookNotice>
 }
 
+/** A payment the gateway has no record of yet: expired once its checkout has, pending until then. */
+export function notYetAtGateway(payment: PaymentRef, now: Date): GatewayState {
+  const expired = now.getTime() > payment.expiresAt.getTime()
+  return { status: expired ? 'expired' : 'pending', amount: null, currency: null }
+}
+
 export const badSignature = (message = 'Webhook signature does not verify') => new AppError(400, 'BAD_REQUEST', message)
 
 /** A gateway that failed or answered nonsense: the client may retry. Never echoes the gateway's text. */

@@ -5,6 +5,7 @@ import type { Clock } from '../shared/clock.js'
 import {
   badSignature,
   gatewayError,
+  notYetAtGateway,
   type CheckoutRequest,
   type CheckoutSession,
   type GatewayState,
@@ -105,10 +106,7 @@ export class MidtransGateway implements PaymentGateway {
     const orderId = payment.providerRef ?? payment.id
     const { status, body } = await this.request(`${this.apiBase}/v2/${encodeURIComponent(orderId)}/status`, { method: 'GET' })
     // Midtrans answers "404" in the body (HTTP 200 or 404) until the customer picks a payment method.
-    if (status === 404 || body.status_code === '404') {
-      const expired = this.clock.now().getTime() > payment.expiresAt.getTime()
-      return { status: expired ? 'expired' : 'pending', amount: null, currency: null }
-    }
+    if (status === 404 || body.status_code === '404') return notYetAtGateway(payment, this.clock.now())
     if (status !== 200 || typeof body.transaction_status !== 'string' || body.order_id !== orderId) throw gatewayError()
     const gross = typeof body.gross_amount === 'string' ? Number(body.gross_amount) : null
     return {

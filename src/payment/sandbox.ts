@@ -9,6 +9,7 @@ import { newId } from '../shared/ids.js'
 import {
   badSignature,
   header,
+  notYetAtGateway,
   type CheckoutRequest,
   type CheckoutSession,
   type GatewayState,
@@ -67,9 +68,7 @@ export class SandboxGateway implements PaymentGateway {
 
   async fetchStatus(payment: PaymentRef): Promise<GatewayState> {
     const known = this.ledger.get(payment.id)
-    if (known) return known
-    const expired = this.clock.now().getTime() > payment.expiresAt.getTime()
-    return { status: expired ? 'expired' : 'pending', amount: null, currency: null }
+    return known ?? notYetAtGateway(payment, this.clock.now())
   }
 
   async parseWebhook(rawBody: Buffer, headers: IncomingHttpHeaders): Promise<WebhookNotice> {

@@ -62,6 +62,13 @@ export interface TestUser {
   cookie: string
 }
 
+/** POSTs a new record as `user` and returns its JSON: a step that must work, so anything but 201 throws. */
+export async function createAs<T>(app: FastifyInstance, user: TestUser, url: string, body: unknown): Promise<T> {
+  const res = await call(app, 'POST', url, { cookie: user.cookie, body })
+  if (res.statusCode !== 201) throw new Error(`POST ${url} failed: ${res.statusCode} ${res.body}`)
+  return res.json() as T
+}
+
 /** Signs up a new member and returns their session cookie. */
 export async function signUp(
   app: FastifyInstance,

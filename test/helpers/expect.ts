@@ -3,7 +3,7 @@ import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fas
 import { sql } from 'kysely'
 import type { Test } from 'tap'
 import type { Executor } from '../../db/index.js'
-import { call } from './app.js'
+import { call, signUp, type TestUser } from './app.js'
 
 /** Every case is refused with 400 VALIDATION_ERROR: the one answer to input the schema does not accept. */
 export async function eachIsValidationError<Case>(
@@ -31,6 +31,22 @@ export async function eachIsUnauthorized(
   }
 }
 
+/**
+ * Writes sent without a session to a member's real record: each is refused with 401, and the member
+ * still has that one record, so nothing was written or deleted.
+ */
+export async function anonymousWritesChangeNothing(
+  t: Test,
+  app: FastifyInstance,
+  record: { create: (member: TestUser) => Promise<{ id: string }>; rowsOf: (userId: string) => Promise<number> },
+  writes: (id: string) => ReadonlyArray<[InjectOptions['method'], string, unknown?]>,
+): Promise<void> {
+  const member = await signUp(app)
+  const { id } = await record.create(member)
+  await eachIsUnauthorized(t, app, writes(id))
+  t.equal(await record.rowsOf(member.id), 1, 'nothing was written or deleted')
+}
+
 /** How many rows of `table` have `value` in `column`. */
 export async function countRows(db: Executor, table: string, column: string, value: string): Promise<number> {
   const count = sql<{ n: number }>`select count(*)::int as n from ${sql.table(table)} where ${sql.ref(column)} = ${value}`
@@ -43,15 +59,36 @@ export function userRow(db: Executor, id: string) {
 }
 
 /**
- * The audit events of one action (or of a family, `'journal.%'`), about one target or by one actor.
- * Oldest first.
+ * The audit events of one action (or of a LIKE pattern: a family, `'journal.%'`, or a kind,
+ * `'%read_by_admin'`), about one target or by one actor. Oldest first.
  */
 export function auditEvents(db: Executor, filter: { action: string; targetId?: string; actorId?: string }) {
   let query = db
     .selectFrom('audit_event')
     .selectAll()
-    .where('action', filter.action.endsWith('%') ? 'like' : '=', filter.action)
+    .where('action', filter.action.includes('%') ? 'like' : '=', filter.action)
   if (filter.targetId !== undefined) query = query.where('target_id', '=', filter.targetId)
   if (filter.actorId !== undefined) query = query.where('actor_id', '=', filter.actorId)
   return query.orderBy('at').execute()
+}
+
+/**
+ * The moderator's one audit event of their domain: the read of someone else's record, naming the
+ * record, its owner and the moderator's role, with the caller's address.
+ */
+export async function auditedModerationRead(
+  t: Test,
+  db: Executor,
+  read: { moderatorId: string; role: string; action: string; targetType: string; targetId: string; ownerId: string },
+): Promise<void> {
+  const domain = read.action.split('.')[0]
+  const events = await auditEvents(db, { action: `${domain}.%`, actorId: read.moderatorId })
+  t.equal(events.length, 1, `${read.role}: one audit event`)
+  t.match(events[0], {
+    action: read.action,
+    target_type: read.targetType,
+    target_id: read.targetId,
+    ip: String,
+    details: { ownerId: read.ownerId, role: read.role },
+  })
 }

@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net'
 import Stripe from 'stripe'
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
-import { call, signUp, type TestUser } from './app.js'
+import { call, createAs, signUp, type TestUser } from './app.js'
 
 async function readBody(req: IncomingMessage): Promise<string> {
   const chunks: Buffer[] = []
@@ -329,12 +329,13 @@ export class FakeMidtrans {
 
 /** A compatibility result of the user, through the API. */
 export async function createResult(app: FastifyInstance, user: TestUser): Promise<string> {
-  const res = await call(app, 'POST', '/api/v1/compatibility/results', {
-    cookie: user.cookie,
-    body: { partner: { name: 'Partner', birthDate: '1990-05-17' }, systems: ['astrology'], score: 72, summary: { lite: 'ok' } },
-  })
-  if (res.statusCode !== 201) throw new Error(`createResult failed: ${res.statusCode} ${res.body}`)
-  return res.json().id
+  const body = {
+    partner: { name: 'Partner', birthDate: '1990-05-17' },
+    systems: ['astrology'],
+    score: 72,
+    summary: { lite: 'ok' },
+  }
+  return (await createAs<{ id: string }>(app, user, '/api/v1/compatibility/results', body)).id
 }
 
 /**
@@ -362,9 +363,7 @@ export async function startCheckout(
   user: TestUser,
   body: { product: string; resultId?: string; returnUrl?: string },
 ): Promise<{ paymentId: string; provider: string; redirectUrl: string; expiresAt: string }> {
-  const res = await postCheckout(app, user, { returnUrl: '/payments/done', ...body })
-  if (res.statusCode !== 201) throw new Error(`checkout failed: ${res.statusCode} ${res.body}`)
-  return res.json()
+  return createAs(app, user, '/api/v1/payments/checkout', { returnUrl: '/payments/done', ...body })
 }
 
 export async function verify(app: FastifyInstance, user: TestUser, paymentId: string) {

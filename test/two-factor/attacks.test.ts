@@ -4,6 +4,7 @@ import type { LightMyRequestResponse } from 'fastify'
 import t from 'tap'
 import { call, signUp, signUpWithRole, type TestUser, uniqueEmail } from '../helpers/app.js'
 import { issueToken } from '../../src/auth/verification.js'
+import { auditEvents } from '../helpers/expect.js'
 import { createResult } from '../helpers/gateways.js'
 import { linkIn, startSmtpServer } from '../helpers/smtp.js'
 import { CHALLENGE, codeAt, secretOf, twoFactorApp } from '../helpers/two-factor.js'
@@ -81,12 +82,7 @@ t.test("REQUIRE_ADMIN_TWO_FACTOR: an admin session without a second factor canno
     const res = await call(app, 'GET', url, { cookie: admin.cookie })
     t.same([res.statusCode, res.json().code], [404, 'NOT_FOUND'], `${url}: read as a member`)
   }
-  const reads = await app.db
-    .selectFrom('audit_event')
-    .select('action')
-    .where('actor_id', '=', admin.id)
-    .where('action', 'like', '%read_by_admin')
-    .execute()
+  const reads = await auditEvents(app.db, { action: '%read_by_admin', actorId: admin.id })
   t.same(reads, [], 'no moderation read happened')
 
   // The same session once it passed a second factor reads them, audited.

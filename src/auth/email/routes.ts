@@ -31,15 +31,19 @@ import {
 
 const tags = ['auth']
 const Token = z.string().min(1).max(256)
+type RedirectField = 'redirectTo' | 'callbackURL'
+/**
+ * The optional redirect of a body, under the name better-auth gives it on that route. Typed as
+ * either name, both optional: the other one reads as absent, which it is.
+ */
+const redirectOf = (field: RedirectField) =>
+  ({ [field]: CallbackUrl.optional() }) as Record<RedirectField, ReturnType<typeof CallbackUrl.optional>>
 
 export default async function emailRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>()
   const deps: EmailAuthDeps = { db: app.db, clock: app.clock, hasher: app.hasher, mailer: app.mailer, config: app.config.auth }
 
   const callback = (url: string | undefined, field = 'callbackURL') => resolveOptionalRedirect(url, app.redirectRules, field)
-  // The mail routes answer before they look the address up: the same work, so the same time, for an
-  // email with an account and one without (no enumeration by timing).
-  const MAIL_ROUTE = { access: 'public', rateLimit: { perEmail: 'mail' } } as const
   /**
    * A mail sent by a route that is not a mail route (a sign-up, a sign-in that finds a reset or a
    * verification due) takes from the address's hourly mail budget, which a mail route's own
@@ -134,24 +138,47 @@ export default async function emailRoutes(fastify: FastifyInstance) {
     },
   )
 
-  app.post(
+  /**
+   * A route that mails a link to `email`. It answers before it looks the address up: the same work,
+   * so the same time, for an email with an account and one without (no enumeration by timing). Only
+   * the redirect is checked first, so a hostile one is refused and never mailed.
+   */
+  const mailRoute = (
+    url: string,
+    doc: { operationId: string; summary: string },
+    redirectField: RedirectField,
+    what: string,
+    mail: (email: string, redirect: string | undefined) => Promise<unknown>,
+  ) =>
+    app.post(
+      url,
+      {
+        config: { policy: { access: 'public', rateLimit: { perEmail: 'mail' } } },
+        schema: {
+          operationId: doc.operationId,
+          tags,
+          summary: doc.summary,
+          body: z.strictObject({ email: Email, ...redirectOf(redirectField) }),
+          response: { 200: Status, 400: ErrorSchema, 403: ErrorSchema, 429: ErrorSchema },
+        },
+      },
+      async (request) => {
+        const { email } = request.body
+        const redirect = callback(request.body[redirectField], redirectField)
+        app.afterReply(request, what, () => mail(email, redirect))
+        return { status: true as const }
+      },
+    )
+
+  mailRoute(
     '/api/auth/request-password-reset',
     {
-      config: { policy: MAIL_ROUTE },
-      schema: {
-        operationId: 'requestPasswordReset',
-        tags,
-        summary: 'Mail a single-use password reset link (valid 1 h); answers the same whether the email has an account or not',
-        body: z.strictObject({ email: Email, redirectTo: CallbackUrl.optional() }),
-        response: { 200: Status, 400: ErrorSchema, 403: ErrorSchema, 429: ErrorSchema },
-      },
+      operationId: 'requestPasswordReset',
+      summary: 'Mail a single-use password reset link (valid 1 h); answers the same whether the email has an account or not',
     },
-    async (request) => {
-      const { email } = request.body
-      const redirectTo = callback(request.body.redirectTo, 'redirectTo')
-      app.afterReply(request, 'password reset request', () => requestPasswordReset(deps, email, redirectTo))
-      return { status: true as const }
-    },
+    'redirectTo',
+    'password reset request',
+    (email, redirectTo) => requestPasswordReset(deps, email, redirectTo),
   )
 
   app.post(
@@ -196,24 +223,15 @@ export default async function emailRoutes(fastify: FastifyInstance) {
     },
   )
 
-  app.post(
+  mailRoute(
     '/api/auth/send-verification-email',
     {
-      config: { policy: MAIL_ROUTE },
-      schema: {
-        operationId: 'sendVerificationEmail',
-        tags,
-        summary: 'Mail a single-use verification link (valid 24 h) to an unverified account; answers the same in every case',
-        body: z.strictObject({ email: Email, callbackURL: CallbackUrl.optional() }),
-        response: { 200: Status, 400: ErrorSchema, 403: ErrorSchema, 429: ErrorSchema },
-      },
+      operationId: 'sendVerificationEmail',
+      summary: 'Mail a single-use verification link (valid 24 h) to an unverified account; answers the same in every case',
     },
-    async (request) => {
-      const { email } = request.body
-      const callbackURL = callback(request.body.callbackURL)
-      app.afterReply(request, 'verification mail request', () => requestVerification(deps, email, callbackURL))
-      return { status: true as const }
-    },
+    'callbackURL',
+    'verification mail request',
+    (email, callbackURL) => requestVerification(deps, email, callbackURL),
   )
 
   app.get(

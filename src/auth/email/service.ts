@@ -16,7 +16,7 @@ import { isWeakHash, needsRehash, type PasswordHasher } from '../password/passwo
 import {
   clearPasswordResetRequired,
   CREDENTIAL,
-  deleteAccountsButPassword,
+  deleteAccountsBut,
   endSessionsOfUser,
   findCredentialByEmail,
   findPasswordHash,
@@ -193,7 +193,7 @@ export async function resetPassword(deps: EmailAuthDeps, ctx: RequestContext, to
     // were made on an address the provider did not vouch for (perhaps by whoever registered it
     // first, waiting for its owner), and must not outlive the owner taking it back.
     const user = await findUserById(trx, record.userId)
-    const removedAccounts = user && !user.emailVerified ? await deleteAccountsButPassword(trx, record.userId) : []
+    const removedAccounts = user && !user.emailVerified ? await deleteAccountsBut(trx, record.userId, 'password') : []
     await setPasswordHash(trx, record.userId, passwordHash, now)
     await clearPasswordResetRequired(trx, record.userId, now)
     // Whoever held a session (perhaps the reason for the reset) is signed out everywhere, and a

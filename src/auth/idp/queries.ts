@@ -16,14 +16,3 @@ export async function findUserBySubject(
     .where('account.account_id', '=', sub)
     .executeTakeFirst()
 }
-
-/** Removes every way into the user's account but the account `keepAccountId`; returns the kinds removed. */
-export async function deleteOtherAccounts(trx: Trx, userId: string, keepAccountId: string): Promise<string[]> {
-  const removed = await trx
-    .deleteFrom('account')
-    .where('user_id', '=', userId)
-    .where('id', '<>', keepAccountId)
-    .returning('provider_id')
-    .execute()
-  return removed.map((r) => r.provider_id)
-}

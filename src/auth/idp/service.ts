@@ -8,10 +8,18 @@ import { newId } from '../../shared/ids.js'
 import { banHolds } from '../ban.js'
 import { maybeBootstrapOwner } from '../bootstrap.js'
 import { revokeTokens } from '../verification.js'
-import { endSessionsOfUser, findUserByEmail, findUserById, insertAccount, insertUser, setEmailVerified } from '../queries.js'
+import {
+  deleteAccountsBut,
+  endSessionsOfUser,
+  findUserByEmail,
+  findUserById,
+  insertAccount,
+  insertUser,
+  setEmailVerified,
+} from '../queries.js'
 import { deleteTwoFactor, setTwoFactorEnabled } from '../two-factor/queries.js'
 import type { IdpIdentity } from './oauth.js'
-import { deleteOtherAccounts, findUserBySubject, IDP } from './queries.js'
+import { findUserBySubject, IDP } from './queries.js'
 
 export interface IdpDeps {
   db: DB
@@ -131,7 +139,7 @@ async function claimUnverifiedAccount(
   now: Date,
   ip: string | null,
 ): Promise<void> {
-  const removedAccounts = await deleteOtherAccounts(trx, userId, keepAccountId)
+  const removedAccounts = await deleteAccountsBut(trx, userId, { accountId: keepAccountId })
   // Their second factor too: the real owner must not be asked for a code from the first holder's app.
   const { trustedDevices } = await deleteTwoFactor(trx, userId)
   await setTwoFactorEnabled(trx, userId, false, now)
