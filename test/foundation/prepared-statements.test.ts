@@ -39,7 +39,8 @@ if (!usingPostgres()) {
     const res = await call(app, 'POST', '/api/v1/usage/aiMessages/increment', { cookie: user.cookie, body: {} })
     t.equal(res.statusCode, 200)
     t.equal(res.json().used, 1)
-    t.same(await prepared(), ['session_lookup', 'usage_add_async_commit'])
+    // A count of its own goes through the count writer's statement (src/usage/count-writer.ts).
+    t.same(await prepared(), ['session_lookup', 'usage_add_many_async_commit'])
   })
 
   t.test('a count of its own commits asynchronously for itself only; a count inside a write stays durable', async (t) => {
