@@ -233,9 +233,9 @@ export default fp(
      * Every request, matched or not, in the order that keeps the cheap refusals first: the headers
      * every answer carries (errors too), shutdown, CORS and origin, the per-IP budgets (a flood never
      * reaches the database), the session, then who may call. Returns a promise only when a step has
-     * to wait (a budget kept in Redis, a session not in memory).
+     * to wait (a budget kept in Redis, a session not in memory), and 'answered' for a preflight.
      */
-    const enforce = (request: FastifyRequest, reply: FastifyReply): MaybePromise<void> => {
+    const enforce = (request: FastifyRequest, reply: FastifyReply): MaybePromise<void> | 'answered' => {
       const route = matchedRoute(request)
       const { policy } = route
       reply.header('x-request-id', request.id)
@@ -260,7 +260,7 @@ export default fp(
         reply.header('access-control-allow-headers', ALLOWED_HEADERS)
         reply.header('access-control-max-age', '600')
         reply.code(204).send()
-        return
+        return 'answered'
       }
       if (policy.checkOrigin !== false) checkOrigin(request, route, origin, originTrusted)
 
@@ -270,16 +270,17 @@ export default fp(
       )
     }
 
-    // Callback style: the common request passes every step without a promise.
+    // Callback style: the common request passes every step without a promise. A hook that has
+    // answered (a preflight) must not call done: Fastify would go on to the handler.
     app.addHook('onRequest', (request, reply, done) => {
-      let pending: MaybePromise<void>
+      let outcome: ReturnType<typeof enforce>
       try {
-        pending = enforce(request, reply)
+        outcome = enforce(request, reply)
       } catch (err) {
         return done(err as Error)
       }
-      if (pending instanceof Promise) pending.then(() => done(), done)
-      else done()
+      if (outcome instanceof Promise) outcome.then(() => done(), done)
+      else if (outcome !== 'answered') done()
     })
 
     // Budgets that need the parsed body or the signed-in account, before the handler does any work.
