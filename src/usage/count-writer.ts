@@ -10,7 +10,8 @@
 // row only once). If the sum fits the limit, every part fits (amounts are positive), and each part is
 // answered with the count it brought the counter to, in the order they came: what one statement each
 // would have answered. If the sum does not fit, the parts go one statement each, in order, so those
-// that still fit are counted and the rest refused.
+// that still fit are counted and the rest refused; so do parts of one counter judged under different
+// limits (the user's plan changed or lapsed between them).
 import type { DB } from '../../db/index.js'
 import { addToCounter, addToCounters, type CounterAdd, type CounterAttempt, type CounterKey } from './queries.js'
 
@@ -59,11 +60,18 @@ export class CountWriter {
       if (group) group.push(part)
       else groups.set(counter, [part])
     }
-    const rows = [...groups.values()]
+    // Parts of one counter judged under different limits (the plan changed or lapsed between them)
+    // cannot share a guard: they go one by one, after the batch.
+    const oneByOne: Pending[] = []
+    const rows: Pending[][] = []
+    for (const parts of groups.values()) {
+      if (parts.every((p) => p.limit === parts[0]!.limit)) rows.push(parts)
+      else oneByOne.push(...parts)
+    }
     const sums = rows.map((parts) => ({ ...parts[0]!, amount: parts.reduce((sum, p) => sum + p.amount, 0) }))
     let attempts: CounterAttempt[]
     try {
-      attempts = await addToCounters(this.db, sums)
+      attempts = sums.length > 0 ? await addToCounters(this.db, sums) : []
     } catch (err) {
       // One count the database refuses (its user was deleted meanwhile, a count past the integer
       // range) must fail alone, not with everyone else's in its batch; so must a batch that met
@@ -72,7 +80,6 @@ export class CountWriter {
       else for (const part of batch) part.reject(err)
       return
     }
-    const oneByOne: Pending[] = []
     rows.forEach((parts, i) => {
       const { used, seen } = attempts[i]!
       if (used === undefined) {
@@ -103,10 +110,11 @@ export class CountWriter {
 }
 
 /**
- * SQLSTATE class 22 (data exception), 23 (integrity constraint violation) or 40 (a deadlock or
- * serialization failure): something about the rows of this batch, not the database being down.
+ * SQLSTATE class 21 (cardinality: a row the statement would update twice), 22 (data exception), 23
+ * (integrity constraint violation) or 40 (a deadlock or serialization failure): something about the
+ * rows of this batch, not the database being down.
  */
 function refusedAsAWhole(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code
-  return typeof code === 'string' && /^(22|23|40)/.test(code)
+  return typeof code === 'string' && /^(21|22|23|40)/.test(code)
 }

@@ -65,6 +65,25 @@ t.test('a batch whose parts do not all fit counts those that still fit, in order
   t.equal(await readCounter(app.db, keyOf(user)), 10)
 })
 
+t.test('one counter asked for under two limits in a batch (the plan lapsed between them): each part under its own', async (t) => {
+  const [payer, other] = [(await signUp(app)).id, (await signUp(app)).id]
+  await new CountWriter(app.db).add(keyOf(payer), 10, 200)
+  const { writer, first } = busyWriter()
+  const answers = await Promise.all([
+    writer.add(keyOf(payer), 1, 200), // premium, still running
+    writer.add(keyOf(payer), 1, 10), // free once it lapsed: already past the limit
+    writer.add(keyOf(other), 1, 10),
+  ])
+  await first
+  t.same(answers, [
+    { used: 11, seen: 10 },
+    { used: undefined, seen: 11 },
+    { used: 1, seen: 0 },
+  ])
+  t.equal(await readCounter(app.db, keyOf(payer)), 11)
+  t.equal(await readCounter(app.db, keyOf(other)), 1, "another member's count in the same batch is written")
+})
+
 t.test('a count the database refuses fails alone; the others in its batch are counted', async (t) => {
   const user = (await signUp(app)).id
   const { writer, first } = busyWriter()
