@@ -142,8 +142,8 @@ export class AttemptCounter {
 
 /**
  * Fixed windows per key in this process's memory: what @fastify/rate-limit's local store counts
- * (the window starts at a key's first request; every request counts), without its per-call cost,
- * which bench:cpu put at about 7 µs on every request that the global budget covers. Bounded: past
+ * (the window starts at a key's first request; every request counts), without its per-call cost on
+ * every request that the global budget covers (docs/benchmarks.md, "The request pipeline"). Bounded: past
  * `maxKeys` keys the oldest window is dropped, as the local store's LRU of 10,000 does.
  */
 export class MemoryWindows {

@@ -27,7 +27,7 @@ const counterOf = ({ key, limit }: CounterAdd) =>
 export class CountWriter {
   private waiting: Pending[] = []
   // One statement at a time: two of this process would share counters and queue on each other's
-  // row locks (measured: well under half the throughput with two, docs/benchmarks.md), while one
+  // row locks (docs/benchmarks.md has the measurement), while one
   // carries every count that waits.
   private writing = false
 
