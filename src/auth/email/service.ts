@@ -5,7 +5,7 @@ import type { Config } from '../../config.js'
 import type { ConsentInput } from '../../consent/schemas.js'
 import { recordConsents } from '../../consent/service.js'
 import type { Mailer } from '../../plugins/mailer.js'
-import { recordAudit, recordUserEvent } from '../../shared/audit.js'
+import { recordUserEvent } from '../../shared/audit.js'
 import type { Clock } from '../../shared/clock.js'
 import type { RequestContext } from '../../shared/context.js'
 import { AppError } from '../../shared/errors.js'
@@ -63,7 +63,7 @@ export async function signUpWithEmail(
     await deps.db.transaction().execute(async (trx) => {
       await insertUser(trx, { id, name: input.name, email: input.email, image: input.image ?? null })
       await insertAccount(trx, { userId: id, providerId: CREDENTIAL, accountId: id, passwordHash })
-      await recordAudit(trx, { actorId: id, action: 'auth.sign_up', targetType: 'user', targetId: id, ip: ctx.ip })
+      await recordUserEvent(trx, ctx, id, 'auth.sign_up')
       if (input.consents?.length) await recordConsents(trx, id, input.consents, ctx)
     })
   } catch (err) {
