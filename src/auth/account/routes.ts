@@ -10,7 +10,7 @@ import { AppError, ErrorSchema } from '../../shared/errors.js'
 import { resolveOptionalRedirect, resolveRedirect } from '../../shared/redirect.js'
 import { PUBLIC, REVERIFIES_PASSWORD } from '../../shared/route-policy.js'
 import { currentUser } from '../guard.js'
-import { CallbackUrl, CurrentPassword, Email, Status } from '../schemas.js'
+import { CallbackUrl, CurrentPassword, Email, EmailedToken, Status } from '../schemas.js'
 import {
   assertNewEmail,
   confirmDeletion,
@@ -23,7 +23,6 @@ import {
 } from './service.js'
 
 const tags = ['auth']
-const Token = z.string().min(1).max(256)
 
 const LinkedAccountSchema = z
   .object({
@@ -104,7 +103,7 @@ export default async function accountRoutes(fastify: FastifyInstance) {
         body: z.strictObject({
           password: CurrentPassword.optional(),
           callbackURL: CallbackUrl.optional(),
-          token: Token.optional(),
+          token: EmailedToken.optional(),
         }),
         response: { 200: Deleted, 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema, 404: ErrorSchema },
       },
@@ -126,7 +125,7 @@ export default async function accountRoutes(fastify: FastifyInstance) {
         operationId: 'deleteUserCallback',
         tags,
         summary: 'The mailed deletion link, opened where its owner is signed in; redirects to callbackURL when given',
-        querystring: z.strictObject({ token: Token, callbackURL: CallbackUrl.optional() }),
+        querystring: z.strictObject({ token: EmailedToken, callbackURL: CallbackUrl.optional() }),
         response: { 200: Deleted, 302: z.null(), 401: ErrorSchema, 403: ErrorSchema, 404: ErrorSchema },
       },
     },

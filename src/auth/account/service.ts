@@ -10,7 +10,7 @@ import type { Clock } from '../../shared/clock.js'
 import type { RequestContext } from '../../shared/context.js'
 import { AppError } from '../../shared/errors.js'
 import { maybeBootstrapOwner } from '../bootstrap.js'
-import { consumeToken, issueToken, peekToken, revokeTokens, type VerificationRecord } from '../verification.js'
+import { consumeToken, invalidToken, issueToken, peekToken, revokeTokens, type VerificationRecord } from '../verification.js'
 import type { PasswordHasher } from '../password/password.js'
 import { findPasswordHash, findUserById } from '../queries.js'
 import type { SessionUser, SignedInUser } from '../session/sessions.js'
@@ -36,7 +36,6 @@ const CHANGE_EMAIL_TTL_MS = 24 * 60 * 60 * 1000
 const DELETE_TOKEN_TTL_MS = 24 * 60 * 60 * 1000
 
 const expiresIn = (deps: Pick<AccountDeps, 'clock'>, ms: number) => new Date(deps.clock.now().getTime() + ms)
-const invalidToken = (status = 400) => new AppError(status, 'INVALID_TOKEN', 'The link is invalid, used or expired')
 
 // ---- update-user -------------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ import { contextOf } from '../../shared/context.js'
 import { AppError } from '../../shared/errors.js'
 import { resolveOptionalRedirect } from '../../shared/redirect.js'
 import { currentUser } from '../guard.js'
-import { CallbackUrl, CurrentPassword, Email, Password, Status, UserSchema, toUserJson } from '../schemas.js'
+import { CallbackUrl, CurrentPassword, Email, EmailedToken, Password, Status, UserSchema, toUserJson } from '../schemas.js'
 import { ErrorSchema } from '../../shared/errors.js'
 import { signInBrowser } from '../session/routes.js'
 import { signInOrChallenge, twoFactorRedirect, TwoFactorRedirectSchema } from '../two-factor/routes.js'
@@ -30,7 +30,6 @@ import {
 } from './service.js'
 
 const tags = ['auth']
-const Token = z.string().min(1).max(256)
 type RedirectField = 'redirectTo' | 'callbackURL'
 /**
  * The optional redirect of a body, under the name better-auth gives it on that route. Typed as
@@ -189,7 +188,7 @@ export default async function emailRoutes(fastify: FastifyInstance) {
         operationId: 'resetPassword',
         tags,
         summary: 'Set a new password with the emailed token; ends every session of the account',
-        body: z.strictObject({ token: Token, newPassword: Password }),
+        body: z.strictObject({ token: EmailedToken, newPassword: Password }),
         response: { 200: Status, 400: ErrorSchema },
       },
     },
@@ -209,7 +208,7 @@ export default async function emailRoutes(fastify: FastifyInstance) {
         operationId: 'resetPasswordCallback',
         tags,
         summary: "better-auth's reset link: 302 to callbackURL with the token, or with ?error=INVALID_TOKEN",
-        params: z.strictObject({ token: Token }),
+        params: z.strictObject({ token: EmailedToken }),
         querystring: z.strictObject({ callbackURL: CallbackUrl }),
         response: { 302: z.null(), 400: ErrorSchema, 403: ErrorSchema },
       },
@@ -243,7 +242,7 @@ export default async function emailRoutes(fastify: FastifyInstance) {
         tags,
         summary:
           'Use an emailed link: confirm the address, or a step of a change of address (approve, then confirm the new one); redirects to callbackURL when given',
-        querystring: z.strictObject({ token: Token, callbackURL: CallbackUrl.optional() }),
+        querystring: z.strictObject({ token: EmailedToken, callbackURL: CallbackUrl.optional() }),
         response: { 200: Status, 302: z.null(), 400: ErrorSchema, 403: ErrorSchema },
       },
     },

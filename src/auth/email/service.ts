@@ -30,7 +30,7 @@ import {
 } from '../queries.js'
 import { approveEmailChange, completeEmailChange } from '../account/service.js'
 import { deleteChallenges } from '../two-factor/queries.js'
-import { consumeToken, consumeTokenOf, issueToken, peekToken, revokeTokens } from '../verification.js'
+import { consumeToken, consumeTokenOf, invalidToken, issueToken, peekToken, revokeTokens } from '../verification.js'
 
 export interface EmailAuthDeps {
   db: DB
@@ -46,8 +46,6 @@ const VERIFY_TOKEN_TTL_MS = 24 * 60 * 60 * 1000
 type Recipient = Pick<UserWithFlags, 'id' | 'email' | 'name'>
 
 export const invalidCredentials = () => new AppError(401, 'INVALID_EMAIL_OR_PASSWORD', 'Invalid email or password')
-
-const invalidToken = () => new AppError(400, 'INVALID_TOKEN', 'The link is invalid, used or expired')
 
 const expiresIn = (deps: EmailAuthDeps, ms: number) => new Date(deps.clock.now().getTime() + ms)
 
