@@ -7,7 +7,7 @@ import { z } from 'zod'
 import { updateProfileBody } from '../../profile/schemas.js'
 import { contextOf } from '../../shared/context.js'
 import { AppError, ErrorSchema } from '../../shared/errors.js'
-import { resolveOptionalRedirect, resolveRedirect } from '../../shared/redirect.js'
+import { resolveOptionalRedirect, resolveRedirect, withQuery } from '../../shared/redirect.js'
 import { PUBLIC, REVERIFIES_PASSWORD } from '../../shared/route-policy.js'
 import { currentUser } from '../guard.js'
 import { CallbackUrl, CurrentPassword, Email, EmailedToken, Status } from '../schemas.js'
@@ -215,11 +215,4 @@ export default async function accountRoutes(fastify: FastifyInstance) {
       return reply.redirect(withQuery(landing('/auth/error'), query), 302)
     },
   )
-}
-
-/** `url` with the parameters set (their values percent-encoded by URLSearchParams). */
-function withQuery(url: string, params: Record<string, string>): string {
-  const target = new URL(url)
-  for (const [k, v] of Object.entries(params)) target.searchParams.set(k, v)
-  return target.toString()
 }

@@ -8,7 +8,7 @@ import { SignUpConsents } from '../../consent/schemas.js'
 import { PUBLIC, REVERIFIES_PASSWORD } from '../../shared/route-policy.js'
 import { contextOf } from '../../shared/context.js'
 import { AppError } from '../../shared/errors.js'
-import { resolveOptionalRedirect } from '../../shared/redirect.js'
+import { resolveOptionalRedirect, withQuery } from '../../shared/redirect.js'
 import { currentUser } from '../guard.js'
 import { CallbackUrl, CurrentPassword, Email, EmailedToken, Password, Status, UserSchema, toUserJson } from '../schemas.js'
 import { ErrorSchema } from '../../shared/errors.js'
@@ -214,11 +214,11 @@ export default async function emailRoutes(fastify: FastifyInstance) {
       },
     },
     async (request, reply) => {
-      const target = new URL(callback(request.query.callbackURL)!)
+      const target = callback(request.query.callbackURL)!
+      const { token } = request.params
       // Looked at, not used: the token is spent when the new password is posted with it.
-      if (await resetTokenIsLive(deps, request.params.token)) target.searchParams.set('token', request.params.token)
-      else target.searchParams.set('error', 'INVALID_TOKEN')
-      return reply.redirect(target.toString(), 302)
+      const live = await resetTokenIsLive(deps, token)
+      return reply.redirect(withQuery(target, live ? { token } : { error: 'INVALID_TOKEN' }), 302)
     },
   )
 
