@@ -6,9 +6,10 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import { updateProfileBody } from '../../profile/schemas.js'
 import { contextOf } from '../../shared/context.js'
-import { AppError, ErrorSchema } from '../../shared/errors.js'
+import { ErrorSchema } from '../../shared/errors.js'
 import { resolveOptionalRedirect, resolveRedirect, withQuery } from '../../shared/redirect.js'
 import { PUBLIC, REVERIFIES_PASSWORD } from '../../shared/route-policy.js'
+import { landAfterLink } from '../emailed-link.js'
 import { currentUser } from '../guard.js'
 import { CallbackUrl, CurrentPassword, Email, EmailedToken, Status } from '../schemas.js'
 import {
@@ -131,15 +132,11 @@ export default async function accountRoutes(fastify: FastifyInstance) {
     },
     async (request, reply) => {
       const callbackURL = resolveOptionalRedirect(request.query.callbackURL, app.redirectRules, 'callbackURL')
-      try {
+      return landAfterLink(reply, callbackURL, 'INVALID_TOKEN', async () => {
         await confirmDeletion(deps, contextOf(request), currentUser(request), request.query.token)
-      } catch (err) {
-        if (!callbackURL || !(err instanceof AppError) || err.code !== 'INVALID_TOKEN') throw err
-        return reply.redirect(withQuery(callbackURL, { error: 'INVALID_TOKEN' }), 302)
-      }
-      app.sessionCookie.clear(reply)
-      if (callbackURL) return reply.redirect(callbackURL, 302)
-      return { success: true as const, message: 'User deleted' as const }
+        app.sessionCookie.clear(reply)
+        return { success: true as const, message: 'User deleted' as const }
+      })
     },
   )
 

@@ -9,6 +9,7 @@ import { PUBLIC, REVERIFIES_PASSWORD } from '../../shared/route-policy.js'
 import { contextOf } from '../../shared/context.js'
 import { AppError } from '../../shared/errors.js'
 import { resolveOptionalRedirect, withQuery } from '../../shared/redirect.js'
+import { landAfterLink } from '../emailed-link.js'
 import { currentUser } from '../guard.js'
 import { CallbackUrl, CurrentPassword, Email, EmailedToken, Password, Status, UserSchema, toUserJson } from '../schemas.js'
 import { ErrorSchema } from '../../shared/errors.js'
@@ -247,18 +248,11 @@ export default async function emailRoutes(fastify: FastifyInstance) {
       },
     },
     async (request, reply) => {
-      const { token } = request.query
       const callbackURL = callback(request.query.callbackURL)
-      const target = callbackURL === undefined ? undefined : new URL(callbackURL)
-      try {
-        await verifyEmail(deps, contextOf(request), token)
-      } catch (err) {
-        if (!target || !(err instanceof AppError) || err.code !== 'INVALID_TOKEN') throw err
-        target.searchParams.set('error', 'invalid_token')
-        return reply.redirect(target.toString(), 302)
-      }
-      if (target) return reply.redirect(target.toString(), 302)
-      return { status: true as const }
+      return landAfterLink(reply, callbackURL, 'invalid_token', async () => {
+        await verifyEmail(deps, contextOf(request), request.query.token)
+        return { status: true as const }
+      })
     },
   )
 
