@@ -1,8 +1,20 @@
-// Where the browser lands once it opens an emailed link that does its work on the GET (verify-email,
-// the deletion link). Email accounts and account self-service land the same way.
+// The link single-use tokens (verification.ts) travel in by mail, and where the browser lands once
+// it opens a link that does its work on the GET (verify-email, the deletion link). Email accounts and
+// account self-service mail the same link and land the same way.
 import type { FastifyReply } from 'fastify'
 import { AppError } from '../shared/errors.js'
 import { withQuery } from '../shared/redirect.js'
+
+/**
+ * The one link better-auth mails for a verification and every step of a change of address: this
+ * API's verify-email, which then redirects to `callbackURL`.
+ */
+export function verifyEmailLink(baseUrl: string, token: string, callbackURL: string | undefined): URL {
+  const link = new URL('/api/auth/verify-email', baseUrl)
+  link.searchParams.set('token', token)
+  if (callbackURL) link.searchParams.set('callbackURL', callbackURL)
+  return link
+}
 
 /**
  * Uses an opened link (`use` spends its token) and answers what `use` returns; with a

@@ -10,6 +10,7 @@ import type { Clock } from '../../shared/clock.js'
 import type { RequestContext } from '../../shared/context.js'
 import { AppError } from '../../shared/errors.js'
 import { maybeBootstrapOwner } from '../bootstrap.js'
+import { verifyEmailLink } from '../emailed-link.js'
 import { consumeToken, invalidToken, issueToken, peekToken, revokeTokens, type VerificationRecord } from '../verification.js'
 import type { PasswordHasher } from '../password/password.js'
 import { findPasswordHash, findUserById } from '../queries.js'
@@ -63,14 +64,6 @@ export function assertNewEmail(user: Pick<SessionUser, 'email'>, newEmail: strin
   if (newEmail === user.email) throw new AppError(400, 'BAD_REQUEST', 'Email is the same')
 }
 
-/** The one link better-auth mails for every step: this API's verify-email, which then redirects. */
-function verifyLink(deps: Pick<AccountDeps, 'config'>, token: string, callbackURL: string | undefined): URL {
-  const link = new URL('/api/auth/verify-email', deps.config.baseUrl)
-  link.searchParams.set('token', token)
-  if (callbackURL) link.searchParams.set('callbackURL', callbackURL)
-  return link
-}
-
 async function mailNewAddressLink(
   deps: AccountDeps,
   db: DB | Trx,
@@ -82,7 +75,7 @@ async function mailNewAddressLink(
     expiresAt: expiresIn(deps, CHANGE_EMAIL_TTL_MS),
     data: { email: user.email, newEmail, callbackURL: callbackURL ?? null },
   })
-  const link = verifyLink(deps, token, callbackURL)
+  const link = verifyEmailLink(deps.config.baseUrl, token, callbackURL)
   return () =>
     deps.mailer.sendInBackground({
       to: newEmail,
@@ -117,7 +110,7 @@ export async function requestEmailChange(
     expiresAt: expiresIn(deps, CHANGE_EMAIL_TTL_MS),
     data: { email: user.email, newEmail, callbackURL: callbackURL ?? null },
   })
-  const link = verifyLink(deps, token, callbackURL)
+  const link = verifyEmailLink(deps.config.baseUrl, token, callbackURL)
   deps.mailer.sendInBackground({
     to: user.email,
     subject: 'Approve the change of your email address',

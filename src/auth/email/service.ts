@@ -12,6 +12,7 @@ import { AppError } from '../../shared/errors.js'
 import { newId } from '../../shared/ids.js'
 import { banHolds, bannedUser } from '../ban.js'
 import { maybeBootstrapOwner } from '../bootstrap.js'
+import { verifyEmailLink } from '../emailed-link.js'
 import { isWeakHash, needsRehash, type PasswordHasher } from '../password/password.js'
 import {
   clearPasswordResetRequired,
@@ -137,9 +138,7 @@ export async function sendVerificationMail(deps: EmailAuthDeps, user: Recipient,
     expiresAt: expiresIn(deps, VERIFY_TOKEN_TTL_MS),
     data: { email: user.email },
   })
-  const link = new URL('/api/auth/verify-email', deps.config.baseUrl)
-  link.searchParams.set('token', token)
-  if (callbackURL) link.searchParams.set('callbackURL', callbackURL)
+  const link = verifyEmailLink(deps.config.baseUrl, token, callbackURL)
   deps.mailer.sendInBackground({
     to: user.email,
     subject: 'Verify your email address',
