@@ -1,7 +1,7 @@
 // Self-service on the signed-in user's account under /api/auth/*, at parity with better-auth
 // 1.6.34's core routes (same paths, bodies, answers and error codes), so its client's updateUser,
 // changeEmail, deleteUser, listAccounts and unlinkAccount work unchanged; and its /ok and /error.
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyReply } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import { updateProfileBody } from '../../profile/schemas.js'
@@ -44,6 +44,11 @@ export default async function accountRoutes(fastify: FastifyInstance) {
   const deps: AccountDeps = { db: app.db, clock: app.clock, hasher: app.hasher, mailer: app.mailer, config: app.config.auth }
   // A link's landing page defaults to the front end's home, as better-auth's "/" does.
   const landing = (url: string | undefined) => resolveRedirect(url ?? '/', app.redirectRules, 'callbackURL')
+  /** A deletion done (with the password or the mailed link): the sessions went with the account, so does the cookie. */
+  const userDeleted = (reply: FastifyReply) => {
+    app.sessionCookie.clear(reply)
+    return { success: true as const, message: 'User deleted' as const }
+  }
 
   app.post(
     '/api/auth/update-user',
@@ -114,8 +119,7 @@ export default async function accountRoutes(fastify: FastifyInstance) {
       const callbackURL = landing(request.body.callbackURL)
       const outcome = await deleteUser(deps, contextOf(request), currentUser(request), { password, token, callbackURL })
       if (outcome === 'mailed') return { success: true as const, message: 'Verification email sent' as const }
-      app.sessionCookie.clear(reply)
-      return { success: true as const, message: 'User deleted' as const }
+      return userDeleted(reply)
     },
   )
 
@@ -134,8 +138,7 @@ export default async function accountRoutes(fastify: FastifyInstance) {
       const callbackURL = resolveOptionalRedirect(request.query.callbackURL, app.redirectRules, 'callbackURL')
       return landAfterLink(reply, callbackURL, 'INVALID_TOKEN', async () => {
         await confirmDeletion(deps, contextOf(request), currentUser(request), request.query.token)
-        app.sessionCookie.clear(reply)
-        return { success: true as const, message: 'User deleted' as const }
+        return userDeleted(reply)
       })
     },
   )
