@@ -2,6 +2,7 @@
 // only into the emailed link; the `verification` table holds its SHA-256, so a database dump
 // yields no working link. Using a token deletes its row, inside the caller's transaction.
 import { json, type Executor, type Trx } from '../../db/index.js'
+import { AppError } from '../shared/errors.js'
 import { newId } from '../shared/ids.js'
 import { hashToken, newToken } from './tokens.js'
 
@@ -14,6 +15,9 @@ export type VerificationPurpose =
   | 'change-email-verification'
   /** An account without a password confirms its deletion. */
   | 'delete-account'
+
+/** An emailed link whose token is unknown, used or expired; 404 where better-auth answers so (the deletion link). */
+export const invalidToken = (status = 400) => new AppError(status, 'INVALID_TOKEN', 'The link is invalid, used or expired')
 
 export interface VerificationRecord {
   userId: string

@@ -51,30 +51,18 @@ class RequestSeries {
     s.sum += seconds
   }
 
-  /** A prom-client metric (what Registry.registerMetric reads) of the request counts. */
+  /** The request counts, as a prom-client metric. */
   counter() {
-    const name = 'http_requests_total'
-    const help = 'HTTP requests'
-    const get = () => ({
-      name,
-      help,
-      type: 'counter',
-      aggregator: 'sum',
-      values: [...this.series.values()].map((s) => ({ labels: s.labels, value: s.count })),
-    })
-    return { name, help, type: 'counter', aggregator: 'sum', get, reset: () => this.series.clear() }
+    return this.metric('http_requests_total', 'HTTP requests', 'counter', () =>
+      [...this.series.values()].map((s) => ({ labels: s.labels, value: s.count })),
+    )
   }
 
   /** The latency histogram, in the lines prom-client's Histogram writes (`le` first, cumulative). */
   histogram() {
     const name = 'http_request_duration_seconds'
-    const help = 'HTTP request latency'
-    const get = () => ({
-      name,
-      help,
-      type: 'histogram',
-      aggregator: 'sum',
-      values: [...this.series.values()].flatMap((s) => {
+    return this.metric(name, 'HTTP request latency', 'histogram', () =>
+      [...this.series.values()].flatMap((s) => {
         let cumulative = 0
         const bucketLines = s.buckets.map((n, i) => {
           cumulative += n
@@ -87,8 +75,16 @@ class RequestSeries {
           { metricName: `${name}_count`, labels: s.labels, value: s.count },
         ]
       }),
-    })
-    return { name, help, type: 'histogram', aggregator: 'sum', get, reset: () => this.series.clear() }
+    )
+  }
+
+  /**
+   * What Registry.registerMetric reads of a metric: its name, help and type, and `get`, which reads
+   * the series only when scraped. Both metrics read the one series, so a reset of either empties it.
+   */
+  private metric(name: string, help: string, type: 'counter' | 'histogram', values: () => object[]) {
+    const get = () => ({ name, help, type, aggregator: 'sum', values: values() })
+    return { name, help, type, aggregator: 'sum', get, reset: () => this.series.clear() }
   }
 }
 

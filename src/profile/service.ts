@@ -3,7 +3,7 @@
 import { json, type DB } from '../../db/index.js'
 import type { Profile } from '../auth/queries.js'
 import type { SignedInUser } from '../auth/session/sessions.js'
-import { recordAudit } from '../shared/audit.js'
+import { recordUserEvent } from '../shared/audit.js'
 import type { Clock } from '../shared/clock.js'
 import type { RequestContext } from '../shared/context.js'
 import { unauthorized } from '../shared/errors.js'
@@ -40,14 +40,7 @@ export async function updateProfile(
     const updated = await updateProfileRow(trx, userId, { ...changes, updated_at: deps.clock.now() })
     if (!updated) throw unauthorized()
     // Field names only: birth data is personal and has no place in the audit log.
-    await recordAudit(trx, {
-      actorId: userId,
-      action: 'profile.updated',
-      targetType: 'user',
-      targetId: userId,
-      ip: ctx.ip,
-      details: { fields },
-    })
+    await recordUserEvent(trx, ctx, userId, 'profile.updated', { fields })
     return updated
   })
 }

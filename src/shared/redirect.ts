@@ -45,3 +45,10 @@ export function resolveRedirect(value: string, rules: RedirectRules, field: stri
 export function resolveOptionalRedirect(value: string | undefined, rules: RedirectRules, field: string): string | undefined {
   return value === undefined ? undefined : resolveRedirect(value, rules, field)
 }
+
+/** A redirect target (already judged) with the parameters set, their values percent-encoded by URLSearchParams. */
+export function withQuery(url: string, params: Record<string, string>): string {
+  const target = new URL(url)
+  for (const [k, v] of Object.entries(params)) target.searchParams.set(k, v)
+  return target.toString()
+}

@@ -1,16 +1,17 @@
 // Self-service on the signed-in user's account under /api/auth/*, at parity with better-auth
 // 1.6.34's core routes (same paths, bodies, answers and error codes), so its client's updateUser,
 // changeEmail, deleteUser, listAccounts and unlinkAccount work unchanged; and its /ok and /error.
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyReply } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import { updateProfileBody } from '../../profile/schemas.js'
 import { contextOf } from '../../shared/context.js'
-import { AppError, ErrorSchema } from '../../shared/errors.js'
-import { resolveOptionalRedirect, resolveRedirect } from '../../shared/redirect.js'
+import { ErrorSchema } from '../../shared/errors.js'
+import { resolveOptionalRedirect, resolveRedirect, withQuery } from '../../shared/redirect.js'
 import { PUBLIC, REVERIFIES_PASSWORD } from '../../shared/route-policy.js'
+import { landAfterLink } from '../emailed-link.js'
 import { currentUser } from '../guard.js'
-import { CallbackUrl, CurrentPassword, Email, Status } from '../schemas.js'
+import { CallbackUrl, CurrentPassword, Email, EmailedToken, Status } from '../schemas.js'
 import {
   assertNewEmail,
   confirmDeletion,
@@ -23,7 +24,6 @@ import {
 } from './service.js'
 
 const tags = ['auth']
-const Token = z.string().min(1).max(256)
 
 const LinkedAccountSchema = z
   .object({
@@ -44,6 +44,11 @@ export default async function accountRoutes(fastify: FastifyInstance) {
   const deps: AccountDeps = { db: app.db, clock: app.clock, hasher: app.hasher, mailer: app.mailer, config: app.config.auth }
   // A link's landing page defaults to the front end's home, as better-auth's "/" does.
   const landing = (url: string | undefined) => resolveRedirect(url ?? '/', app.redirectRules, 'callbackURL')
+  /** A deletion done (with the password or the mailed link): the sessions went with the account, so does the cookie. */
+  const userDeleted = (reply: FastifyReply) => {
+    app.sessionCookie.clear(reply)
+    return { success: true as const, message: 'User deleted' as const }
+  }
 
   app.post(
     '/api/auth/update-user',
@@ -104,7 +109,7 @@ export default async function accountRoutes(fastify: FastifyInstance) {
         body: z.strictObject({
           password: CurrentPassword.optional(),
           callbackURL: CallbackUrl.optional(),
-          token: Token.optional(),
+          token: EmailedToken.optional(),
         }),
         response: { 200: Deleted, 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema, 404: ErrorSchema },
       },
@@ -114,8 +119,7 @@ export default async function accountRoutes(fastify: FastifyInstance) {
       const callbackURL = landing(request.body.callbackURL)
       const outcome = await deleteUser(deps, contextOf(request), currentUser(request), { password, token, callbackURL })
       if (outcome === 'mailed') return { success: true as const, message: 'Verification email sent' as const }
-      app.sessionCookie.clear(reply)
-      return { success: true as const, message: 'User deleted' as const }
+      return userDeleted(reply)
     },
   )
 
@@ -126,21 +130,16 @@ export default async function accountRoutes(fastify: FastifyInstance) {
         operationId: 'deleteUserCallback',
         tags,
         summary: 'The mailed deletion link, opened where its owner is signed in; redirects to callbackURL when given',
-        querystring: z.strictObject({ token: Token, callbackURL: CallbackUrl.optional() }),
+        querystring: z.strictObject({ token: EmailedToken, callbackURL: CallbackUrl.optional() }),
         response: { 200: Deleted, 302: z.null(), 401: ErrorSchema, 403: ErrorSchema, 404: ErrorSchema },
       },
     },
     async (request, reply) => {
       const callbackURL = resolveOptionalRedirect(request.query.callbackURL, app.redirectRules, 'callbackURL')
-      try {
+      return landAfterLink(reply, callbackURL, 'INVALID_TOKEN', async () => {
         await confirmDeletion(deps, contextOf(request), currentUser(request), request.query.token)
-      } catch (err) {
-        if (!callbackURL || !(err instanceof AppError) || err.code !== 'INVALID_TOKEN') throw err
-        return reply.redirect(withQuery(callbackURL, { error: 'INVALID_TOKEN' }), 302)
-      }
-      app.sessionCookie.clear(reply)
-      if (callbackURL) return reply.redirect(callbackURL, 302)
-      return { success: true as const, message: 'User deleted' as const }
+        return userDeleted(reply)
+      })
     },
   )
 
@@ -216,11 +215,4 @@ export default async function accountRoutes(fastify: FastifyInstance) {
       return reply.redirect(withQuery(landing('/auth/error'), query), 302)
     },
   )
-}
-
-/** `url` with the parameters set (their values percent-encoded by URLSearchParams). */
-function withQuery(url: string, params: Record<string, string>): string {
-  const target = new URL(url)
-  for (const [k, v] of Object.entries(params)) target.searchParams.set(k, v)
-  return target.toString()
 }

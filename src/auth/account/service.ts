@@ -10,7 +10,8 @@ import type { Clock } from '../../shared/clock.js'
 import type { RequestContext } from '../../shared/context.js'
 import { AppError } from '../../shared/errors.js'
 import { maybeBootstrapOwner } from '../bootstrap.js'
-import { consumeToken, issueToken, peekToken, revokeTokens, type VerificationRecord } from '../verification.js'
+import { verifyEmailLink } from '../emailed-link.js'
+import { consumeToken, invalidToken, issueToken, peekToken, revokeTokens, type VerificationRecord } from '../verification.js'
 import type { PasswordHasher } from '../password/password.js'
 import { findPasswordHash, findUserById } from '../queries.js'
 import type { SessionUser, SignedInUser } from '../session/sessions.js'
@@ -36,7 +37,6 @@ const CHANGE_EMAIL_TTL_MS = 24 * 60 * 60 * 1000
 const DELETE_TOKEN_TTL_MS = 24 * 60 * 60 * 1000
 
 const expiresIn = (deps: Pick<AccountDeps, 'clock'>, ms: number) => new Date(deps.clock.now().getTime() + ms)
-const invalidToken = (status = 400) => new AppError(status, 'INVALID_TOKEN', 'The link is invalid, used or expired')
 
 // ---- update-user -------------------------------------------------------------------------------
 
@@ -64,14 +64,6 @@ export function assertNewEmail(user: Pick<SessionUser, 'email'>, newEmail: strin
   if (newEmail === user.email) throw new AppError(400, 'BAD_REQUEST', 'Email is the same')
 }
 
-/** The one link better-auth mails for every step: this API's verify-email, which then redirects. */
-function verifyLink(deps: Pick<AccountDeps, 'config'>, token: string, callbackURL: string | undefined): URL {
-  const link = new URL('/api/auth/verify-email', deps.config.baseUrl)
-  link.searchParams.set('token', token)
-  if (callbackURL) link.searchParams.set('callbackURL', callbackURL)
-  return link
-}
-
 async function mailNewAddressLink(
   deps: AccountDeps,
   db: DB | Trx,
@@ -83,7 +75,7 @@ async function mailNewAddressLink(
     expiresAt: expiresIn(deps, CHANGE_EMAIL_TTL_MS),
     data: { email: user.email, newEmail, callbackURL: callbackURL ?? null },
   })
-  const link = verifyLink(deps, token, callbackURL)
+  const link = verifyEmailLink(deps.config.baseUrl, token, callbackURL)
   return () =>
     deps.mailer.sendInBackground({
       to: newEmail,
@@ -118,7 +110,7 @@ export async function requestEmailChange(
     expiresAt: expiresIn(deps, CHANGE_EMAIL_TTL_MS),
     data: { email: user.email, newEmail, callbackURL: callbackURL ?? null },
   })
-  const link = verifyLink(deps, token, callbackURL)
+  const link = verifyEmailLink(deps.config.baseUrl, token, callbackURL)
   deps.mailer.sendInBackground({
     to: user.email,
     subject: 'Approve the change of your email address',

@@ -8,9 +8,10 @@ import { SignUpConsents } from '../../consent/schemas.js'
 import { PUBLIC, REVERIFIES_PASSWORD } from '../../shared/route-policy.js'
 import { contextOf } from '../../shared/context.js'
 import { AppError } from '../../shared/errors.js'
-import { resolveOptionalRedirect } from '../../shared/redirect.js'
+import { resolveOptionalRedirect, withQuery } from '../../shared/redirect.js'
+import { landAfterLink } from '../emailed-link.js'
 import { currentUser } from '../guard.js'
-import { CallbackUrl, CurrentPassword, Email, Password, Status, UserSchema, toUserJson } from '../schemas.js'
+import { CallbackUrl, CurrentPassword, Email, EmailedToken, Password, Status, UserSchema, toUserJson } from '../schemas.js'
 import { ErrorSchema } from '../../shared/errors.js'
 import { signInBrowser } from '../session/routes.js'
 import { signInOrChallenge, twoFactorRedirect, TwoFactorRedirectSchema } from '../two-factor/routes.js'
@@ -30,7 +31,6 @@ import {
 } from './service.js'
 
 const tags = ['auth']
-const Token = z.string().min(1).max(256)
 type RedirectField = 'redirectTo' | 'callbackURL'
 /**
  * The optional redirect of a body, under the name better-auth gives it on that route. Typed as
@@ -189,7 +189,7 @@ export default async function emailRoutes(fastify: FastifyInstance) {
         operationId: 'resetPassword',
         tags,
         summary: 'Set a new password with the emailed token; ends every session of the account',
-        body: z.strictObject({ token: Token, newPassword: Password }),
+        body: z.strictObject({ token: EmailedToken, newPassword: Password }),
         response: { 200: Status, 400: ErrorSchema },
       },
     },
@@ -209,17 +209,17 @@ export default async function emailRoutes(fastify: FastifyInstance) {
         operationId: 'resetPasswordCallback',
         tags,
         summary: "better-auth's reset link: 302 to callbackURL with the token, or with ?error=INVALID_TOKEN",
-        params: z.strictObject({ token: Token }),
+        params: z.strictObject({ token: EmailedToken }),
         querystring: z.strictObject({ callbackURL: CallbackUrl }),
         response: { 302: z.null(), 400: ErrorSchema, 403: ErrorSchema },
       },
     },
     async (request, reply) => {
-      const target = new URL(callback(request.query.callbackURL)!)
+      const target = callback(request.query.callbackURL)!
+      const { token } = request.params
       // Looked at, not used: the token is spent when the new password is posted with it.
-      if (await resetTokenIsLive(deps, request.params.token)) target.searchParams.set('token', request.params.token)
-      else target.searchParams.set('error', 'INVALID_TOKEN')
-      return reply.redirect(target.toString(), 302)
+      const live = await resetTokenIsLive(deps, token)
+      return reply.redirect(withQuery(target, live ? { token } : { error: 'INVALID_TOKEN' }), 302)
     },
   )
 
@@ -243,23 +243,16 @@ export default async function emailRoutes(fastify: FastifyInstance) {
         tags,
         summary:
           'Use an emailed link: confirm the address, or a step of a change of address (approve, then confirm the new one); redirects to callbackURL when given',
-        querystring: z.strictObject({ token: Token, callbackURL: CallbackUrl.optional() }),
+        querystring: z.strictObject({ token: EmailedToken, callbackURL: CallbackUrl.optional() }),
         response: { 200: Status, 302: z.null(), 400: ErrorSchema, 403: ErrorSchema },
       },
     },
     async (request, reply) => {
-      const { token } = request.query
       const callbackURL = callback(request.query.callbackURL)
-      const target = callbackURL === undefined ? undefined : new URL(callbackURL)
-      try {
-        await verifyEmail(deps, contextOf(request), token)
-      } catch (err) {
-        if (!target || !(err instanceof AppError) || err.code !== 'INVALID_TOKEN') throw err
-        target.searchParams.set('error', 'invalid_token')
-        return reply.redirect(target.toString(), 302)
-      }
-      if (target) return reply.redirect(target.toString(), 302)
-      return { status: true as const }
+      return landAfterLink(reply, callbackURL, 'invalid_token', async () => {
+        await verifyEmail(deps, contextOf(request), request.query.token)
+        return { status: true as const }
+      })
     },
   )
 

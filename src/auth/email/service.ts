@@ -5,13 +5,14 @@ import type { Config } from '../../config.js'
 import type { ConsentInput } from '../../consent/schemas.js'
 import { recordConsents } from '../../consent/service.js'
 import type { Mailer } from '../../plugins/mailer.js'
-import { recordAudit, recordUserEvent } from '../../shared/audit.js'
+import { recordUserEvent } from '../../shared/audit.js'
 import type { Clock } from '../../shared/clock.js'
 import type { RequestContext } from '../../shared/context.js'
 import { AppError } from '../../shared/errors.js'
 import { newId } from '../../shared/ids.js'
 import { banHolds, bannedUser } from '../ban.js'
 import { maybeBootstrapOwner } from '../bootstrap.js'
+import { verifyEmailLink } from '../emailed-link.js'
 import { isWeakHash, needsRehash, type PasswordHasher } from '../password/password.js'
 import {
   clearPasswordResetRequired,
@@ -30,7 +31,7 @@ import {
 } from '../queries.js'
 import { approveEmailChange, completeEmailChange } from '../account/service.js'
 import { deleteChallenges } from '../two-factor/queries.js'
-import { consumeToken, consumeTokenOf, issueToken, peekToken, revokeTokens } from '../verification.js'
+import { consumeToken, consumeTokenOf, invalidToken, issueToken, peekToken, revokeTokens } from '../verification.js'
 
 export interface EmailAuthDeps {
   db: DB
@@ -47,8 +48,6 @@ type Recipient = Pick<UserWithFlags, 'id' | 'email' | 'name'>
 
 export const invalidCredentials = () => new AppError(401, 'INVALID_EMAIL_OR_PASSWORD', 'Invalid email or password')
 
-const invalidToken = () => new AppError(400, 'INVALID_TOKEN', 'The link is invalid, used or expired')
-
 const expiresIn = (deps: EmailAuthDeps, ms: number) => new Date(deps.clock.now().getTime() + ms)
 
 export async function signUpWithEmail(
@@ -63,7 +62,7 @@ export async function signUpWithEmail(
     await deps.db.transaction().execute(async (trx) => {
       await insertUser(trx, { id, name: input.name, email: input.email, image: input.image ?? null })
       await insertAccount(trx, { userId: id, providerId: CREDENTIAL, accountId: id, passwordHash })
-      await recordAudit(trx, { actorId: id, action: 'auth.sign_up', targetType: 'user', targetId: id, ip: ctx.ip })
+      await recordUserEvent(trx, ctx, id, 'auth.sign_up')
       if (input.consents?.length) await recordConsents(trx, id, input.consents, ctx)
     })
   } catch (err) {
@@ -139,9 +138,7 @@ export async function sendVerificationMail(deps: EmailAuthDeps, user: Recipient,
     expiresAt: expiresIn(deps, VERIFY_TOKEN_TTL_MS),
     data: { email: user.email },
   })
-  const link = new URL('/api/auth/verify-email', deps.config.baseUrl)
-  link.searchParams.set('token', token)
-  if (callbackURL) link.searchParams.set('callbackURL', callbackURL)
+  const link = verifyEmailLink(deps.config.baseUrl, token, callbackURL)
   deps.mailer.sendInBackground({
     to: user.email,
     subject: 'Verify your email address',

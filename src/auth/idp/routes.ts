@@ -8,7 +8,7 @@ import { PUBLIC } from '../../shared/route-policy.js'
 import { recordAudit } from '../../shared/audit.js'
 import { contextOf } from '../../shared/context.js'
 import { AppError, serviceUnavailable } from '../../shared/errors.js'
-import { resolveRedirect } from '../../shared/redirect.js'
+import { resolveRedirect, withQuery } from '../../shared/redirect.js'
 import { currentUser } from '../guard.js'
 import { CallbackUrl } from '../schemas.js'
 import { ErrorSchema } from '../../shared/errors.js'
@@ -177,9 +177,7 @@ export default async function idpRoutes(fastify: FastifyInstance) {
       const fail = async (code: IdpFailureCode | string, why: string, errorUrl = `${webOrigin}/auth/error`) => {
         request.log.info({ error: code, why }, 'identity provider sign-in failed')
         await recordAudit(app.db, { actorId: null, action: 'auth.idp.sign_in_failed', ip: request.ip, details: { error: code } })
-        const target = new URL(errorUrl)
-        target.searchParams.set('error', code)
-        return reply.redirect(target.toString(), 302)
+        return reply.redirect(withQuery(errorUrl, { error: code }), 302)
       }
       const { code, state, error, iss } = request.query
       if (!flow) return fail('state_mismatch', 'no valid flow cookie')

@@ -1,7 +1,7 @@
 // Sign-in through the identity provider: the account rules once the provider has vouched for an identity.
 import type { DB, Trx } from '../../../db/index.js'
 import type { Config } from '../../config.js'
-import { recordAudit } from '../../shared/audit.js'
+import { recordAudit, recordUserEvent } from '../../shared/audit.js'
 import type { Clock } from '../../shared/clock.js'
 import type { RequestContext } from '../../shared/context.js'
 import { newId } from '../../shared/ids.js'
@@ -100,13 +100,7 @@ function resolveAccount(deps: IdpDeps, ctx: RequestContext, identity: IdpIdentit
       await insertAccount(trx, { id: linkId, userId: existing.id, providerId: IDP, accountId: identity.sub, passwordHash: null })
       const claimed = !existing.emailVerified
       if (claimed) await claimUnverifiedAccount(trx, existing.id, linkId, now, ip)
-      await recordAudit(trx, {
-        actorId: existing.id,
-        action: 'auth.idp.account_linked',
-        targetType: 'user',
-        targetId: existing.id,
-        ip,
-      })
+      await recordUserEvent(trx, ctx, existing.id, 'auth.idp.account_linked')
       await maybeBootstrapOwner(trx, { id: existing.id, email: existing.email, emailVerified: true }, bootstrapEmail, now)
       // A claimed account's two-factor was set up by whoever registered the address first: it went with the claim.
       return { ok: true, userId: existing.id, isNewUser: false, twoFactorEnabled: existing.twoFactorEnabled && !claimed }
@@ -121,7 +115,7 @@ function resolveAccount(deps: IdpDeps, ctx: RequestContext, identity: IdpIdentit
       image: identity.picture,
     })
     await insertAccount(trx, { userId: id, providerId: IDP, accountId: identity.sub, passwordHash: null })
-    await recordAudit(trx, { actorId: id, action: 'auth.sign_up', targetType: 'user', targetId: id, ip, details: { via: IDP } })
+    await recordUserEvent(trx, ctx, id, 'auth.sign_up', { via: IDP })
     await maybeBootstrapOwner(trx, { id, email: identity.email, emailVerified: identity.emailVerified }, bootstrapEmail, now)
     return { ok: true, userId: id, isNewUser: true, twoFactorEnabled: false }
   })
@@ -188,14 +182,7 @@ function linkAccount(deps: IdpDeps, ctx: RequestContext, userId: string, identit
     await insertAccount(trx, { userId, providerId: IDP, accountId: identity.sub, passwordHash: null })
     // The provider vouches for the address the signed-in user holds.
     if (!user.emailVerified) await setEmailVerified(trx, userId, now)
-    await recordAudit(trx, {
-      actorId: userId,
-      action: 'auth.idp.account_linked',
-      targetType: 'user',
-      targetId: userId,
-      ip: ctx.ip,
-      details: { via: 'link-social' },
-    })
+    await recordUserEvent(trx, ctx, userId, 'auth.idp.account_linked', { via: 'link-social' })
     await maybeBootstrapOwner(trx, { id: userId, email: user.email, emailVerified: true }, deps.config.bootstrapOwnerEmail, now)
     return { ok: true }
   })

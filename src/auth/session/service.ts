@@ -1,7 +1,7 @@
 // Starting and ending sessions: what a sign-in, a sign-out and a revocation do besides the cookie,
 // which stays with the routes (SessionCookie).
 import type { DB } from '../../../db/index.js'
-import { recordAudit } from '../../shared/audit.js'
+import { recordAudit, recordUserEvent } from '../../shared/audit.js'
 import type { RequestContext } from '../../shared/context.js'
 import { notFound } from '../../shared/errors.js'
 import { endSessionsOfUser } from '../queries.js'
@@ -59,25 +59,11 @@ export async function revokeOtherSessions(
   currentSessionId: string,
 ): Promise<void> {
   const ended = await deps.sessions.revokeAll(userId, currentSessionId)
-  await recordAudit(deps.db, {
-    actorId: userId,
-    action: 'auth.other_sessions_revoked',
-    targetType: 'user',
-    targetId: userId,
-    ip: ctx.ip,
-    details: { ended },
-  })
+  await recordUserEvent(deps.db, ctx, userId, 'auth.other_sessions_revoked', { ended })
 }
 
 /** Ends every session of the user, the current one included (better-auth's revoke-sessions). */
 export async function revokeAllSessions(deps: SessionDeps, ctx: RequestContext, userId: string): Promise<void> {
   const ended = await endSessionsOfUser(deps.db, userId)
-  await recordAudit(deps.db, {
-    actorId: userId,
-    action: 'auth.all_sessions_revoked',
-    targetType: 'user',
-    targetId: userId,
-    ip: ctx.ip,
-    details: { ended },
-  })
+  await recordUserEvent(deps.db, ctx, userId, 'auth.all_sessions_revoked', { ended })
 }
