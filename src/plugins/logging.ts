@@ -135,7 +135,14 @@ export class RequestLog extends LogController {
   }
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
-    for (const observe of this.observers) observe(request, reply)
+    for (const observe of this.observers) {
+      try {
+        observe(request, reply)
+      } catch (err) {
+        // Fastify calls this from the response's 'finish' event: a throw would end the process.
+        reply.log.error({ err }, 'observing an answered request failed')
+      }
+    }
     // The line is built only when it will be written (LOG_LEVEL=warn skips it on every request).
     if (error) reply.log.error({ req: request, res: reply, responseTime: reply.elapsedTime, err: error }, 'request errored')
     else if (enabled(reply.log, 'info'))
