@@ -78,6 +78,12 @@ export function listenPostgres(url: string, options: ListenOptions, onClose?: ()
   const tag = `${FENCE}${randomBytes(6).toString('hex')}:`
   let fences = 0
   const pending = new Map<string, NodeJS.Timeout>()
+  // The listening connection's own queries (the heartbeat, fences) go one after another: node-postgres
+  // queues a query sent while another runs, but deprecates that, and pg 9 will refuse it.
+  let inTurn: Promise<unknown> = Promise.resolve()
+  const send = (current: pg.Client, text: string, values?: unknown[]): void => {
+    inTurn = inTurn.then(() => current.query(text, values)).catch((err: Error) => drop(current, err))
+  }
 
   const setListening = (value: boolean) => {
     version++
@@ -125,6 +131,7 @@ export function listenPostgres(url: string, options: ListenOptions, onClose?: ()
       query_timeout: 3_000,
     })
     client = current
+    inTurn = Promise.resolve() // nothing of a dropped connection holds up the new one
     current.on('error', (err) => drop(current, err))
     current.on('end', () => drop(current, new Error('listener connection ended')))
     current.on('notification', (message) => {
@@ -139,9 +146,7 @@ export function listenPostgres(url: string, options: ListenOptions, onClose?: ()
     }
     if (current !== client) return
     backoff = BACKOFF_MIN_MS
-    heartbeat = setInterval(() => {
-      current.query('select 1').catch((err: Error) => drop(current, err))
-    }, HEARTBEAT_MS)
+    heartbeat = setInterval(() => send(current, 'select 1'), HEARTBEAT_MS)
     heartbeat.unref()
     setListening(true)
   }
@@ -166,7 +171,7 @@ export function listenPostgres(url: string, options: ListenOptions, onClose?: ()
       timer.unref()
       pending.set(payload, timer)
       // Sent on the listening connection itself: a session hears its own notifications.
-      current.query('select pg_notify($1, $2)', [options.channel, payload]).catch((err: Error) => drop(current, err))
+      send(current, 'select pg_notify($1, $2)', [options.channel, payload])
     },
     async close() {
       closed = true
