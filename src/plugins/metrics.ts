@@ -6,7 +6,7 @@ import fp from 'fastify-plugin'
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client'
 import { forbidden } from '../shared/errors.js'
 import type { RequestLog } from './logging.js'
-import { matchedRoute } from './route-policy.js'
+import { type MatchedRoute, matchedRoute } from './route-policy.js'
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|::ffff:127\.\d+\.\d+\.\d+)$/
 
@@ -34,14 +34,29 @@ interface Series {
  * the rest of the metrics work together.
  */
 class RequestSeries {
-  private readonly series = new Map<string, Series>()
+  /**
+   * Per matched route (one object per route, made once: route-policy.ts), its series by method and
+   * status as one number: no label string is built or hashed on the way.
+   */
+  private readonly byRoute = new Map<MatchedRoute, Map<number, Series>>()
+  /** Methods in the order first seen; Fastify routes only the methods Node's parser knows. */
+  private readonly methods: string[] = []
 
-  observe(method: string, route: string, statusCode: number, elapsedMs: number): void {
-    const key = `${method} ${statusCode} ${route}`
-    let s = this.series.get(key)
+  observe(route: MatchedRoute, method: string, statusCode: number, elapsedMs: number): void {
+    let ofRoute = this.byRoute.get(route)
+    if (!ofRoute) {
+      ofRoute = new Map()
+      this.byRoute.set(route, ofRoute)
+    }
+    let m = this.methods.indexOf(method)
+    if (m < 0) m = this.methods.push(method) - 1
+    const key = m * 1000 + statusCode
+    let s = ofRoute.get(key)
     if (!s) {
-      s = { labels: { method, route, status: String(statusCode) }, count: 0, sum: 0, buckets: BUCKETS.map(() => 0).concat(0) }
-      this.series.set(key, s)
+      // The route pattern, never the raw URL: ids would explode the label cardinality.
+      const labels = { method, route: route.url ?? 'unmatched', status: String(statusCode) }
+      s = { labels, count: 0, sum: 0, buckets: BUCKETS.map(() => 0).concat(0) }
+      ofRoute.set(key, s)
     }
     const seconds = elapsedMs / 1000
     let i = 0
@@ -51,10 +66,14 @@ class RequestSeries {
     s.sum += seconds
   }
 
+  private all(): Series[] {
+    return [...this.byRoute.values()].flatMap((ofRoute) => [...ofRoute.values()])
+  }
+
   /** The request counts, as a prom-client metric. */
   counter() {
     return this.metric('http_requests_total', 'HTTP requests', 'counter', () =>
-      [...this.series.values()].map((s) => ({ labels: s.labels, value: s.count })),
+      this.all().map((s) => ({ labels: s.labels, value: s.count })),
     )
   }
 
@@ -62,7 +81,7 @@ class RequestSeries {
   histogram() {
     const name = 'http_request_duration_seconds'
     return this.metric(name, 'HTTP request latency', 'histogram', () =>
-      [...this.series.values()].flatMap((s) => {
+      this.all().flatMap((s) => {
         let cumulative = 0
         const bucketLines = s.buckets.map((n, i) => {
           cumulative += n
@@ -84,7 +103,7 @@ class RequestSeries {
    */
   private metric(name: string, help: string, type: 'counter' | 'histogram', values: () => object[]) {
     const get = () => ({ name, help, type, aggregator: 'sum', values: values() })
-    return { name, help, type, aggregator: 'sum', get, reset: () => this.series.clear() }
+    return { name, help, type, aggregator: 'sum', get, reset: () => this.byRoute.clear() }
   }
 }
 
@@ -161,8 +180,7 @@ export default fp(
     })
 
     opts.requestLog.onAnswered((request, reply) =>
-      // The route pattern, never the raw URL: ids would explode the label cardinality.
-      requests.observe(request.method, matchedRoute(request).url ?? 'unmatched', reply.statusCode, reply.elapsedTime),
+      requests.observe(matchedRoute(request), request.method, reply.statusCode, reply.elapsedTime),
     )
 
     const allowed = (request: FastifyRequest): boolean => {
