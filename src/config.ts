@@ -1,5 +1,6 @@
 // The one place that reads the environment. Everything else receives a `Config`.
 import { randomBytes } from 'node:crypto'
+import { isIP } from 'node:net'
 import { z } from 'zod'
 
 const bool = z.enum(['true', 'false', '1', '0', '']).transform((v) => v === 'true' || v === '1')
@@ -8,6 +9,33 @@ const optionalString = z
   .string()
   .transform((v) => (v.trim() === '' ? undefined : v.trim()))
   .optional()
+/** proxy-addr's names for address ranges, accepted in TRUST_PROXY beside addresses and CIDR ranges. */
+const PROXY_RANGE_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal'])
+
+/**
+ * Which proxies' X-Forwarded-For to believe: none, or the proxies listed by address. Never every
+ * hop (`true`): the left-most entries are whatever the client wrote, so it could pick its own IP
+ * for every per-IP budget. Nor a count of hops: Fastify 5 trusts nothing for a count, since a
+ * client that reaches the service directly could then write the header itself.
+ */
+const proxyTrust = z.string().transform((value, ctx): false | string[] => {
+  const v = value.trim()
+  if (v === '' || v === 'false') return false
+  const list = v.split(',').map((a) => a.trim())
+  for (const a of list) {
+    const [ip, prefix, ...rest] = a.split('/')
+    const family = isIP(ip ?? '')
+    const prefixOk = prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 6 ? 128 : 32))
+    if (!PROXY_RANGE_NAMES.has(a) && (family === 0 || !prefixOk || rest.length > 0)) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `"${a}" is not a proxy address: give the addresses or CIDR ranges of the proxies in front (or loopback, linklocal, uniquelocal), comma-separated; true and hop counts would let a client choose its own IP`,
+      })
+      return z.NEVER
+    }
+  }
+  return list
+})
 const httpUrl = z.url({ protocol: /^https?$/ }).transform((v) => v.replace(/\/+$/, ''))
 
 const originList = z.string().transform((value, ctx) => {
@@ -32,7 +60,7 @@ const envSchema = z.object({
   PORT: int(0, 65535).default(8787),
   HOST: z.string().min(1).default('127.0.0.1'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  TRUST_PROXY: bool.default(false),
+  TRUST_PROXY: proxyTrust.default(false),
 
   DATABASE_URL: optionalString,
   PGLITE_DIR: z.string().min(1).default('./data'),
@@ -90,7 +118,8 @@ export interface Config {
   port: number
   host: string
   logLevel: string
-  trustProxy: boolean
+  /** Fastify's trustProxy: off, or the addresses of the proxies in front. */
+  trustProxy: false | string[]
   database: { url?: string; pgliteDir: string; poolSize: number }
   auth: {
     /** First key signs, every key verifies (rotation). */

@@ -55,8 +55,25 @@ t.test('other bad values name their variable', async (t) => {
   configError(t, { REDIS_URL: 'http://localhost:6379' }, 'REDIS_URL')
   configError(t, { SESSION_TTL_DAYS: '0' }, 'SESSION_TTL_DAYS')
   configError(t, { TRUST_PROXY: 'yes' }, 'TRUST_PROXY')
+  configError(t, { TRUST_PROXY: '10.0.0.0/33' }, 'TRUST_PROXY')
+  configError(t, { TRUST_PROXY: '10.0.0.1/8/8' }, 'TRUST_PROXY')
+  configError(t, { TRUST_PROXY: '10.0.0.1,' }, 'TRUST_PROXY')
   configError(t, { BOOTSTRAP_OWNER_EMAIL: 'not-an-email' }, 'BOOTSTRAP_OWNER_EMAIL')
   configError(t, { WEB_ORIGIN: 'javascript:alert(1)' }, 'WEB_ORIGIN')
+})
+
+t.test('TRUST_PROXY lists the proxies by address: never every hop, never a count of hops', async (t) => {
+  // true believed every X-Forwarded-For entry, the client's own included; Fastify 5 trusts nothing for a count.
+  t.match(configError(t, { TRUST_PROXY: 'true' }, 'TRUST_PROXY'), /choose its own IP/)
+  configError(t, { TRUST_PROXY: '1' }, 'TRUST_PROXY')
+  t.equal(load({}).config.trustProxy, false)
+  t.equal(load({ TRUST_PROXY: 'false' }).config.trustProxy, false)
+  t.same(load({ TRUST_PROXY: ' 10.0.0.2, 172.16.0.0/12,fd00::/8, loopback ' }).config.trustProxy, [
+    '10.0.0.2',
+    '172.16.0.0/12',
+    'fd00::/8',
+    'loopback',
+  ])
 })
 
 t.test('AUTH_SECRET is required in production', async (t) => {

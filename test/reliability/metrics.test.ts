@@ -59,7 +59,7 @@ t.test('metrics are served to a remote address with the bearer token', async (t)
 })
 
 t.test('behind a trusted proxy, loopback alone is not enough', async (t) => {
-  const proxied = await buildTestApp({ env: { TRUST_PROXY: 'true' } })
+  const proxied = await buildTestApp({ env: { TRUST_PROXY: '127.0.0.1' } })
   const res = await proxied.inject({ method: 'GET', url: '/metrics' })
   t.equal(res.statusCode, 403)
 })
