@@ -117,6 +117,8 @@ t.test('a common password padded with white space is still refused, on sign-up a
 t.test('a sign-in waiting for its second factor ends when the password is reset or changed', async (t) => {
   // Whoever had the old password started a sign-in; the owner resets the password to shut them out.
   const user = await withTwoFactor()
+  // A proven address: its second factor stays through the reset (an unproven one's goes, below).
+  await app.db.updateTable('user').set({ email_verified: true }).where('id', '=', user.id).execute()
   const pending = await challenge(user)
   const token = await issueToken(app.db, 'reset-password', user.id, { expiresAt: new Date(clock.now().getTime() + 3_600_000) })
   const reset = await call(app, 'POST', '/api/auth/reset-password', { body: { token, newPassword: 'a brand new passphrase 42' } })
@@ -143,6 +145,28 @@ t.test('a sign-in waiting for its second factor ends when the password is reset 
   // The owner's own new sign-in still works.
   const fresh = await challenge({ email: other.email, password: 'another new passphrase 43' })
   t.equal((await verifyTotp(fresh, { code: codeAt(other.secret, clock.now()) })).statusCode, 200)
+})
+
+t.test("a reset of a never-verified account removes the second factor its first holder set up", async (t) => {
+  // Whoever registers an address first (never verified) turns two-factor on with an authenticator
+  // only they hold; the real owner takes the address back with a reset link from their mailbox.
+  const squatter = await withTwoFactor()
+  const token = await issueToken(app.db, 'reset-password', squatter.id, { expiresAt: new Date(clock.now().getTime() + 3_600_000) })
+  const newPassword = 'owner takes the address back 42'
+  t.equal((await call(app, 'POST', '/api/auth/reset-password', { body: { token, newPassword } })).statusCode, 200)
+
+  const signIn = await call(app, 'POST', '/api/auth/sign-in/email', { body: { email: squatter.email, password: newPassword } })
+  t.equal(signIn.statusCode, 200)
+  t.notOk(signIn.json().twoFactorRedirect, "the owner is not asked for the first holder's code")
+  t.equal(signIn.json().user.twoFactorEnabled, false)
+  const left = await Promise.all(
+    (['two_factor', 'two_factor_backup_code'] as const).map((table) =>
+      app.db.selectFrom(table).select('user_id').where('user_id', '=', squatter.id).execute(),
+    ),
+  )
+  t.same(left, [[], []], 'secret and backup codes are gone')
+  const [event] = await auditEvents(app.db, { action: 'auth.password_reset', targetId: squatter.id })
+  t.match(event?.details, { twoFactorRemoved: true })
 })
 
 t.test('disable racing a sign-in verify is never a 500 and leaves one consistent state', async (t) => {

@@ -30,7 +30,7 @@ import {
   type UserWithFlags,
 } from '../queries.js'
 import { approveEmailChange, completeEmailChange } from '../account/service.js'
-import { deleteChallenges } from '../two-factor/queries.js'
+import { deleteChallenges, deleteTwoFactor, setTwoFactorEnabled } from '../two-factor/queries.js'
 import { consumeToken, consumeTokenOf, invalidToken, issueToken, peekToken, revokeTokens } from '../verification.js'
 
 export interface EmailAuthDeps {
@@ -186,11 +186,17 @@ export async function resetPassword(deps: EmailAuthDeps, ctx: RequestContext, to
     const now = deps.clock.now()
     const record = await consumeToken(trx, 'reset-password', token, now)
     if (!record) throw invalidToken()
-    // An address nobody had proven is proven now: the identity provider's links of such an account
-    // were made on an address the provider did not vouch for (perhaps by whoever registered it
-    // first, waiting for its owner), and must not outlive the owner taking it back.
+    // An address nobody had proven is proven now: the identity provider's links and the second
+    // factor of such an account were set up before anyone proved the address (perhaps by whoever
+    // registered it first, waiting for its owner), and must not outlive the owner taking it back:
+    // the owner would be asked for a code from the first holder's authenticator.
     const user = await findUserById(trx, record.userId)
-    const removedAccounts = user && !user.emailVerified ? await deleteAccountsBut(trx, record.userId, 'password') : []
+    const unproven = user !== undefined && !user.emailVerified
+    const removedAccounts = unproven ? await deleteAccountsBut(trx, record.userId, 'password') : []
+    if (unproven) {
+      await deleteTwoFactor(trx, record.userId)
+      await setTwoFactorEnabled(trx, record.userId, false, now)
+    }
     await setPasswordHash(trx, record.userId, passwordHash, now)
     await clearPasswordResetRequired(trx, record.userId, now)
     // Whoever held a session (perhaps the reason for the reset) is signed out everywhere, and a
@@ -203,6 +209,7 @@ export async function resetPassword(deps: EmailAuthDeps, ctx: RequestContext, to
     await recordUserEvent(trx, ctx, record.userId, 'auth.password_reset', {
       sessionsEnded: ended,
       ...(removedAccounts.length ? { removedAccounts } : {}),
+      ...(unproven && user.twoFactorEnabled ? { twoFactorRemoved: true } : {}),
     })
   })
 }
