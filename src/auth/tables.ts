@@ -49,6 +49,8 @@ export interface UserTable extends ProfileColumns {
   ban_reason: string | null
   ban_expires: Date | null
   two_factor_enabled: Generated<boolean>
+  /** Addresses before a change of email (migration 0011): erasure scrubs them from the audit log. */
+  former_emails: Generated<string[]>
   created_at: CreatedAt
   updated_at: Timestamp
 }

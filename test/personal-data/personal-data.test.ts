@@ -1,5 +1,6 @@
 import { sql } from 'kysely'
 import t from 'tap'
+import { issueToken } from '../../src/auth/verification.js'
 import { EXPORTED_TABLES } from '../../src/personal-data/queries.js'
 import { EXAMPLE_PROFILE } from '../../src/profile/schemas.js'
 import { buildTestApp, call, signUp, signUpWithRole, type TestUser } from '../helpers/app.js'
@@ -50,11 +51,11 @@ async function seed(user: TestUser) {
 
 const rowsOf = (table: string, column: string, value: string) => countRows(app.db, table, column, value)
 
-/** Every (table, column) of text or json type in the database. */
+/** Every (table, column) of text, json or array type in the database. */
 async function textColumns() {
   const { rows } = await sql<{ table_name: string; column_name: string }>`
     select table_name, column_name from information_schema.columns
-    where table_schema = current_schema() and data_type in ('text', 'jsonb', 'character varying')
+    where table_schema = current_schema() and data_type in ('text', 'jsonb', 'character varying', 'ARRAY')
       and table_name <> 'kysely_migration' and table_name <> 'kysely_migration_lock'`.execute(app.db)
   return rows
 }
@@ -219,6 +220,29 @@ t.test('deleting the account leaves only anonymised payments and consents', asyn
     (await call(app, 'POST', '/api/auth/sign-in/email', { body: { email: alice.email, password: alice.password } })).statusCode,
     401,
   )
+})
+
+t.test('deleting the account scrubs the addresses it had before a change of email too', async (t) => {
+  const admin = await signUpWithRole(app, 'admin')
+  const dave = await signUp(app, { name: 'Dave Moves' })
+  const former = dave.email
+  // An admin looks him up by the address he has then (the search is audited with its filter).
+  const search = await call(app, 'GET', `/api/v1/admin/users?email=${encodeURIComponent(former)}`, { cookie: admin.cookie })
+  t.equal(search.json().items.length, 1)
+
+  // He moves to a new address (the link of change-email, as mailed to the new address).
+  const newEmail = `moved-${Date.now()}@example.com`
+  const token = await issueToken(app.db, 'change-email-verification', dave.id, {
+    expiresAt: new Date(Date.now() + 3_600_000),
+    data: { email: former, newEmail, callbackURL: null },
+  })
+  t.equal((await call(app, 'GET', `/api/auth/verify-email?token=${token}`)).statusCode, 200, 'the address changed')
+  const exported = (await call(app, 'GET', '/api/v1/me/export', { cookie: dave.cookie })).json()
+  t.same(exported.profile.formerEmails, [former], 'the export shows the address he had before')
+
+  t.equal((await call(app, 'DELETE', '/api/v1/me', { cookie: dave.cookie, body: { password: dave.password } })).statusCode, 204)
+  t.same(await occurrences(former), [], 'the former address is nowhere, the audit log included')
+  t.same(await occurrences(newEmail), [])
 })
 
 t.test('an account without a password is deleted with a recent sign-in', async (t) => {

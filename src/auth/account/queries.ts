@@ -1,5 +1,6 @@
 // The self-service queries on a user's own rows: the ways in (`account`) and the change of address.
 import type { Executor, Trx } from '../../../db/index.js'
+import { sql } from 'kysely'
 
 export interface LinkedAccount {
   id: string
@@ -65,7 +66,12 @@ export async function replaceEmail(
 ): Promise<{ id: string; email: string; name: string } | undefined> {
   return trx
     .updateTable('user')
-    .set({ email: to, email_verified: true, updated_at: now })
+    .set({
+      email: to,
+      email_verified: true,
+      former_emails: sql<string[]>`array_append(array_remove(former_emails, ${from}::text), ${from}::text)`,
+      updated_at: now,
+    })
     .where('id', '=', userId)
     .where('email', '=', from)
     .returning(['id', 'email', 'name'])

@@ -157,7 +157,7 @@ export async function completeEmailChange(
   const changed = await replaceEmail(trx, record.userId, email, newEmail, now)
   if (!changed) throw invalidToken() // the address changed since the mail was sent
   const tokensRevoked = await revokeTokens(trx, changed.id)
-  // Addresses stay out of the audit log: a deletion could not scrub an old one from it.
+  // No address in this event; the row keeps the old one in former_emails, which erasure scrubs from the log.
   await recordUserEvent(trx, ctx, changed.id, 'auth.email_changed', { tokensRevoked })
   await maybeBootstrapOwner(trx, { id: changed.id, email: newEmail, emailVerified: true }, deps.config.bootstrapOwnerEmail, now)
   return () =>
