@@ -2,18 +2,9 @@ import { z } from 'zod'
 import type { Profile } from '../auth/queries.js'
 import type { Clock } from '../shared/clock.js'
 import { todayUtc } from '../shared/dates.js'
+import { SingleLine } from '../shared/validation.js'
 
 const MIN_BIRTH_DATE = '1900-01-01'
-
-// Control characters (NUL above all, which Postgres text refuses) never reach the database.
-const CONTROL = /[\u0000-\u001f\u007f]/
-const text = (min: number, max: number) =>
-  z
-    .string()
-    .trim()
-    .min(min)
-    .max(max)
-    .refine((v) => !CONTROL.test(v), { message: 'Must not contain control characters' })
 
 // Zone names match case-insensitively and are stored in the runtime's spelling ('asia/jakarta' ->
 // 'Asia/Jakarta'); offsets such as '+07:00' and other non-IANA forms are refused.
@@ -48,7 +39,7 @@ export function canonicalLocale(value: string): string | undefined {
 
 const BirthPlaceSchema = z
   .strictObject({
-    name: text(1, 200),
+    name: SingleLine(1, 200),
     latitude: z.number().min(-90).max(90),
     longitude: z.number().min(-180).max(180),
   })
@@ -74,7 +65,7 @@ export const EXAMPLE_PROFILE = {
 export function updateProfileBody(clock: Clock) {
   return z
     .strictObject({
-      name: text(1, 100),
+      name: SingleLine(1, 100),
       image: z
         .string()
         .trim()

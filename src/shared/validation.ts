@@ -21,6 +21,13 @@ export const isStorableText = (s: string): boolean => !UNSTORABLE.test(s)
 export const PlainText = (min: number, max: number) =>
   z.string().trim().min(min).max(max).refine(isStorableText, { message: 'Contains characters that cannot be stored' })
 
+// Control characters (tab and line breaks included) have no place in a name or a place.
+const CONTROL = /[\u0000-\u001f\u007f]/
+
+/** One line a user writes (a name, a place): PlainText without control characters. */
+export const SingleLine = (min: number, max: number) =>
+  PlainText(min, max).refine((v) => !CONTROL.test(v), { message: 'Must not contain control characters' })
+
 function isRealDate(s: string): boolean {
   const [y, m, d] = s.split('-').map(Number) as [number, number, number]
   const date = new Date(Date.UTC(y, m - 1, d))

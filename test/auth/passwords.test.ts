@@ -103,6 +103,8 @@ t.test('sign-up validates its input', async (t) => {
     { name: 'X', email: uniqueEmail(), password: 'short7!' },
     { name: 'X', email: uniqueEmail(), password: 'x'.repeat(129) },
     { name: '', email: uniqueEmail(), password: PASSWORD },
+    { name: 'A\ud800B', email: uniqueEmail(), password: PASSWORD },
+    { name: 'Tab\there', email: uniqueEmail(), password: PASSWORD },
     { email: uniqueEmail(), password: PASSWORD },
   ]
   for (const body of bad) {

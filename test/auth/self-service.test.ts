@@ -76,6 +76,9 @@ t.test('update-user changes name and image through the client, and nothing else'
     { name: 'x'.repeat(101) },
     { image: 'http://cdn.example.com/a.png' },
     { name: '' },
+    // A lone surrogate cannot be stored: refused, never silently rewritten to U+FFFD.
+    { name: 'A\ud800B' },
+    { name: 'A\udc00' },
   ]) {
     const res = await me.client.updateUser(body as never)
     t.same([res.error?.status, res.error?.code], [400, 'VALIDATION_ERROR'], JSON.stringify(body).slice(0, 60))

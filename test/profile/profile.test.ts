@@ -202,12 +202,17 @@ t.test('every invalid value is a 400 VALIDATION_ERROR naming the field, and chan
     ['image', 'not a url'],
     ['image', 'https://localhost/a.png'],
     ['image', `https://cdn.example.id/${'a'.repeat(2048)}`],
-    // name: trimmed, 1..100, not nullable, no control characters
+    // name: trimmed, 1..100, not nullable, no control characters, storable
     ['name', ''],
     ['name', '    '],
     ['name', 'x'.repeat(101)],
     ['name', null],
     ['name', 'Sa\u0000ri'],
+    ['name', 'Sa\tri'],
+    // A lone surrogate cannot be stored: refused, never silently rewritten to U+FFFD.
+    ['name', 'A\ud800B'],
+    ['name', 'A\udc00'],
+    ['birthPlace', { name: 'Yogya\ud800', latitude: 0, longitude: 0 }, 'body.birthPlace.name'],
     ['name', 42],
     // locale: a BCP-47 tag, at most 35
     ['locale', 'en_US'],

@@ -9,6 +9,7 @@ import { PUBLIC, REVERIFIES_PASSWORD } from '../../shared/route-policy.js'
 import { contextOf } from '../../shared/context.js'
 import { AppError } from '../../shared/errors.js'
 import { resolveOptionalRedirect, withQuery } from '../../shared/redirect.js'
+import { SingleLine } from '../../shared/validation.js'
 import { landAfterLink } from '../emailed-link.js'
 import { currentUser } from '../guard.js'
 import { CallbackUrl, CurrentPassword, Email, EmailedToken, Password, Status, UserSchema, toUserJson } from '../schemas.js'
@@ -64,7 +65,7 @@ export default async function emailRoutes(fastify: FastifyInstance) {
         tags,
         summary: 'Register with email and password; signs in unless email verification is required',
         body: z.strictObject({
-          name: z.string().trim().min(1).max(100),
+          name: SingleLine(1, 100),
           email: Email,
           password: Password,
           image: z
