@@ -147,11 +147,13 @@ t.test('a sign-in waiting for its second factor ends when the password is reset 
   t.equal((await verifyTotp(fresh, { code: codeAt(other.secret, clock.now()) })).statusCode, 200)
 })
 
-t.test("a reset of a never-verified account removes the second factor its first holder set up", async (t) => {
+t.test('a reset of a never-verified account removes the second factor its first holder set up', async (t) => {
   // Whoever registers an address first (never verified) turns two-factor on with an authenticator
   // only they hold; the real owner takes the address back with a reset link from their mailbox.
   const squatter = await withTwoFactor()
-  const token = await issueToken(app.db, 'reset-password', squatter.id, { expiresAt: new Date(clock.now().getTime() + 3_600_000) })
+  const token = await issueToken(app.db, 'reset-password', squatter.id, {
+    expiresAt: new Date(clock.now().getTime() + 3_600_000),
+  })
   const newPassword = 'owner takes the address back 42'
   t.equal((await call(app, 'POST', '/api/auth/reset-password', { body: { token, newPassword } })).statusCode, 200)
 
