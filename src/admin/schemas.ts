@@ -4,6 +4,7 @@ import { PLANS } from '../auth/tables.js'
 import { iso } from '../shared/dates.js'
 import { ROLES } from '../shared/roles.js'
 import { CursorParam, Limit, type Page } from '../shared/pagination.js'
+import { PlainText } from '../shared/validation.js'
 import type { ManagedUser } from './queries.js'
 import type { AdminUser, AuditEvent } from './service.js'
 
@@ -14,8 +15,8 @@ const FutureInstant = z.iso.datetime({ offset: true }).describe('ISO-8601 instan
 export const UserIdParams = z.strictObject({ id: z.string().min(1).max(200) })
 
 export const ListUsersQuery = z.strictObject({
-  email: z.string().trim().toLowerCase().min(1).max(254).optional().describe('Exact email, case-insensitive'),
-  q: z.string().trim().min(1).max(100).optional().describe('Text contained in the email or the name'),
+  email: PlainText(1, 254).toLowerCase().optional().describe('Exact email, case-insensitive'),
+  q: PlainText(1, 100).optional().describe('Text contained in the email or the name'),
   role: z.enum(ROLES).optional(),
   plan: z.enum(PLANS).optional(),
   limit: Limit,
@@ -61,7 +62,7 @@ export const SetPremiumPlusBody = z.strictObject({ expiresAt: FutureInstant.opti
 export const SetPlanBody = z.strictObject({ plan: z.enum(PLANS), expiresAt: FutureInstant.optional() })
 
 export const BanBody = z.strictObject({
-  reason: z.string().trim().min(1).max(500),
+  reason: PlainText(1, 500),
   expiresAt: FutureInstant.optional().describe('When the ban ends by itself; without it, it lasts until unbanned'),
 })
 

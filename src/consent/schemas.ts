@@ -1,10 +1,11 @@
 import { z } from 'zod'
 import type { ConsentRecord, Consents } from './service.js'
 import { CONSENT_TYPES } from './tables.js'
+import { PlainText } from '../shared/validation.js'
 
 export const ConsentInput = z.strictObject({
   type: z.enum(CONSENT_TYPES),
-  version: z.string().trim().min(1).max(64),
+  version: PlainText(1, 64),
   granted: z.boolean(),
 })
 export type ConsentInput = z.infer<typeof ConsentInput>

@@ -75,6 +75,8 @@ t.test('invalid consents are refused and nothing is written', async (t) => {
     { type: 'terms', version: '', granted: true },
     { type: 'terms', version: '   ', granted: true },
     { type: 'terms', version: 'v'.repeat(65), granted: true },
+    { type: 'terms', version: 'v1\u0000', granted: true },
+    { type: 'terms', version: 'v\ud800', granted: true },
     { type: 'terms', version: '1', granted: 'yes' },
     { type: 'terms', version: '1' },
     { type: 'terms', version: '1', granted: true, userId: 'someone-else' },

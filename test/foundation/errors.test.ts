@@ -1,4 +1,5 @@
 import { connect, type AddressInfo } from 'node:net'
+import { sql } from 'kysely'
 import t from 'tap'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
@@ -145,11 +146,31 @@ t.test('router errors are in the one error shape with a request id', async (t) =
 })
 
 t.test('a value the database cannot store is a 400, not a 500', async (t) => {
+  // Refused by the schema where the route knows its text...
+  const email = `nul-${Date.now()}@example.com`
   const res = await call(app, 'POST', '/api/auth/sign-up/email', {
-    body: { name: 'nul\u0000byte', email: `nul-${Date.now()}@example.com`, password: 'long enough password' },
+    body: { name: 'nul\u0000byte', email, password: 'long enough password' },
   })
   t.equal(res.statusCode, 400)
-  t.match(res.json(), { code: 'BAD_REQUEST', status: 400 })
+  t.match(res.json(), { code: 'VALIDATION_ERROR', status: 400 })
+  t.equal(await app.db.selectFrom('user').select('id').where('email', '=', email).executeTakeFirst(), undefined)
+
+  // ...and by the database wherever a value reaches it unchecked: still the one 400.
+  const own = await buildApp(loadConfig(TEST_ENV), { database: await testDatabase() })
+  t.teardown(() => own.close())
+  own.get('/api/v1/test-unstorable', { config: { policy: PUBLIC } }, async () => {
+    await sql`select ${'nul\u0000byte'}::text`.execute(own.db)
+    return { stored: true }
+  })
+  await own.ready()
+  const refused = await own.inject({ method: 'GET', url: '/api/v1/test-unstorable' })
+  t.equal(refused.statusCode, 400)
+  t.same(refused.json(), {
+    code: 'BAD_REQUEST',
+    status: 400,
+    message: 'The request contains a value that cannot be stored',
+    defined: false,
+  })
 })
 
 t.test('sign-out accepts no body, an empty object and JSON null', async (t) => {
