@@ -11,6 +11,7 @@ import * as m0008 from './0008_session_cache.js'
 import * as m0009 from './0009_two_factor.js'
 import * as m0010 from './0010_ban.js'
 import * as m0011 from './0011_former_emails.js'
+import * as m0012 from './0012_payment_plan_expiry.js'
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -24,4 +25,5 @@ export const migrations: Record<string, Migration> = {
   '0009_two_factor': m0009,
   '0010_ban': m0010,
   '0011_former_emails': m0011,
+  '0012_payment_plan_expiry': m0012,
 }

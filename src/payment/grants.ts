@@ -4,14 +4,16 @@ import type { Plan } from '../auth/tables.js'
 import { grantDeepInsights, revokeDeepInsights } from '../compatibility/service.js'
 import { AppError } from '../shared/errors.js'
 import { effectivePlan } from '../usage/plans.js'
-import { PLAN_DAYS, PRODUCT_TABLE, isProduct } from './products.js'
-import { lockUserPlan, setUserPlan, underSavepoint } from './queries.js'
+import { PLAN_DAYS, PRODUCT_TABLE, PRODUCTS, isProduct } from './products.js'
+import { lockUserPlan, planGrantsOf, setUserPlan, underSavepoint } from './queries.js'
 import type { PaymentRow } from './tables.js'
 
 type PaidPlan = Exclude<Plan, 'free'>
 const DAY_MS = 24 * 60 * 60 * 1000
 
-type GrantOutcome = { granted: true; details: Record<string, unknown> } | { granted: false; reason: string }
+type GrantOutcome =
+  | { granted: true; details: Record<string, unknown>; planExpiresAt?: Date | null }
+  | { granted: false; reason: string }
 
 /**
  * Plan days: 30 days from the later of now and the current expiry when the user already has this
@@ -33,20 +35,66 @@ async function grantPlan(trx: Trx, userId: string, plan: PaidPlan, now: Date): P
   return {
     granted: true,
     details: { plan, previousPlan: user.plan, previousExpiresAt: user.plan_expires_at, planExpiresAt: expiresAt },
+    planExpiresAt: expiresAt,
   }
 }
 
-/** A refund shortens the plan by the days it bought; if nothing is left, the user is back on free. */
-async function revokePlan(trx: Trx, userId: string, plan: PaidPlan, now: Date): Promise<Record<string, unknown>> {
-  const user = await lockUserPlan(trx, userId)
-  // The plan changed since (an upgrade, an admin): those days were already given up; leave it.
-  if (!user || user.plan !== plan || user.plan_expires_at === null) return { plan: user?.plan ?? null, changed: false }
+const PLAN_PRODUCTS = PRODUCTS.filter((p) => PRODUCT_TABLE[p].plan !== null)
+
+/**
+ * Whether the user's plan still comes from this payment's grant: its run (grants of one plan, each
+ * 30 days on top of the one before) is the latest, and the expiry is where that run ends less 30
+ * days for each other refund in it. An upgrade, a lapse and a new purchase, or an admin's change
+ * since all break that: those days are not this payment's to take back. A payment granted before
+ * its expiry was recorded (migration 0012) is judged by the plan's name alone.
+ */
+async function planStillFrom(trx: Trx, payment: PaymentRow & { user_id: string }, current: Date): Promise<boolean> {
+  if (!payment.granted_plan_expires_at) return true
+  const runs: { id: string; plan: Plan | null; status: string; end: number | null }[][] = []
+  for (const g of await planGrantsOf(trx, payment.user_id, PLAN_PRODUCTS)) {
+    const grant = {
+      id: g.id,
+      plan: isProduct(g.product) ? PRODUCT_TABLE[g.product].plan : null,
+      status: g.status,
+      end: g.granted_plan_expires_at?.getTime() ?? null,
+    }
+    const prev = runs.at(-1)?.at(-1)
+    const stacks =
+      prev !== undefined && prev.plan === grant.plan && prev.end !== null && grant.end === prev.end + PLAN_DAYS * DAY_MS
+    if (stacks) runs.at(-1)!.push(grant)
+    else runs.push([grant])
+  }
+  const run = runs.at(-1)
+  if (!run?.some((g) => g.id === payment.id)) return false
+  const otherRefunds = run.filter((g) => g.id !== payment.id && g.status === 'refunded').length
+  return current.getTime() === run.at(-1)!.end! - otherRefunds * PLAN_DAYS * DAY_MS
+}
+
+/**
+ * A refund shortens the plan by the days it bought, back to free if nothing is left; only while the
+ * plan still comes from this payment (planStillFrom), else it is left alone.
+ */
+async function revokePlan(
+  trx: Trx,
+  payment: PaymentRow & { user_id: string },
+  plan: PaidPlan,
+  now: Date,
+): Promise<Record<string, unknown>> {
+  const user = await lockUserPlan(trx, payment.user_id)
+  if (
+    !user ||
+    user.plan !== plan ||
+    user.plan_expires_at === null ||
+    !(await planStillFrom(trx, payment, user.plan_expires_at))
+  ) {
+    return { plan: user?.plan ?? null, changed: false }
+  }
   const shortened = new Date(user.plan_expires_at.getTime() - PLAN_DAYS * DAY_MS)
   if (shortened.getTime() <= now.getTime()) {
-    await setUserPlan(trx, userId, 'free', null, now)
+    await setUserPlan(trx, payment.user_id, 'free', null, now)
     return { plan: 'free', changed: true }
   }
-  await setUserPlan(trx, userId, plan, shortened, now)
+  await setUserPlan(trx, payment.user_id, plan, shortened, now)
   return { plan, planExpiresAt: shortened, changed: true }
 }
 
@@ -79,7 +127,7 @@ export async function revokeFor(trx: Trx, payment: PaymentRow, now: Date): Promi
   const plan = PRODUCT_TABLE[payment.product].plan
   if (plan) {
     if (!payment.user_id) return { revoked: false }
-    return { revoked: true, ...(await revokePlan(trx, payment.user_id, plan, now)) }
+    return { revoked: true, ...(await revokePlan(trx, { ...payment, user_id: payment.user_id }, plan, now)) }
   }
   await revokeDeepInsights(trx, { paymentId: payment.id, now })
   return { revoked: true, resultId: payment.result_id }

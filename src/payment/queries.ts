@@ -68,8 +68,25 @@ export async function compareAndSetStatus(
     .executeTakeFirst()
 }
 
-export async function setGrantedAt(db: Executor, id: string, grantedAt: Date): Promise<void> {
-  await db.updateTable('payment').set({ granted_at: grantedAt }).where('id', '=', id).execute()
+export async function setGrantedAt(db: Executor, id: string, grantedAt: Date, planExpiresAt: Date | null): Promise<void> {
+  await db
+    .updateTable('payment')
+    .set({ granted_at: grantedAt, granted_plan_expires_at: planExpiresAt })
+    .where('id', '=', id)
+    .execute()
+}
+
+/** Every plan purchase of the user that was granted (paid, or refunded since), in the order granted. */
+export async function planGrantsOf(db: Executor, userId: string, products: string[]) {
+  return db
+    .selectFrom('payment')
+    .select(['id', 'product', 'status', 'granted_plan_expires_at'])
+    .where('user_id', '=', userId)
+    .where('granted_at', 'is not', null)
+    .where('product', 'in', products)
+    .orderBy('granted_at')
+    .orderBy('id')
+    .execute()
 }
 
 /** True when this (provider, event key) is new; false for a redelivery. Same transaction as its effect. */

@@ -23,6 +23,8 @@ interface PaymentTable {
   result_id: string | null
   return_url: string
   granted_at: Date | null
+  /** The plan expiry this payment's grant produced (migration 0012); null for other products or before. */
+  granted_plan_expires_at: ColumnType<Date | null, Date | null | undefined, Date | null>
   /** timestamptz(3): millisecond precision, so a cursor round-trips exactly. */
   created_at: CreatedAt
   updated_at: Timestamp

@@ -89,8 +89,9 @@ export async function applyGatewayState(
     if (step.to === 'paid' && step.grant) {
       const outcome = await grantFor(trx, moved, now)
       if (outcome.granted) {
-        await setGrantedAt(trx, paymentId, now)
-        result = { ...moved, granted_at: now }
+        const planExpiresAt = outcome.planExpiresAt ?? null
+        await setGrantedAt(trx, paymentId, now, planExpiresAt)
+        result = { ...moved, granted_at: now, granted_plan_expires_at: planExpiresAt }
         details = { granted: true, ...outcome.details }
       } else {
         details = { granted: false, reason: outcome.reason }

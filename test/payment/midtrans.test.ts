@@ -140,6 +140,82 @@ t.test('refund notification takes premium back; refund before settlement records
   t.equal((await userPlan(app, user.id)).plan, 'free')
 })
 
+/** Settles (or moves) a payment at the gateway and tells the service. */
+async function settle(paymentId: string, status = 'settlement') {
+  midtrans.setStatus(paymentId, status)
+  const res = await notify(midtrans.notification(paymentId))
+  if (res.statusCode !== 200) throw new Error(res.body)
+}
+const daysLeft = (plan: { plan_expires_at: Date | null }) =>
+  plan.plan_expires_at ? (plan.plan_expires_at.getTime() - Date.now()) / 86_400_000 : 0
+const expireNow = (userId: string) =>
+  app.db
+    .updateTable('user')
+    .set({ plan_expires_at: new Date(Date.now() - 86_400_000) })
+    .where('id', '=', userId)
+    .execute()
+
+t.test('a refund of an old plan payment never takes the days of a later, separate purchase', async (t) => {
+  const user = await signUp(app)
+  const a = await startCheckout(app, user, { product: 'premium_month' })
+  await settle(a.paymentId) // premium, 30 days
+  const plus = await startCheckout(app, user, { product: 'premium_plus_month' })
+  await settle(plus.paymentId) // the upgrade: A's remaining days are given up
+  await expireNow(user.id) // premium_plus runs out
+  const b = await startCheckout(app, user, { product: 'premium_month' })
+  await settle(b.paymentId) // a new purchase: 30 days from now
+  await settle(a.paymentId, 'chargeback') // then the old payment A is charged back
+  t.equal((await paymentRow(app, a.paymentId)).status, 'refunded')
+  const plan = await userPlan(app, user.id)
+  t.equal(plan.plan, 'premium', 'B was paid for and is not refunded')
+  t.ok(daysLeft(plan) > 29, `B's 30 days remain (${daysLeft(plan).toFixed(2)})`)
+  const [refunded] = await app.db
+    .selectFrom('audit_event')
+    .select('details')
+    .where('action', '=', 'payment.refunded')
+    .where('target_id', '=', a.paymentId)
+    .execute()
+  t.match(refunded?.details, { revoked: true, changed: false })
+
+  // A lapse in between breaks the run the same way, with no other plan involved.
+  const other = await signUp(app)
+  const first = await startCheckout(app, other, { product: 'premium_month' })
+  await settle(first.paymentId)
+  await expireNow(other.id)
+  const again = await startCheckout(app, other, { product: 'premium_month' })
+  await settle(again.paymentId)
+  await settle(first.paymentId, 'refund')
+  t.ok(daysLeft(await userPlan(app, other.id)) > 29, 'the purchase after the lapse keeps its days')
+})
+
+t.test('refunds of stacked plan payments each take back their own 30 days, in either order', async (t) => {
+  for (const order of ['older first', 'newer first'] as const) {
+    const user = await signUp(app)
+    const a = await startCheckout(app, user, { product: 'premium_month' })
+    await settle(a.paymentId)
+    const b = await startCheckout(app, user, { product: 'premium_month' })
+    await settle(b.paymentId) // stacked: 60 days
+    t.ok(daysLeft(await userPlan(app, user.id)) > 59, `${order}: 60 days bought`)
+    const [first, second] = order === 'older first' ? [a, b] : [b, a]
+    await settle(first.paymentId, 'refund')
+    const after = daysLeft(await userPlan(app, user.id))
+    t.ok(after > 29 && after <= 30, `${order}: 30 days left after one refund (${after.toFixed(2)})`)
+    await settle(second.paymentId, 'refund')
+    t.equal((await userPlan(app, user.id)).plan, 'free', `${order}: nothing left after both`)
+  }
+})
+
+t.test('a refund leaves alone an expiry an admin set since the payment', async (t) => {
+  const user = await signUp(app)
+  const a = await startCheckout(app, user, { product: 'premium_month' })
+  await settle(a.paymentId)
+  const granted = new Date(Date.now() + 365 * 86_400_000)
+  await app.db.updateTable('user').set({ plan_expires_at: granted }).where('id', '=', user.id).execute()
+  await settle(a.paymentId, 'refund')
+  const plan = await userPlan(app, user.id)
+  t.same([plan.plan, plan.plan_expires_at?.getTime()], ['premium', granted.getTime()])
+})
+
 t.test('a gross amount that does not match is refused and audited', async (t) => {
   const user = await signUp(app)
   const checkout = await startCheckout(app, user, { product: 'premium_plus_month' })
