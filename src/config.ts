@@ -25,7 +25,9 @@ const proxyTrust = z.string().transform((value, ctx): false | string[] => {
   for (const a of list) {
     const [ip, prefix, ...rest] = a.split('/')
     const family = isIP(ip ?? '')
-    const prefixOk = prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 6 ? 128 : 32))
+    // A /0 range is every address: the client's own header would be believed, as with `true`.
+    const prefixOk =
+      prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) >= 1 && Number(prefix) <= (family === 6 ? 128 : 32))
     if (!PROXY_RANGE_NAMES.has(a) && (family === 0 || !prefixOk || rest.length > 0)) {
       ctx.addIssue({
         code: 'custom',

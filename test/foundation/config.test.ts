@@ -56,6 +56,8 @@ t.test('other bad values name their variable', async (t) => {
   configError(t, { SESSION_TTL_DAYS: '0' }, 'SESSION_TTL_DAYS')
   configError(t, { TRUST_PROXY: 'yes' }, 'TRUST_PROXY')
   configError(t, { TRUST_PROXY: '10.0.0.0/33' }, 'TRUST_PROXY')
+  configError(t, { TRUST_PROXY: '0.0.0.0/0' }, 'TRUST_PROXY')
+  configError(t, { TRUST_PROXY: '::/0' }, 'TRUST_PROXY')
   configError(t, { TRUST_PROXY: '10.0.0.1/8/8' }, 'TRUST_PROXY')
   configError(t, { TRUST_PROXY: '10.0.0.1,' }, 'TRUST_PROXY')
   configError(t, { BOOTSTRAP_OWNER_EMAIL: 'not-an-email' }, 'BOOTSTRAP_OWNER_EMAIL')

@@ -194,8 +194,11 @@ export class IdentityProvider {
     if (typeof payload.nonce !== 'string' || !safeEqual(payload.nonce, nonce)) {
       throw new IdpError('invalid_token', 'ID token nonce does not match')
     }
-    const str = (v: unknown, max: number) => (typeof v === 'string' && v.trim() !== '' ? v.trim().slice(0, max) : null)
-    const email = str(payload.email, 254)
+    // Cut by code points, so a pair of surrogates is never split into one that cannot be stored.
+    const str = (v: unknown, max: number) =>
+      typeof v === 'string' && v.trim() !== '' ? Array.from(v.trim()).slice(0, max).join('') : null
+    // An address is used whole or not at all: a longer one cut at 254 could name someone else's.
+    const email = typeof payload.email === 'string' && payload.email.trim().length <= 254 ? str(payload.email, 254) : null
     return {
       sub: payload.sub,
       email: email?.toLowerCase() ?? null,
