@@ -50,7 +50,8 @@ const PLAN_PRODUCTS = PRODUCTS.filter((p) => PRODUCT_TABLE[p].plan !== null)
  */
 async function planStillFrom(trx: Trx, payment: PaymentRow & { user_id: string }, current: Date): Promise<boolean> {
   if (!payment.granted_plan_expires_at) return true
-  const runs: { id: string; plan: Plan | null; status: string; end: number | null }[][] = []
+  // The run the latest grant belongs to: a grant that does not stack on the one before starts a new run.
+  let run: { id: string; plan: Plan | null; status: string; end: number | null }[] = []
   for (const g of await planGrantsOf(trx, payment.user_id, PLAN_PRODUCTS)) {
     const grant = {
       id: g.id,
@@ -58,14 +59,13 @@ async function planStillFrom(trx: Trx, payment: PaymentRow & { user_id: string }
       status: g.status,
       end: g.granted_plan_expires_at?.getTime() ?? null,
     }
-    const prev = runs.at(-1)?.at(-1)
+    const prev = run.at(-1)
     const stacks =
       prev !== undefined && prev.plan === grant.plan && prev.end !== null && grant.end === prev.end + PLAN_DAYS * DAY_MS
-    if (stacks) runs.at(-1)!.push(grant)
-    else runs.push([grant])
+    if (stacks) run.push(grant)
+    else run = [grant]
   }
-  const run = runs.at(-1)
-  if (!run?.some((g) => g.id === payment.id)) return false
+  if (!run.some((g) => g.id === payment.id)) return false
   const otherRefunds = run.filter((g) => g.id !== payment.id && g.status === 'refunded').length
   return current.getTime() === run.at(-1)!.end! - otherRefunds * PLAN_DAYS * DAY_MS
 }

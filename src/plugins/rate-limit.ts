@@ -206,7 +206,7 @@ export default fp(
       })
       return async (request): Promise<Verdict> => {
         const result = await run(request)
-        if (result.isAllowed) return { exceeded: false, retryAfter: 0 }
+        if (result.isAllowed) return WITHIN_BUDGET
         return { exceeded: result.isExceeded, retryAfter: result.ttlInSeconds }
       }
     }

@@ -27,8 +27,7 @@ const counterOf = ({ key, limit }: CounterAdd) =>
 export class CountWriter {
   private waiting: Pending[] = []
   // One statement at a time: two of this process would share counters and queue on each other's
-  // row locks (docs/benchmarks.md has the measurement), while one
-  // carries every count that waits.
+  // row locks (docs/benchmarks.md has the measurement), while one carries every count that waits.
   private writing = false
 
   constructor(private readonly db: DB) {}
