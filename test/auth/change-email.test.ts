@@ -23,7 +23,9 @@ t.afterEach(() => {
 const fresh = () => `new-${newId()}@example.com`.toLowerCase()
 const userRow = (id: string) =>
   app.db.selectFrom('user').select(['email', 'email_verified', 'role']).where('id', '=', id).executeTakeFirstOrThrow()
-const open = (link: URL) => app.inject({ method: 'GET', url: `${link.pathname}${link.search}` })
+/** Opens a mailed link; with `cookie`, in a browser signed in to that session. */
+const open = (link: URL, cookie?: string) =>
+  app.inject({ method: 'GET', url: `${link.pathname}${link.search}`, headers: cookie ? { cookie } : {} })
 const markVerified = (id: string) => app.db.updateTable('user').set({ email_verified: true }).where('id', '=', id).execute()
 
 /** A browser with better-auth's client, signed up as a new member. */
@@ -155,10 +157,20 @@ t.test('links expire after 24 hours; a change ends the links mailed to the old a
   t.same([reset.statusCode, reset.json().code], [400, 'INVALID_TOKEN'], 'a reset link mailed to the old address ended')
 })
 
-t.test('proving the bootstrap owner address by a change of address makes the owner', async (t) => {
+t.test('a change to the bootstrap owner address makes the owner only when its link is opened signed in', async (t) => {
+  // Someone else's account asks for the owner's address: the owner opens the link, unasked, in a
+  // browser of their own. The address moves (it was proven), but the one who holds the password is
+  // not the one who holds the mailbox, so the account stays member.
+  const other = await signedUpClient()
+  await other.client.changeEmail({ newEmail: OWNER_EMAIL })
+  await open(linkIn(await smtp.inbox.next(OWNER_EMAIL)))
+  t.same(await userRow(other.id), { email: OWNER_EMAIL, email_verified: true, role: 'member' })
+  // The address is free again for the next step.
+  await app.db.updateTable('user').set({ email: fresh() }).where('id', '=', other.id).execute()
+
   const me = await signedUpClient()
   await me.client.changeEmail({ newEmail: OWNER_EMAIL })
-  await open(linkIn(await smtp.inbox.next(OWNER_EMAIL)))
+  await open(linkIn(await smtp.inbox.next(OWNER_EMAIL)), me.cookie())
   t.same(await userRow(me.id), { email: OWNER_EMAIL, email_verified: true, role: 'owner' })
 })
 

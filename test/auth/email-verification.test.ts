@@ -1,5 +1,5 @@
 // Email verification through a real SMTP server, REQUIRE_EMAIL_VERIFICATION, and the bootstrap
-// owner (BOOTSTRAP_OWNER_EMAIL), which needs a verified email.
+// owner (BOOTSTRAP_OWNER_EMAIL), which needs a verified email and a password its prover holds.
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
 import { newId } from '../../src/shared/ids.js'
@@ -13,7 +13,9 @@ const PASSWORD = 'correct horse battery staple'
 
 const sendVerification = (a: FastifyInstance, body: Record<string, unknown>) =>
   call(a, 'POST', '/api/auth/send-verification-email', { body })
-const open = (a: FastifyInstance, link: URL) => a.inject({ method: 'GET', url: `${link.pathname}${link.search}` })
+/** Opens a mailed link; with `cookie`, in a browser signed in to that session. */
+const open = (a: FastifyInstance, link: URL, cookie?: string) =>
+  a.inject({ method: 'GET', url: `${link.pathname}${link.search}`, headers: cookie ? { cookie } : {} })
 const userRow = (id: string) =>
   app.db.selectFrom('user').select(['email_verified', 'role']).where('id', '=', id).executeTakeFirstOrThrow()
 
@@ -133,14 +135,14 @@ t.test('REQUIRE_EMAIL_VERIFICATION: sign-up sets no cookie and mails a link; sig
   t.ok(sessionCookieOf(late))
 })
 
-t.test('BOOTSTRAP_OWNER_EMAIL: the sign-up becomes owner once its email is verified, never before', async (t) => {
+t.test('BOOTSTRAP_OWNER_EMAIL: the sign-up becomes owner once its link is opened in its own browser, never before', async (t) => {
   const ownerEmail = uniqueEmail('owner')
   const boot = await buildTestApp({ env: { SMTP_URL: smtp.url, BOOTSTRAP_OWNER_EMAIL: ownerEmail } })
   const user = await signUp(boot, { email: ownerEmail })
   t.equal((await userRow(user.id)).role, 'member', 'an unverified sign-up is not owner')
   t.equal((await call(boot, 'GET', '/api/v1/whoami', { cookie: user.cookie })).json().role, 'member')
   const link = linkIn(await smtp.inbox.next(ownerEmail)) // sent at sign-up, unasked, for this address
-  t.equal((await open(boot, link)).statusCode, 200)
+  t.equal((await open(boot, link, user.cookie)).statusCode, 200)
   t.same(await userRow(user.id), { email_verified: true, role: 'owner' })
   t.equal((await call(boot, 'GET', '/api/v1/whoami', { cookie: user.cookie })).json().role, 'owner', 'at the next request')
   const audit = await auditEvents(boot.db, { action: 'admin.user.role_changed', targetId: user.id })
@@ -154,23 +156,92 @@ t.test('BOOTSTRAP_OWNER_EMAIL: the sign-up becomes owner once its email is verif
 
   const other = await signUp(boot)
   await sendVerification(boot, { email: other.email })
-  await open(boot, linkIn(await smtp.inbox.next(other.email)))
+  await open(boot, linkIn(await smtp.inbox.next(other.email)), other.cookie)
   t.equal((await userRow(other.id)).role, 'member', 'another verified address stays member')
 })
 
-t.test('BOOTSTRAP_OWNER_EMAIL at start-up: an existing verified account becomes owner, an unverified one does not', async (t) => {
-  const verifiedId = newId()
-  const verifiedEmail = uniqueEmail('existing-owner')
-  await app.db
-    .insertInto('user')
-    .values({ id: verifiedId, name: 'Owner', email: verifiedEmail, image: null, email_verified: true })
-    .execute()
-  await buildTestApp({ env: { BOOTSTRAP_OWNER_EMAIL: verifiedEmail } })
-  t.equal((await userRow(verifiedId)).role, 'owner')
+t.test('BOOTSTRAP_OWNER_EMAIL: whoever signed up first with the address never becomes owner through its mailbox', async (t) => {
+  // The squatter signs up with the owner's address and waits; the real owner opens the mail our
+  // service sent at that sign-up (genuine, though never asked for) in a browser of their own.
+  const ownerEmail = uniqueEmail('squatted-owner')
+  const lines: string[] = []
+  const boot = await buildTestApp({
+    env: { SMTP_URL: smtp.url, BOOTSTRAP_OWNER_EMAIL: ownerEmail, LOG_LEVEL: 'warn' },
+    deps: { logStream: { write: (line: string) => void lines.push(line) } },
+  })
+  const squatter = await signUp(boot, { email: ownerEmail, password: 'the squatter chose this one' })
+  const link = linkIn(await smtp.inbox.next(ownerEmail))
+  t.equal((await open(boot, link)).statusCode, 200, 'the address is verified')
+  t.same(await userRow(squatter.id), { email_verified: true, role: 'member' }, 'but the account is not owner')
+  const signIn = await call(boot, 'POST', '/api/auth/sign-in/email', {
+    body: { email: ownerEmail, password: 'the squatter chose this one' },
+  })
+  t.equal(signIn.statusCode, 200)
+  t.equal(signIn.json().user.role, 'member', "the squatter's password signs in to a member")
+  t.ok(
+    lines.some((l) =>
+      JSON.parse(l).msg?.includes('BOOTSTRAP_OWNER_EMAIL: the address is proven, but the account has a password'),
+    ),
+    'the operator is told why and what to do',
+  )
+  t.same(await auditEvents(boot.db, { action: 'admin.user.role_changed', targetId: squatter.id }), [])
 
-  const unverifiedId = newId()
-  const unverifiedEmail = uniqueEmail('claimed')
-  await app.db.insertInto('user').values({ id: unverifiedId, name: 'Claimer', email: unverifiedEmail, image: null }).execute()
-  await buildTestApp({ env: { BOOTSTRAP_OWNER_EMAIL: unverifiedEmail.toUpperCase() } })
-  t.equal((await userRow(unverifiedId)).role, 'member')
+  // The mailbox holder resets the password: now the only way in is theirs, and the account is owner.
+  await call(boot, 'POST', '/api/auth/request-password-reset', { body: { email: ownerEmail } })
+  const token = linkIn(await smtp.inbox.next(ownerEmail)).searchParams.get('token')!
+  const reset = await call(boot, 'POST', '/api/auth/reset-password', { body: { token, newPassword: 'the owner chose this one' } })
+  t.equal(reset.statusCode, 200)
+  t.equal((await userRow(squatter.id)).role, 'owner')
+  t.equal(
+    (await call(boot, 'GET', '/api/v1/whoami', { cookie: squatter.cookie })).statusCode,
+    401,
+    "the squatter's sessions ended",
+  )
+  t.equal((await call(boot, 'GET', '/api/v1/whoami', { cookie: sessionCookieOf(signIn)! })).statusCode, 401)
+  const old = await call(boot, 'POST', '/api/auth/sign-in/email', {
+    body: { email: ownerEmail, password: 'the squatter chose this one' },
+  })
+  t.equal(old.statusCode, 401, "the squatter's password is gone")
 })
+
+t.test('BOOTSTRAP_OWNER_EMAIL: a reset of a never-verified address does not make the owner', async (t) => {
+  const ownerEmail = uniqueEmail('unverified-owner')
+  const boot = await buildTestApp({ env: { SMTP_URL: smtp.url, BOOTSTRAP_OWNER_EMAIL: ownerEmail } })
+  const user = await signUp(boot, { email: ownerEmail })
+  await smtp.inbox.next(ownerEmail) // the verification mail, left unopened
+  await call(boot, 'POST', '/api/auth/request-password-reset', { body: { email: ownerEmail } })
+  const token = linkIn(await smtp.inbox.next(ownerEmail)).searchParams.get('token')!
+  t.equal(
+    (await call(boot, 'POST', '/api/auth/reset-password', { body: { token, newPassword: 'another long passphrase' } }))
+      .statusCode,
+    200,
+  )
+  t.same(await userRow(user.id), { email_verified: false, role: 'member' })
+})
+
+t.test(
+  'BOOTSTRAP_OWNER_EMAIL at start-up: an existing verified account without a password becomes owner, no other',
+  async (t) => {
+    const verifiedId = newId()
+    const verifiedEmail = uniqueEmail('existing-owner')
+    await app.db
+      .insertInto('user')
+      .values({ id: verifiedId, name: 'Owner', email: verifiedEmail, image: null, email_verified: true })
+      .execute()
+    await buildTestApp({ env: { BOOTSTRAP_OWNER_EMAIL: verifiedEmail } })
+    t.equal((await userRow(verifiedId)).role, 'owner', 'no password: nobody else holds a way in')
+
+    // A verified account with a password: its address may have been proven by someone other than
+    // whoever chose the password (an opened sign-up mail), so start-up leaves it to a reset.
+    const withPassword = await signUp(app, { email: uniqueEmail('existing-password') })
+    await app.db.updateTable('user').set({ email_verified: true }).where('id', '=', withPassword.id).execute()
+    await buildTestApp({ env: { BOOTSTRAP_OWNER_EMAIL: withPassword.email } })
+    t.equal((await userRow(withPassword.id)).role, 'member')
+
+    const unverifiedId = newId()
+    const unverifiedEmail = uniqueEmail('claimed')
+    await app.db.insertInto('user').values({ id: unverifiedId, name: 'Claimer', email: unverifiedEmail, image: null }).execute()
+    await buildTestApp({ env: { BOOTSTRAP_OWNER_EMAIL: unverifiedEmail.toUpperCase() } })
+    t.equal((await userRow(unverifiedId)).role, 'member')
+  },
+)

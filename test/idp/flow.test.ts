@@ -231,6 +231,29 @@ t.test('BOOTSTRAP_OWNER_EMAIL becomes owner only on a provider-verified email', 
   t.equal(await sessionOf(unverified), null, 'sessions from the unproven address were ended')
 })
 
+t.test('BOOTSTRAP_OWNER_EMAIL: a provider sign-in does not promote an account whose password it did not replace', async (t) => {
+  // The address is free again: the owner of the test above moves to another one.
+  await app.db
+    .updateTable('user')
+    .set({ email: uniqueEmail('former-owner') })
+    .where('email', '=', OWNER_EMAIL)
+    .execute()
+  // Whoever signed up first chose the password; the real owner then opened the sign-up's mail.
+  const squatter = await signUp(app, { email: OWNER_EMAIL })
+  await app.db.updateTable('user').set({ email_verified: true }).where('id', '=', squatter.id).execute()
+
+  const sub = newSubject({ email: OWNER_EMAIL, email_verified: true })
+  const browser = new Browser()
+  await dance(browser, sub)
+  const linked = (await sessionOf(browser))!
+  t.equal(linked.user.id, squatter.id, 'the provider links to the verified account')
+  t.equal(linked.user.role, 'member', 'which keeps a password the owner may not hold: not promoted')
+  await dance(browser, sub)
+  t.equal((await sessionOf(browser))!.user.role, 'member', 'nor on a later sign-in through the link')
+  const accounts = await app.db.selectFrom('account').select('provider_id').where('user_id', '=', squatter.id).execute()
+  t.same(accounts.map((a) => a.provider_id).sort(), ['credential', 'idp'])
+})
+
 t.test('the provider answering access_denied ends at the error URL without a session', async (t) => {
   const sub = newSubject({ email: uniqueEmail('idp-denied'), email_verified: true })
   const browser = new Browser()

@@ -159,7 +159,15 @@ export async function completeEmailChange(
   const tokensRevoked = await revokeTokens(trx, changed.id)
   // No address in this event; the row keeps the old one in former_emails, which erasure scrubs from the log.
   await recordUserEvent(trx, ctx, changed.id, 'auth.email_changed', { tokensRevoked })
-  await maybeBootstrapOwner(trx, { id: changed.id, email: newEmail, emailVerified: true }, deps.config.bootstrapOwnerEmail, now)
+  const proof = ctx.actorId === changed.id ? 'holder' : 'anyone' // see verifyEmail
+  await maybeBootstrapOwner(
+    trx,
+    { id: changed.id, email: newEmail, emailVerified: true },
+    deps.config.bootstrapOwnerEmail,
+    now,
+    proof,
+    ctx.log,
+  )
   return () =>
     deps.mailer.sendInBackground({
       to: email,

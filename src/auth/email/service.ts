@@ -176,7 +176,7 @@ const EVICTED_PURPOSES = ['reset-password', ...CHANGE_OF_ADDRESS] as const
 
 /**
  * Sets the new password, ends every session of the user, every pending reset link and change of
- * address, and clears the reset requirement.
+ * address, and clears the reset requirement; a verified bootstrap address becomes owner (bootstrap.ts).
  */
 export async function resetPassword(deps: EmailAuthDeps, ctx: RequestContext, token: string, newPassword: string): Promise<void> {
   // A bad token is refused before the Argon2 work, so garbage tokens cost almost nothing.
@@ -199,6 +199,8 @@ export async function resetPassword(deps: EmailAuthDeps, ctx: RequestContext, to
     }
     await setPasswordHash(trx, record.userId, passwordHash, now)
     await clearPasswordResetRequired(trx, record.userId, now)
+    // The password is now the mailbox holder's, and every session of anyone else ends below.
+    if (user) await maybeBootstrapOwner(trx, user, deps.config.bootstrapOwnerEmail, now, 'holder', ctx.log)
     // Whoever held a session (perhaps the reason for the reset) is signed out everywhere, and a
     // sign-in with the old password that waits for its second factor ends too.
     const ended = await endSessionsOfUser(trx, record.userId)
@@ -218,7 +220,7 @@ export async function resetPassword(deps: EmailAuthDeps, ctx: RequestContext, to
 const VERIFY_LINK_PURPOSES = ['verify-email', 'change-email-confirmation', 'change-email-verification'] as const
 
 /**
- * Uses a verify-email link: marks the email verified (and makes the bootstrap owner), or takes the
+ * Uses a verify-email link: marks the email verified (and may make the bootstrap owner), or takes the
  * next step of a change of address (src/auth/account/service.ts). Throws INVALID_TOKEN.
  */
 export async function verifyEmail(deps: EmailAuthDeps, ctx: RequestContext, token: string): Promise<void> {
@@ -233,7 +235,9 @@ export async function verifyEmail(deps: EmailAuthDeps, ctx: RequestContext, toke
       const verified = await markEmailVerified(trx, record.userId, String(record.data.email ?? ''), now)
       if (!verified) throw invalidToken() // the account's address changed since the mail was sent
       await recordUserEvent(trx, ctx, verified.id, 'auth.email_verified')
-      await maybeBootstrapOwner(trx, { ...verified, emailVerified: true }, deps.config.bootstrapOwnerEmail, now)
+      // Opened in a browser signed in to the account: the one who set its password holds the mailbox.
+      const proof = ctx.actorId === verified.id ? 'holder' : 'anyone'
+      await maybeBootstrapOwner(trx, { ...verified, emailVerified: true }, deps.config.bootstrapOwnerEmail, now, proof, ctx.log)
       return null
     })
   } catch (err) {

@@ -73,7 +73,7 @@ function resolveAccount(deps: IdpDeps, ctx: RequestContext, identity: IdpIdentit
       if (await banHolds(trx, ctx, linked.id, now)) return { ok: false, error: 'BANNED_USER' }
       // The user's email stays ours: a changed address at the provider does not rewrite it.
       if (identity.emailVerified && identity.email === linked.email) {
-        await maybeBootstrapOwner(trx, { ...linked, emailVerified: true }, bootstrapEmail, now)
+        await maybeBootstrapOwner(trx, { ...linked, emailVerified: true }, bootstrapEmail, now, 'anyone', ctx.log)
       }
       return { ok: true, userId: linked.id, isNewUser: false, twoFactorEnabled: linked.two_factor_enabled }
     }
@@ -101,7 +101,15 @@ function resolveAccount(deps: IdpDeps, ctx: RequestContext, identity: IdpIdentit
       const claimed = !existing.emailVerified
       if (claimed) await claimUnverifiedAccount(trx, existing.id, linkId, now, ip)
       await recordUserEvent(trx, ctx, existing.id, 'auth.idp.account_linked')
-      await maybeBootstrapOwner(trx, { id: existing.id, email: existing.email, emailVerified: true }, bootstrapEmail, now)
+      // A claimed account's password went with the claim; a verified one's may have been set by its first holder.
+      await maybeBootstrapOwner(
+        trx,
+        { id: existing.id, email: existing.email, emailVerified: true },
+        bootstrapEmail,
+        now,
+        'anyone',
+        ctx.log,
+      )
       // A claimed account's two-factor was set up by whoever registered the address first: it went with the claim.
       return { ok: true, userId: existing.id, isNewUser: false, twoFactorEnabled: existing.twoFactorEnabled && !claimed }
     }
@@ -116,7 +124,14 @@ function resolveAccount(deps: IdpDeps, ctx: RequestContext, identity: IdpIdentit
     })
     await insertAccount(trx, { userId: id, providerId: IDP, accountId: identity.sub, passwordHash: null })
     await recordUserEvent(trx, ctx, id, 'auth.sign_up', { via: IDP })
-    await maybeBootstrapOwner(trx, { id, email: identity.email, emailVerified: identity.emailVerified }, bootstrapEmail, now)
+    await maybeBootstrapOwner(
+      trx,
+      { id, email: identity.email, emailVerified: identity.emailVerified },
+      bootstrapEmail,
+      now,
+      'anyone',
+      ctx.log,
+    )
     return { ok: true, userId: id, isNewUser: true, twoFactorEnabled: false }
   })
 }
@@ -183,7 +198,15 @@ function linkAccount(deps: IdpDeps, ctx: RequestContext, userId: string, identit
     // The provider vouches for the address the signed-in user holds.
     if (!user.emailVerified) await setEmailVerified(trx, userId, now)
     await recordUserEvent(trx, ctx, userId, 'auth.idp.account_linked', { via: 'link-social' })
-    await maybeBootstrapOwner(trx, { id: userId, email: user.email, emailVerified: true }, deps.config.bootstrapOwnerEmail, now)
+    // The signed-in holder of the account is the one the provider vouches for.
+    await maybeBootstrapOwner(
+      trx,
+      { id: userId, email: user.email, emailVerified: true },
+      deps.config.bootstrapOwnerEmail,
+      now,
+      'holder',
+      ctx.log,
+    )
     return { ok: true }
   })
 }
