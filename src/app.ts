@@ -8,7 +8,7 @@ import { openDatabase, type DatabaseHandle, type DB } from '../db/index.js'
 import { migrateToLatest } from '../db/migrate.js'
 import adminRoutes from './admin/routes.js'
 import accountRoutes from './auth/account/routes.js'
-import { bootstrapOwnerAtStartup } from './auth/bootstrap.js'
+import { reportBootstrapOwner } from './auth/bootstrap.js'
 import emailRoutes from './auth/email/routes.js'
 import idpRoutes from './auth/idp/routes.js'
 import twoFactorRoutes from './auth/two-factor/routes.js'
@@ -200,9 +200,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   await app.register(adminRoutes)
   await app.register(consentRoutes)
   await app.register(personalDataRoutes)
-  app.addHook('onReady', () =>
-    bootstrapOwnerAtStartup({ db: app.db, clock: app.clock, log: app.log }, config.auth.bootstrapOwnerEmail),
-  )
+  app.addHook('onReady', () => reportBootstrapOwner({ db: app.db, log: app.log }, config.auth.bootstrapOwnerEmail))
 
   return app
 }

@@ -1,34 +1,40 @@
 // BOOTSTRAP_OWNER_EMAIL: a fresh deployment gets its first owner without a shell. Proving the
-// mailbox is not enough on its own: whoever signed up first with the address chose its password,
-// and the real owner may open a verification mail that sign-up sent (a genuine mail of ours) without
-// having asked for it. So the account becomes owner only when the mailbox is proven and no password
-// someone else may have chosen survives: the link is opened in a browser signed in to the account,
-// or the password is reset from the mailbox, or the account has no password at all (an identity
-// provider's account, or an unverified one the provider's proof just took back from its first holder).
+// mailbox is not enough on its own: whoever registered the address first (a sign-up with a
+// password, a provider sign-in, a change of address) holds a way into the account, and the real
+// owner may open a mail of ours they never asked for (the sign-up's verification link, a change of
+// address's confirmation). So the account becomes owner only when the one who proves the mailbox
+// holds every way in: the link is opened in a browser signed in to the account, or a password reset
+// takes the account back (resetPassword removes its other ways in), or a provider sign-in proves the
+// address through the account's only way in.
 import type { FastifyBaseLogger } from 'fastify'
 import type { DB, Trx } from '../../db/index.js'
 import type { Clock } from '../shared/clock.js'
-import { findPasswordHash, findUserByEmail, lockRoleOfVerifiedUser } from './queries.js'
+import { findUserByEmail, lockRoleOfVerifiedUser, waysIn } from './queries.js'
 import { changeRole } from './roles.js'
 
 /**
- * Who proved the mailbox, as far as the caller knows:
- * - `'holder'`: the one who holds the account's password too (a link opened in a browser signed in
- *   to the account, a password reset, a provider linked from a session);
- * - `'anyone'`: perhaps someone else (a link opened without the account's session, a provider
- *   sign-in, start-up), so an account with a password is not promoted.
+ * How the address was just proven:
+ * - `'holder'`: by the one who holds every way in: a link opened in a browser signed in to the
+ *   account, a provider linked from such a browser, a password reset (which removes the rest);
+ * - `'link'`: a mailed link opened without the account's session, perhaps by someone who never asked;
+ * - a provider sign-in: it counts when that provider login is the account's only way in.
  */
-export type MailboxProof = 'holder' | 'anyone'
+export type MailboxProof = 'holder' | 'link' | { provider: string; subject: string }
 
 /** What an operator reads when the bootstrap address was proven but the account was not promoted. */
 const NEEDS_HOLDER =
-  'BOOTSTRAP_OWNER_EMAIL: the address is proven, but the account has a password its prover may not hold; ' +
-  'it becomes owner once the password is reset from that mailbox, or a verification link is opened in a browser signed in to it'
+  'BOOTSTRAP_OWNER_EMAIL: the address is proven, but perhaps not by whoever holds the way in to the account; ' +
+  'it becomes owner once its password is reset from that mailbox, or a verification link is opened in a browser signed in to it'
+
+/** Whether `email` is the bootstrap owner's address. */
+export const isBootstrapEmail = (email: string, bootstrapEmail: string | undefined): boolean =>
+  bootstrapEmail !== undefined && email.toLowerCase() === bootstrapEmail.toLowerCase()
 
 /**
- * Makes `user` the owner when its verified email is the bootstrap email (see above). Call it in
- * the transaction that proves the address. Returns what happened; 'needs-holder' (logged) means the
- * address is the bootstrap one but the account keeps a password nobody proved here.
+ * Makes `user` the owner when its verified email is the bootstrap email and `proof` shows the
+ * prover holds every way in (see above). Call it in the transaction that proves the address.
+ * Returns what happened; 'needs-holder' (logged) means the address is the bootstrap one but the
+ * proof does not show who holds the account.
  */
 export async function maybeBootstrapOwner(
   trx: Trx,
@@ -38,10 +44,10 @@ export async function maybeBootstrapOwner(
   proof: MailboxProof,
   log: FastifyBaseLogger,
 ): Promise<'promoted' | 'needs-holder' | 'no'> {
-  if (!bootstrapEmail || !user.emailVerified || user.email.toLowerCase() !== bootstrapEmail.toLowerCase()) return 'no'
+  if (!user.emailVerified || !isBootstrapEmail(user.email, bootstrapEmail)) return 'no'
   const role = await lockRoleOfVerifiedUser(trx, user.id)
   if (!role || role === 'owner') return 'no'
-  if (proof === 'anyone' && (await findPasswordHash(trx, user.id)) !== null) {
+  if (proof !== 'holder' && (proof === 'link' || !(await onlyWayIn(trx, user.id, proof)))) {
     log.warn(NEEDS_HOLDER)
     return 'needs-holder'
   }
@@ -50,23 +56,24 @@ export async function maybeBootstrapOwner(
   return 'promoted'
 }
 
-/** At start-up: the existing, verified account with the bootstrap email becomes owner if nobody else may hold its password. */
-export async function bootstrapOwnerAtStartup(
-  deps: { db: DB; clock: Clock; log: FastifyBaseLogger },
-  email: string | undefined,
-): Promise<void> {
+/** Whether the provider login is the account's only way in: no password, no other provider login. */
+async function onlyWayIn(trx: Trx, userId: string, login: { provider: string; subject: string }): Promise<boolean> {
+  const ways = await waysIn(trx, userId)
+  return ways.length === 1 && ways[0]!.providerId === login.provider && ways[0]!.accountId === login.subject
+}
+
+/**
+ * At start-up: says what an existing account with the bootstrap email still needs. It is never
+ * promoted here: nothing at start-up shows who holds its ways in.
+ */
+export async function reportBootstrapOwner(deps: { db: DB; log: FastifyBaseLogger }, email: string | undefined): Promise<void> {
   if (!email) return
-  const outcome = await deps.db.transaction().execute(async (trx) => {
-    const user = await findUserByEmail(trx, email)
-    if (!user) return 'absent' as const
-    if (!user.emailVerified) return 'unverified' as const
-    return maybeBootstrapOwner(trx, user, email, deps.clock.now(), 'anyone', deps.log)
-  })
-  if (outcome === 'promoted') deps.log.info({ email }, 'BOOTSTRAP_OWNER_EMAIL: account promoted to owner')
-  else if (outcome === 'absent' || outcome === 'unverified') {
-    deps.log.info(
-      { email },
-      `BOOTSTRAP_OWNER_EMAIL: account ${outcome}; it becomes owner once it has signed up and verified its email`,
-    )
-  }
+  const user = await findUserByEmail(deps.db, email)
+  if (user?.role === 'owner') return
+  deps.log.info(
+    { email },
+    user
+      ? NEEDS_HOLDER
+      : 'BOOTSTRAP_OWNER_EMAIL: no account yet; sign up with this address and open the verification link in the same browser',
+  )
 }

@@ -190,6 +190,12 @@ export async function deleteAccountsBut(trx: Trx, userId: string, keep: 'passwor
   return removed.map((r) => r.provider_id)
 }
 
+/** The account's ways in: its password (`credential`) and its provider logins. */
+export async function waysIn(db: Executor, userId: string): Promise<{ providerId: string; accountId: string }[]> {
+  const rows = await db.selectFrom('account').select(['provider_id', 'account_id']).where('user_id', '=', userId).execute()
+  return rows.map((r) => ({ providerId: r.provider_id, accountId: r.account_id }))
+}
+
 /** After a password reset or change: the account no longer has to reset its password. */
 export async function clearPasswordResetRequired(trx: Trx, userId: string, now: Date): Promise<void> {
   await trx.updateTable('user').set({ password_reset_required: false, updated_at: now }).where('id', '=', userId).execute()

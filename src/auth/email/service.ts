@@ -11,7 +11,7 @@ import type { RequestContext } from '../../shared/context.js'
 import { AppError } from '../../shared/errors.js'
 import { newId } from '../../shared/ids.js'
 import { banHolds, bannedUser } from '../ban.js'
-import { maybeBootstrapOwner } from '../bootstrap.js'
+import { isBootstrapEmail, maybeBootstrapOwner } from '../bootstrap.js'
 import { verifyEmailLink } from '../emailed-link.js'
 import { isWeakHash, needsRehash, type PasswordHasher } from '../password/password.js'
 import {
@@ -176,7 +176,8 @@ const EVICTED_PURPOSES = ['reset-password', ...CHANGE_OF_ADDRESS] as const
 
 /**
  * Sets the new password, ends every session of the user, every pending reset link and change of
- * address, and clears the reset requirement; a verified bootstrap address becomes owner (bootstrap.ts).
+ * address, and clears the reset requirement. A verified bootstrap address becomes owner
+ * (bootstrap.ts), its password then the only way in.
  */
 export async function resetPassword(deps: EmailAuthDeps, ctx: RequestContext, token: string, newPassword: string): Promise<void> {
   // A bad token is refused before the Argon2 work, so garbage tokens cost almost nothing.
@@ -186,21 +187,28 @@ export async function resetPassword(deps: EmailAuthDeps, ctx: RequestContext, to
     const now = deps.clock.now()
     const record = await consumeToken(trx, 'reset-password', token, now)
     if (!record) throw invalidToken()
-    // An address nobody had proven is proven now: the identity provider's links and the second
-    // factor of such an account were set up before anyone proved the address (perhaps by whoever
-    // registered it first, waiting for its owner), and must not outlive the owner taking it back:
-    // the owner would be asked for a code from the first holder's authenticator.
+    // The owner takes the account back when its address was never proven: the identity provider's
+    // links and the second factor were set up before anyone proved it (perhaps by whoever
+    // registered it first, waiting for its owner), and must not outlive the reset: the owner would
+    // be asked for a code from the first holder's authenticator. The reset that makes the bootstrap
+    // owner does the same: the address was perhaps proven by someone who never asked for the mail.
     const user = await findUserById(trx, record.userId)
     const unproven = user !== undefined && !user.emailVerified
-    const removedAccounts = unproven ? await deleteAccountsBut(trx, record.userId, 'password') : []
-    if (unproven) {
+    const becomesOwner =
+      user !== undefined &&
+      user.emailVerified &&
+      user.role !== 'owner' &&
+      isBootstrapEmail(user.email, deps.config.bootstrapOwnerEmail)
+    const takenBack = unproven || becomesOwner
+    const removedAccounts = takenBack ? await deleteAccountsBut(trx, record.userId, 'password') : []
+    if (takenBack) {
       await deleteTwoFactor(trx, record.userId)
       await setTwoFactorEnabled(trx, record.userId, false, now)
     }
     await setPasswordHash(trx, record.userId, passwordHash, now)
     await clearPasswordResetRequired(trx, record.userId, now)
-    // The password is now the mailbox holder's, and every session of anyone else ends below.
-    if (user) await maybeBootstrapOwner(trx, user, deps.config.bootstrapOwnerEmail, now, 'holder', ctx.log)
+    // Its only way in is now the mailbox holder's password, and every session ends below.
+    if (becomesOwner) await maybeBootstrapOwner(trx, user, deps.config.bootstrapOwnerEmail, now, 'holder', ctx.log)
     // Whoever held a session (perhaps the reason for the reset) is signed out everywhere, and a
     // sign-in with the old password that waits for its second factor ends too.
     const ended = await endSessionsOfUser(trx, record.userId)
@@ -211,7 +219,7 @@ export async function resetPassword(deps: EmailAuthDeps, ctx: RequestContext, to
     await recordUserEvent(trx, ctx, record.userId, 'auth.password_reset', {
       sessionsEnded: ended,
       ...(removedAccounts.length ? { removedAccounts } : {}),
-      ...(unproven && user.twoFactorEnabled ? { twoFactorRemoved: true } : {}),
+      ...(takenBack && user.twoFactorEnabled ? { twoFactorRemoved: true } : {}),
     })
   })
 }
@@ -236,7 +244,7 @@ export async function verifyEmail(deps: EmailAuthDeps, ctx: RequestContext, toke
       if (!verified) throw invalidToken() // the account's address changed since the mail was sent
       await recordUserEvent(trx, ctx, verified.id, 'auth.email_verified')
       // Opened in a browser signed in to the account: the one who set its password holds the mailbox.
-      const proof = ctx.actorId === verified.id ? 'holder' : 'anyone'
+      const proof = ctx.actorId === verified.id ? 'holder' : 'link'
       await maybeBootstrapOwner(trx, { ...verified, emailVerified: true }, deps.config.bootstrapOwnerEmail, now, proof, ctx.log)
       return null
     })

@@ -73,7 +73,14 @@ function resolveAccount(deps: IdpDeps, ctx: RequestContext, identity: IdpIdentit
       if (await banHolds(trx, ctx, linked.id, now)) return { ok: false, error: 'BANNED_USER' }
       // The user's email stays ours: a changed address at the provider does not rewrite it.
       if (identity.emailVerified && identity.email === linked.email) {
-        await maybeBootstrapOwner(trx, { ...linked, emailVerified: true }, bootstrapEmail, now, 'anyone', ctx.log)
+        await maybeBootstrapOwner(
+          trx,
+          { ...linked, emailVerified: true },
+          bootstrapEmail,
+          now,
+          { provider: IDP, subject: identity.sub },
+          ctx.log,
+        )
       }
       return { ok: true, userId: linked.id, isNewUser: false, twoFactorEnabled: linked.two_factor_enabled }
     }
@@ -101,13 +108,13 @@ function resolveAccount(deps: IdpDeps, ctx: RequestContext, identity: IdpIdentit
       const claimed = !existing.emailVerified
       if (claimed) await claimUnverifiedAccount(trx, existing.id, linkId, now, ip)
       await recordUserEvent(trx, ctx, existing.id, 'auth.idp.account_linked')
-      // A claimed account's password went with the claim; a verified one's may have been set by its first holder.
+      // A claimed account's other ways in went with the claim; a verified one's may be its first holder's.
       await maybeBootstrapOwner(
         trx,
         { id: existing.id, email: existing.email, emailVerified: true },
         bootstrapEmail,
         now,
-        'anyone',
+        { provider: IDP, subject: identity.sub },
         ctx.log,
       )
       // A claimed account's two-factor was set up by whoever registered the address first: it went with the claim.
@@ -129,7 +136,7 @@ function resolveAccount(deps: IdpDeps, ctx: RequestContext, identity: IdpIdentit
       { id, email: identity.email, emailVerified: identity.emailVerified },
       bootstrapEmail,
       now,
-      'anyone',
+      { provider: IDP, subject: identity.sub },
       ctx.log,
     )
     return { ok: true, userId: id, isNewUser: true, twoFactorEnabled: false }

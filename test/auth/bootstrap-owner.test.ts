@@ -1,0 +1,157 @@
+// BOOTSTRAP_OWNER_EMAIL against whoever registers the owner's address first, with a real OpenID
+// Connect provider and SMTP server on loopback: the account becomes owner only when the one who
+// proves the mailbox holds every way in (src/auth/bootstrap.ts). Each attacker here holds a way in
+// (a provider login, a password) and waits for the real owner to open a mail they never asked for.
+import t, { type Test } from 'tap'
+import { buildTestApp, call, uniqueEmail, WEB_ORIGIN } from '../helpers/app.js'
+import { Browser, CLIENT_ID, CLIENT_SECRET, drive, startOidcProvider } from '../helpers/idp.js'
+import { freePort } from '../helpers/port.js'
+import { linkIn, startSmtpServer } from '../helpers/smtp.js'
+
+const smtp = await startSmtpServer()
+const apiPort = await freePort()
+const API = `http://127.0.0.1:${apiPort}`
+const idp = await startOidcProvider(`${API}/api/auth/callback/idp`)
+
+/** An app whose bootstrap owner is `ownerEmail`, listening on API for the provider's redirects. */
+async function boot(t: Test, ownerEmail: string) {
+  const app = await buildTestApp({
+    env: {
+      AUTH_URL: API,
+      SMTP_URL: smtp.url,
+      BOOTSTRAP_OWNER_EMAIL: ownerEmail,
+      IDP_ISSUER: idp.issuer,
+      IDP_CLIENT_ID: CLIENT_ID,
+      IDP_CLIENT_SECRET: CLIENT_SECRET,
+    },
+  })
+  await app.listen({ port: apiPort, host: '127.0.0.1' })
+  t.teardown(() => app.close())
+  const userRow = (id: string) =>
+    app.db.selectFrom('user').select(['email', 'email_verified', 'role']).where('id', '=', id).executeTakeFirstOrThrow()
+  return { app, userRow }
+}
+
+let subjects = 0
+function providerLogin(account: { email: string; email_verified: boolean }): string {
+  const sub = `bootstrap-${process.pid}-${subjects++}`
+  idp.accounts.set(sub, account)
+  return sub
+}
+const signInThroughProvider = (browser: Browser, sub: string) =>
+  drive(browser, `${API}/api/auth/sign-in/idp`, { api: API, provider: idp.issuer, login: sub })
+async function sessionOf(browser: Browser) {
+  const res = await browser.request(`${API}/api/auth/get-session`)
+  return (await res.json()) as { user: { id: string; role: string; email: string } } | null
+}
+const post = (browser: Browser, path: string, json: unknown) =>
+  browser.request(`${API}${path}`, { json, headers: { origin: WEB_ORIGIN } })
+/** Opens a mailed link in a browser signed in to nothing (the real owner's own): true when it worked. */
+async function openElsewhere(link: URL): Promise<boolean> {
+  const res = await fetch(`${API}${link.pathname}${link.search}`, { redirect: 'manual' })
+  if (res.status === 200) return true
+  return res.status === 302 && !new URL(res.headers.get('location')!).searchParams.has('error')
+}
+
+async function resetFromMailbox(app: Awaited<ReturnType<typeof boot>>['app'], email: string) {
+  await call(app, 'POST', '/api/auth/request-password-reset', { body: { email } })
+  const token = linkIn(await smtp.inbox.next(email)).searchParams.get('token')!
+  return call(app, 'POST', '/api/auth/reset-password', { body: { token, newPassword: 'the owner chose this one' } })
+}
+
+t.test('a provider-only account moved to the owner address is not promoted when the owner opens its link', async (t) => {
+  const OWNER = uniqueEmail('owner')
+  const { app, userRow } = await boot(t, OWNER)
+  const attackerEmail = uniqueEmail('attacker')
+  const sub = providerLogin({ email: attackerEmail, email_verified: true })
+  const attacker = new Browser()
+  await signInThroughProvider(attacker, sub)
+  const attackerId = (await sessionOf(attacker))!.user.id
+  t.equal((await post(attacker, '/api/auth/change-email', { newEmail: OWNER })).status, 200)
+  t.ok(await openElsewhere(linkIn(await smtp.inbox.next(attackerEmail))), 'the attacker approves')
+  t.ok(await openElsewhere(linkIn(await smtp.inbox.next(OWNER))), 'the owner opens the confirmation')
+  t.same(await userRow(attackerId), { email: OWNER, email_verified: true, role: 'member' })
+  t.equal((await sessionOf(attacker))!.user.role, 'member')
+
+  // The owner's own provider sign-in links to the account, but the attacker's login is still a way in.
+  const ownerSub = providerLogin({ email: OWNER, email_verified: true })
+  const owner = new Browser()
+  await signInThroughProvider(owner, ownerSub)
+  t.equal((await sessionOf(owner))!.user.id, attackerId)
+  t.equal((await userRow(attackerId)).role, 'member', 'two provider logins: not the only way in')
+
+  // The reset takes the account back: the password is the only way in, and then it is owner.
+  t.equal((await resetFromMailbox(app, OWNER)).statusCode, 200)
+  t.equal((await userRow(attackerId)).role, 'owner')
+  t.equal(await sessionOf(attacker), null, "the attacker's session ended")
+  t.equal(await sessionOf(owner), null)
+  const ways = await app.db.selectFrom('account').select('provider_id').where('user_id', '=', attackerId).execute()
+  t.same(ways, [{ provider_id: 'credential' }], 'both provider logins went with the reset')
+  const again = new Browser()
+  await signInThroughProvider(again, sub)
+  const session = (await sessionOf(again))!
+  t.not(session.user.id, attackerId, "the attacker's login now makes an account of its own")
+  t.equal(session.user.role, 'member')
+})
+
+t.test(
+  'a provider sign-up with the owner address unverified is not promoted by a verification link opened elsewhere',
+  async (t) => {
+    const OWNER = uniqueEmail('owner')
+    const { app, userRow } = await boot(t, OWNER)
+    const attacker = new Browser()
+    await signInThroughProvider(attacker, providerLogin({ email: OWNER, email_verified: false }))
+    const attackerId = (await sessionOf(attacker))!.user.id
+    t.equal((await call(app, 'POST', '/api/auth/send-verification-email', { body: { email: OWNER } })).statusCode, 200)
+    t.ok(await openElsewhere(linkIn(await smtp.inbox.next(OWNER))))
+    t.same(await userRow(attackerId), { email: OWNER, email_verified: true, role: 'member' })
+    t.equal((await sessionOf(attacker))!.user.role, 'member')
+  },
+)
+
+t.test('the reset that makes the owner removes the provider logins and second factor the first holder set up', async (t) => {
+  const OWNER = uniqueEmail('owner')
+  const { app, userRow } = await boot(t, OWNER)
+  const attackerEmail = uniqueEmail('attacker')
+  const attacker = new Browser()
+  const signUp = await post(attacker, '/api/auth/sign-up/email', {
+    name: 'A',
+    email: attackerEmail,
+    password: 'attacker password 123',
+  })
+  t.equal(signUp.status, 200)
+  const attackerId = (await sessionOf(attacker))!.user.id
+  // Their own verified provider login, linked from their session.
+  const sub = providerLogin({ email: attackerEmail, email_verified: true })
+  const link = (await (await post(attacker, '/api/auth/link-social', { provider: 'idp', disableRedirect: true })).json()) as {
+    url: string
+  }
+  await drive(attacker, link.url, { api: API, provider: idp.issuer, login: sub })
+  await app.db.updateTable('user').set({ two_factor_enabled: true }).where('id', '=', attackerId).execute()
+
+  await post(attacker, '/api/auth/change-email', { newEmail: OWNER })
+  // The provider vouched for the attacker's address: the approval goes there first.
+  t.ok(await openElsewhere(linkIn(await smtp.inbox.next(attackerEmail))), 'the attacker approves')
+  t.ok(await openElsewhere(linkIn(await smtp.inbox.next(OWNER))))
+  t.same(await userRow(attackerId), { email: OWNER, email_verified: true, role: 'member' })
+
+  t.equal((await resetFromMailbox(app, OWNER)).statusCode, 200)
+  t.equal((await userRow(attackerId)).role, 'owner')
+  const row = await app.db.selectFrom('user').select('two_factor_enabled').where('id', '=', attackerId).executeTakeFirstOrThrow()
+  t.equal(row.two_factor_enabled, false, "the owner is not asked for the first holder's code")
+  const later = new Browser()
+  await signInThroughProvider(later, sub)
+  t.not((await sessionOf(later))?.user.id, attackerId, "the attacker's provider login no longer reaches the account")
+  const old = await call(app, 'POST', '/api/auth/sign-in/email', { body: { email: OWNER, password: 'attacker password 123' } })
+  t.equal(old.statusCode, 401)
+})
+
+t.test('the owner signing in through the provider, the account only way in, becomes owner at once', async (t) => {
+  const OWNER = uniqueEmail('owner')
+  const { userRow } = await boot(t, OWNER)
+  const owner = new Browser()
+  await signInThroughProvider(owner, providerLogin({ email: OWNER, email_verified: true }))
+  const session = (await sessionOf(owner))!
+  t.equal(session.user.role, 'owner')
+  t.equal((await userRow(session.user.id)).role, 'owner')
+})
