@@ -2,37 +2,44 @@
 // mailbox is not enough on its own: whoever registered the address first (a sign-up with a
 // password, a provider sign-in, a change of address) holds a way into the account, and the real
 // owner may open a mail of ours they never asked for (the sign-up's verification link, a change of
-// address's confirmation). So the account becomes owner only when the one who proves the mailbox
-// holds every way in: the link is opened in a browser signed in to the account, or a password reset
-// takes the account back (resetPassword removes its other ways in), or a provider sign-in proves the
-// address through the account's only way in.
+// address's confirmation). So the account becomes owner only when the proof comes through the
+// account's only way in: a link opened in a browser signed in to an account with one way in (the
+// session came through it), a provider sign-in through its only login, or a password reset, which
+// takes the account back (resetPassword removes every other way in).
 import type { FastifyBaseLogger } from 'fastify'
 import type { DB, Trx } from '../../db/index.js'
 import type { Clock } from '../shared/clock.js'
 import { findUserByEmail, lockRoleOfVerifiedUser, waysIn } from './queries.js'
 import { changeRole } from './roles.js'
 
+/** A way in: the password (`credential`) or a provider login. */
+interface Login {
+  provider: string
+  subject: string
+}
+
 /**
  * How the address was just proven:
- * - `'holder'`: by the one who holds every way in: a link opened in a browser signed in to the
- *   account, a provider linked from such a browser, a password reset (which removes the rest);
  * - `'link'`: a mailed link opened without the account's session, perhaps by someone who never asked;
- * - a provider sign-in: it counts when that provider login is the account's only way in.
+ * - `'reset'`: a password reset that left its new password as the only way in;
+ * - `{ session }`: in a browser signed in to the account (a link opened there, or `linked`, a
+ *   provider login it just added);
+ * - `{ login }`: a provider sign-in.
  */
-export type MailboxProof = 'holder' | 'link' | { provider: string; subject: string }
+export type MailboxProof = 'link' | 'reset' | { session: true; linked?: Login } | { login: Login }
 
 /** What an operator reads when the bootstrap address was proven but the account was not promoted. */
 const NEEDS_HOLDER =
-  'BOOTSTRAP_OWNER_EMAIL: the address is proven, but perhaps not by whoever holds the way in to the account; ' +
-  'it becomes owner once its password is reset from that mailbox, or a verification link is opened in a browser signed in to it'
+  'BOOTSTRAP_OWNER_EMAIL: the address is proven, but not through the account’s only way in; ' +
+  'it becomes owner once its password is reset from that mailbox'
 
 /** Whether `email` is the bootstrap owner's address. */
 export const isBootstrapEmail = (email: string, bootstrapEmail: string | undefined): boolean =>
   bootstrapEmail !== undefined && email.toLowerCase() === bootstrapEmail.toLowerCase()
 
 /**
- * Makes `user` the owner when its verified email is the bootstrap email and `proof` shows the
- * prover holds every way in (see above). Call it in the transaction that proves the address.
+ * Makes `user` the owner when its verified email is the bootstrap email and `proof` came through
+ * the account's only way in (see above). Call it in the transaction that proves the address.
  * Returns what happened; 'needs-holder' (logged) means the address is the bootstrap one but the
  * proof does not show who holds the account.
  */
@@ -47,7 +54,7 @@ export async function maybeBootstrapOwner(
   if (!user.emailVerified || !isBootstrapEmail(user.email, bootstrapEmail)) return 'no'
   const role = await lockRoleOfVerifiedUser(trx, user.id)
   if (!role || role === 'owner') return 'no'
-  if (proof !== 'holder' && (proof === 'link' || !(await onlyWayIn(trx, user.id, proof)))) {
+  if (proof !== 'reset' && (proof === 'link' || !(await throughOnlyWayIn(trx, user.id, proof)))) {
     log.warn(NEEDS_HOLDER)
     return 'needs-holder'
   }
@@ -56,10 +63,19 @@ export async function maybeBootstrapOwner(
   return 'promoted'
 }
 
-/** Whether the provider login is the account's only way in: no password, no other provider login. */
-async function onlyWayIn(trx: Trx, userId: string, login: { provider: string; subject: string }): Promise<boolean> {
+const sameLogin = (way: { providerId: string; accountId: string }, login: Login) =>
+  way.providerId === login.provider && way.accountId === login.subject
+
+/**
+ * Whether the proof came through the account's only way in: the provider login is the only one, or
+ * the session's account has one way in (besides a login the session just linked), so the session
+ * came through it.
+ */
+async function throughOnlyWayIn(trx: Trx, userId: string, proof: Exclude<MailboxProof, 'link' | 'reset'>): Promise<boolean> {
   const ways = await waysIn(trx, userId)
-  return ways.length === 1 && ways[0]!.providerId === login.provider && ways[0]!.accountId === login.subject
+  if ('login' in proof) return ways.length === 1 && sameLogin(ways[0]!, proof.login)
+  const { linked } = proof
+  return ways.filter((way) => !linked || !sameLogin(way, linked)).length === 1
 }
 
 /**

@@ -155,3 +155,53 @@ t.test('the owner signing in through the provider, the account only way in, beco
   t.equal(session.user.role, 'owner')
   t.equal((await userRow(session.user.id)).role, 'owner')
 })
+
+t.test('a link opened signed in counts only when the account has one way in, which the session came through', async (t) => {
+  // The first holder chose a password; the real owner opened the sign-up's mail elsewhere, then
+  // signed in through the provider (a second way in) and so holds a session of the account.
+  const OWNER = uniqueEmail('owner')
+  const { app, userRow } = await boot(t, OWNER)
+  const squatter = await call(app, 'POST', '/api/auth/sign-up/email', {
+    body: { name: 'S', email: OWNER, password: 'the squatter chose this one' },
+  })
+  const id = squatter.json().user.id as string
+  t.ok(await openElsewhere(linkIn(await smtp.inbox.next(OWNER))))
+  const owner = new Browser()
+  await signInThroughProvider(owner, providerLogin({ email: OWNER, email_verified: true }))
+  t.equal((await sessionOf(owner))!.user.id, id)
+  t.equal((await userRow(id)).role, 'member', 'a password and a provider login: not the only way in')
+
+  // Away and back again: the last link is opened in the owner's signed-in browser.
+  const elsewhere = uniqueEmail('elsewhere')
+  for (const [from, to] of [
+    [OWNER, elsewhere],
+    [elsewhere, OWNER],
+  ] as const) {
+    await post(owner, '/api/auth/change-email', { newEmail: to })
+    t.ok(await openElsewhere(linkIn(await smtp.inbox.next(from))), `approved at ${from}`)
+    const confirm = linkIn(await smtp.inbox.next(to))
+    const res = await owner.request(`${API}${confirm.pathname}${confirm.search}`)
+    t.equal(res.status, 302)
+    t.match(await smtp.inbox.next(from), { subject: 'Your email address was changed' })
+  }
+  t.same(await userRow(id), { email: OWNER, email_verified: true, role: 'member' }, "the squatter's password is still a way in")
+  const squatterIn = await call(app, 'POST', '/api/auth/sign-in/email', {
+    body: { email: OWNER, password: 'the squatter chose this one' },
+  })
+  t.equal(squatterIn.json().user.role, 'member')
+})
+
+t.test('a provider linked from the session of a password account with the owner address makes the owner', async (t) => {
+  const OWNER = uniqueEmail('owner')
+  const { userRow } = await boot(t, OWNER)
+  const owner = new Browser()
+  const signUp = await post(owner, '/api/auth/sign-up/email', { name: 'O', email: OWNER, password: 'the owner chose this one' })
+  t.equal(signUp.status, 200)
+  await smtp.inbox.next(OWNER) // the verification mail, not needed: the provider vouches for the address
+  const id = (await sessionOf(owner))!.user.id
+  const link = (await (await post(owner, '/api/auth/link-social', { provider: 'idp', disableRedirect: true })).json()) as {
+    url: string
+  }
+  await drive(owner, link.url, { api: API, provider: idp.issuer, login: providerLogin({ email: OWNER, email_verified: true }) })
+  t.same(await userRow(id), { email: OWNER, email_verified: true, role: 'owner' })
+})

@@ -180,7 +180,7 @@ t.test('BOOTSTRAP_OWNER_EMAIL: whoever signed up first with the address never be
   t.equal(signIn.json().user.role, 'member', "the squatter's password signs in to a member")
   t.ok(
     lines.some((l) =>
-      JSON.parse(l).msg?.includes('BOOTSTRAP_OWNER_EMAIL: the address is proven, but perhaps not by whoever holds'),
+      JSON.parse(l).msg?.includes('BOOTSTRAP_OWNER_EMAIL: the address is proven, but not through the account’s only way in'),
     ),
     'the operator is told why and what to do',
   )

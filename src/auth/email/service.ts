@@ -208,7 +208,7 @@ export async function resetPassword(deps: EmailAuthDeps, ctx: RequestContext, to
     await setPasswordHash(trx, record.userId, passwordHash, now)
     await clearPasswordResetRequired(trx, record.userId, now)
     // Its only way in is now the mailbox holder's password, and every session ends below.
-    if (becomesOwner) await maybeBootstrapOwner(trx, user, deps.config.bootstrapOwnerEmail, now, 'holder', ctx.log)
+    if (becomesOwner) await maybeBootstrapOwner(trx, user, deps.config.bootstrapOwnerEmail, now, 'reset', ctx.log)
     // Whoever held a session (perhaps the reason for the reset) is signed out everywhere, and a
     // sign-in with the old password that waits for its second factor ends too.
     const ended = await endSessionsOfUser(trx, record.userId)
@@ -244,7 +244,7 @@ export async function verifyEmail(deps: EmailAuthDeps, ctx: RequestContext, toke
       if (!verified) throw invalidToken() // the account's address changed since the mail was sent
       await recordUserEvent(trx, ctx, verified.id, 'auth.email_verified')
       // Opened in a browser signed in to the account: the one who set its password holds the mailbox.
-      const proof = ctx.actorId === verified.id ? 'holder' : 'link'
+      const proof = ctx.actorId === verified.id ? { session: true as const } : 'link'
       await maybeBootstrapOwner(trx, { ...verified, emailVerified: true }, deps.config.bootstrapOwnerEmail, now, proof, ctx.log)
       return null
     })

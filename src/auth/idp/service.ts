@@ -78,7 +78,7 @@ function resolveAccount(deps: IdpDeps, ctx: RequestContext, identity: IdpIdentit
           { ...linked, emailVerified: true },
           bootstrapEmail,
           now,
-          { provider: IDP, subject: identity.sub },
+          { login: { provider: IDP, subject: identity.sub } },
           ctx.log,
         )
       }
@@ -114,7 +114,7 @@ function resolveAccount(deps: IdpDeps, ctx: RequestContext, identity: IdpIdentit
         { id: existing.id, email: existing.email, emailVerified: true },
         bootstrapEmail,
         now,
-        { provider: IDP, subject: identity.sub },
+        { login: { provider: IDP, subject: identity.sub } },
         ctx.log,
       )
       // A claimed account's two-factor was set up by whoever registered the address first: it went with the claim.
@@ -136,7 +136,7 @@ function resolveAccount(deps: IdpDeps, ctx: RequestContext, identity: IdpIdentit
       { id, email: identity.email, emailVerified: identity.emailVerified },
       bootstrapEmail,
       now,
-      { provider: IDP, subject: identity.sub },
+      { login: { provider: IDP, subject: identity.sub } },
       ctx.log,
     )
     return { ok: true, userId: id, isNewUser: true, twoFactorEnabled: false }
@@ -205,13 +205,13 @@ function linkAccount(deps: IdpDeps, ctx: RequestContext, userId: string, identit
     // The provider vouches for the address the signed-in user holds.
     if (!user.emailVerified) await setEmailVerified(trx, userId, now)
     await recordUserEvent(trx, ctx, userId, 'auth.idp.account_linked', { via: 'link-social' })
-    // The signed-in holder of the account is the one the provider vouches for.
+    // The provider vouches for the address of the signed-in holder of the account.
     await maybeBootstrapOwner(
       trx,
       { id: userId, email: user.email, emailVerified: true },
       deps.config.bootstrapOwnerEmail,
       now,
-      'holder',
+      { session: true, linked: { provider: IDP, subject: identity.sub } },
       ctx.log,
     )
     return { ok: true }
