@@ -8,9 +8,9 @@
 // takes the account back (resetPassword removes every other way in).
 import type { FastifyBaseLogger } from 'fastify'
 import type { DB, Trx } from '../../db/index.js'
-import type { Clock } from '../shared/clock.js'
-import { findUserByEmail, lockRoleOfVerifiedUser, waysIn } from './queries.js'
+import { endSessionsOfUser, findUserByEmail, lockRoleOfVerifiedUser, waysIn } from './queries.js'
 import { changeRole } from './roles.js'
+import { revokeTokens } from './verification.js'
 
 /** A way in: the password (`credential`) or a provider login. */
 interface Login {
@@ -22,11 +22,11 @@ interface Login {
  * How the address was just proven:
  * - `'link'`: a mailed link opened without the account's session, perhaps by someone who never asked;
  * - `'reset'`: a password reset that left its new password as the only way in;
- * - `{ session }`: in a browser signed in to the account (a link opened there, or `linked`, a
- *   provider login it just added);
+ * - `{ session }`: in a browser signed in to the account, with that session's id (a link opened
+ *   there, or `linked`, a provider login it just added);
  * - `{ login }`: a provider sign-in.
  */
-export type MailboxProof = 'link' | 'reset' | { session: true; linked?: Login } | { login: Login }
+export type MailboxProof = 'link' | 'reset' | { session: string | null; linked?: Login } | { login: Login }
 
 /** What an operator reads when the bootstrap address was proven but the account was not promoted. */
 const NEEDS_HOLDER =
@@ -57,6 +57,13 @@ export async function maybeBootstrapOwner(
   if (proof !== 'reset' && (proof === 'link' || !(await throughOnlyWayIn(trx, user.id, proof)))) {
     log.warn(NEEDS_HOLDER)
     return 'needs-holder'
+  }
+  if (proof !== 'reset') {
+    // What got in before through a way in that is gone now (a squatter may have given up its own
+    // password to leave only the owner's): sessions, sign-ins waiting for a second factor, emailed
+    // links. Only the proving session stays; resetPassword ends the rest itself.
+    await endSessionsOfUser(trx, user.id, { except: ('session' in proof && proof.session) || undefined })
+    await revokeTokens(trx, user.id)
   }
   // A promotion (never a demotion): changeRole ends no session, and audits it like every role change.
   await changeRole(trx, { userId: user.id, from: role, to: 'owner', actorId: null, ip: null, via: 'bootstrap_owner_email', now })

@@ -174,6 +174,39 @@ export async function setPasswordHash(db: Executor, userId: string, passwordHash
 }
 
 /**
+ * Replaces the password only while it is still `expected`, the one a change-password checked:
+ * false when a reset (or another change) replaced it meanwhile.
+ */
+export async function replacePasswordHash(
+  trx: Trx,
+  userId: string,
+  expected: string,
+  passwordHash: string,
+  now: Date,
+): Promise<boolean> {
+  const result = await trx
+    .updateTable('account')
+    .set({ password_hash: passwordHash, updated_at: now })
+    .where('user_id', '=', userId)
+    .where('provider_id', '=', CREDENTIAL)
+    .where('password_hash', '=', expected)
+    .executeTakeFirst()
+  return result.numUpdatedRows === 1n
+}
+
+/** Locks the user's session `id` until the transaction ends; false when it has ended. */
+export async function lockSessionOf(trx: Trx, userId: string, id: string): Promise<boolean> {
+  const row = await trx
+    .selectFrom('session')
+    .select('id')
+    .where('id', '=', id)
+    .where('user_id', '=', userId)
+    .forUpdate()
+    .executeTakeFirst()
+  return row !== undefined
+}
+
+/**
  * Removes every way into the user's account but one: the password, or the account `accountId`;
  * returns the kinds removed. For an address proven by someone else than whoever holds it now: a
  * reset that proves an address nobody had proven (a link made from an identity whose address the

@@ -235,7 +235,7 @@ export async function processWebhook(
   if (!gateway) throw notFound('Payment provider')
   const log = ctx.log
   // The gateway acts here, not whoever's session cookie came along with the request.
-  const gatewayCtx: RequestContext = { ...ctx, actorId: null }
+  const gatewayCtx: RequestContext = { ...ctx, actorId: null, sessionId: null }
   const notice: WebhookNotice = await askGateway(log, provider, () => gateway.parseWebhook(rawBody, headers))
   const payment = notice.paymentId ? await findPayment(deps.db, notice.paymentId) : undefined
   const known = payment && payment.provider === provider ? payment : undefined

@@ -6,6 +6,8 @@ import { unauthorized } from './errors.js'
 export interface RequestContext {
   /** The signed-in user, null for an anonymous caller (or the command line). */
   actorId: string | null
+  /** The session the request came with, null without one. */
+  sessionId: string | null
   ip: string | null
   userAgent: string | null
   log: FastifyBaseLogger
@@ -14,6 +16,7 @@ export interface RequestContext {
 export function contextOf(request: FastifyRequest): RequestContext {
   return {
     actorId: request.user?.id ?? null,
+    sessionId: request.session?.id ?? null,
     ip: request.ip,
     userAgent: request.headers['user-agent'] ?? null,
     log: request.log,

@@ -205,3 +205,34 @@ t.test('a provider linked from the session of a password account with the owner 
   await drive(owner, link.url, { api: API, provider: idp.issuer, login: providerLogin({ email: OWNER, email_verified: true }) })
   t.same(await userRow(id), { email: OWNER, email_verified: true, role: 'owner' })
 })
+
+t.test('what got in before the promotion (a session, an emailed link) ends with it', async (t) => {
+  // The squatter keeps a session and a change of address to its own mailbox, then gives up its
+  // password so that the owner's provider login is the only way in left.
+  const OWNER = uniqueEmail('owner')
+  const { userRow } = await boot(t, OWNER)
+  const squatter = new Browser()
+  await post(squatter, '/api/auth/sign-up/email', { name: 'S', email: OWNER, password: 'the squatter chose this one' })
+  const id = (await sessionOf(squatter))!.user.id
+  const verification = linkIn(await smtp.inbox.next(OWNER))
+  const away = uniqueEmail('squatter')
+  t.equal((await post(squatter, '/api/auth/change-email', { newEmail: away })).status, 200)
+  const held = linkIn(await smtp.inbox.next(away)) // unverified: the new address gets its link at once
+  t.ok(await openElsewhere(verification), 'the owner opens the sign-up mail')
+
+  const owner = new Browser()
+  const ownerLogin = providerLogin({ email: OWNER, email_verified: true })
+  await signInThroughProvider(owner, ownerLogin)
+  t.equal((await userRow(id)).role, 'member', 'a password and a provider login')
+  const unlink = await post(squatter, '/api/auth/unlink-account', { providerId: 'credential' })
+  t.equal(unlink.status, 200)
+
+  const again = new Browser()
+  await signInThroughProvider(again, ownerLogin)
+  t.equal((await userRow(id)).role, 'owner', "the owner's provider login is the only way in")
+  t.equal(await sessionOf(squatter), null, "the squatter's session ended with the promotion")
+  t.equal(await sessionOf(owner), null, 'every session from before, the only way in being new to the role')
+  t.equal((await sessionOf(again))!.user.role, 'owner')
+  t.notOk(await openElsewhere(held), "the squatter's change of address ended too")
+  t.equal((await userRow(id)).email, OWNER)
+})

@@ -228,3 +228,25 @@ t.test("a password reset of an account nobody had proven ends the identity provi
   await call(app, 'POST', '/api/auth/reset-password', { body: { token: ownToken, newPassword: 'another long passphrase' } })
   t.equal((await app.db.selectFrom('account').select('id').where('user_id', '=', owner.id).execute()).length, 2)
 })
+
+t.test('a change of password whose hashes ran across a password reset is refused, not written over the reset', async (t) => {
+  // The first holder keeps changing the password from its session while the owner resets it from
+  // the mailbox. One hash at a time, so the reset commits while the change is still hashing.
+  const serial = await buildTestApp({ env: { SMTP_URL: smtp.url, HASH_MAX_CONCURRENCY: '1' } })
+  const holder = await signUp(serial, { password: 'the first holder chose this' })
+  await call(serial, 'POST', '/api/auth/request-password-reset', { body: { email: holder.email } })
+  const token = linkIn(await smtp.inbox.next(holder.email)).searchParams.get('token')!
+  const [change, reset] = await Promise.all([
+    call(serial, 'POST', '/api/auth/change-password', {
+      cookie: holder.cookie,
+      body: { currentPassword: 'the first holder chose this', newPassword: 'the first holder again' },
+    }),
+    call(serial, 'POST', '/api/auth/reset-password', { body: { token, newPassword: 'the owner chose this one' } }),
+  ])
+  t.equal(reset.statusCode, 200)
+  t.equal(change.statusCode, 401, 'the session the change came with ended with the reset')
+  const signIn = (password: string) =>
+    call(serial, 'POST', '/api/auth/sign-in/email', { body: { email: holder.email, password } })
+  t.equal((await signIn('the owner chose this one')).statusCode, 200, "the reset's password stands")
+  t.equal((await signIn('the first holder again')).statusCode, 401)
+})

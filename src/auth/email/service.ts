@@ -8,7 +8,7 @@ import type { Mailer } from '../../plugins/mailer.js'
 import { recordUserEvent } from '../../shared/audit.js'
 import type { Clock } from '../../shared/clock.js'
 import type { RequestContext } from '../../shared/context.js'
-import { AppError } from '../../shared/errors.js'
+import { AppError, unauthorized } from '../../shared/errors.js'
 import { newId } from '../../shared/ids.js'
 import { banHolds, bannedUser } from '../ban.js'
 import { isBootstrapEmail, maybeBootstrapOwner } from '../bootstrap.js'
@@ -25,7 +25,9 @@ import {
   findUserById,
   insertAccount,
   insertUser,
+  lockSessionOf,
   markEmailVerified,
+  replacePasswordHash,
   setPasswordHash,
   type UserWithFlags,
 } from '../queries.js'
@@ -195,10 +197,7 @@ export async function resetPassword(deps: EmailAuthDeps, ctx: RequestContext, to
     const user = await findUserById(trx, record.userId)
     const unproven = user !== undefined && !user.emailVerified
     const becomesOwner =
-      user !== undefined &&
-      user.emailVerified &&
-      user.role !== 'owner' &&
-      isBootstrapEmail(user.email, deps.config.bootstrapOwnerEmail)
+      user?.emailVerified === true && user.role !== 'owner' && isBootstrapEmail(user.email, deps.config.bootstrapOwnerEmail)
     const takenBack = unproven || becomesOwner
     const removedAccounts = takenBack ? await deleteAccountsBut(trx, record.userId, 'password') : []
     if (takenBack) {
@@ -244,7 +243,7 @@ export async function verifyEmail(deps: EmailAuthDeps, ctx: RequestContext, toke
       if (!verified) throw invalidToken() // the account's address changed since the mail was sent
       await recordUserEvent(trx, ctx, verified.id, 'auth.email_verified')
       // Opened in a browser signed in to the account: the one who set its password holds the mailbox.
-      const proof = ctx.actorId === verified.id ? { session: true as const } : 'link'
+      const proof = ctx.actorId === verified.id ? { session: ctx.sessionId } : 'link'
       await maybeBootstrapOwner(trx, { ...verified, emailVerified: true }, deps.config.bootstrapOwnerEmail, now, proof, ctx.log)
       return null
     })
@@ -274,7 +273,12 @@ export async function changePassword(
   const passwordHash = await deps.hasher.hashNew(input.newPassword)
   await deps.db.transaction().execute(async (trx) => {
     const now = deps.clock.now()
-    await setPasswordHash(trx, input.userId, passwordHash, now)
+    // Checked again where it is written: a password reset while the hashes ran ended this session
+    // and replaced the password, and a stale change must not undo it (nor end the resetter's sessions).
+    if (!(await lockSessionOf(trx, input.userId, input.currentSessionId))) throw unauthorized()
+    if (!(await replacePasswordHash(trx, input.userId, stored, passwordHash, now))) {
+      throw new AppError(401, 'INVALID_PASSWORD', 'The current password is wrong')
+    }
     await clearPasswordResetRequired(trx, input.userId, now)
     const ended = await endSessionsOfUser(trx, input.userId, { except: input.currentSessionId })
     await deleteChallenges(trx, input.userId) // sign-ins with the old password still waiting for a code

@@ -211,7 +211,7 @@ function linkAccount(deps: IdpDeps, ctx: RequestContext, userId: string, identit
       { id: userId, email: user.email, emailVerified: true },
       deps.config.bootstrapOwnerEmail,
       now,
-      { session: true, linked: { provider: IDP, subject: identity.sub } },
+      { session: ctx.sessionId, linked: { provider: IDP, subject: identity.sub } },
       ctx.log,
     )
     return { ok: true }
