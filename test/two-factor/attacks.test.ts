@@ -2,7 +2,7 @@
 // way in that was tried against the real app and must stay shut.
 import type { LightMyRequestResponse } from 'fastify'
 import t from 'tap'
-import { call, signUp, signUpWithRole, type TestUser, uniqueEmail } from '../helpers/app.js'
+import { buildTestApp, call, signUp, signUpWithRole, type TestUser, uniqueEmail } from '../helpers/app.js'
 import { issueToken } from '../../src/auth/verification.js'
 import { auditEvents } from '../helpers/expect.js'
 import { createResult } from '../helpers/gateways.js'
@@ -220,4 +220,21 @@ t.test('a password reset ends a change of address asked for by whoever held the 
   t.equal(new URL(String(used.headers.location)).searchParams.get('error'), 'invalid_token', 'the link is dead')
   const { email } = await app.db.selectFrom('user').select('email').where('id', '=', squatter.id).executeTakeFirstOrThrow()
   t.equal(email, victimEmail, 'the account keeps the address whose owner reset it')
+})
+
+t.test('a two-factor setup whose password check ran across a password reset writes nothing', async (t) => {
+  // Whoever held the session starts a setup while the owner resets the password from the mailbox;
+  // one hash at a time, so the reset (which ends that session) commits while the check is hashing.
+  const serial = await buildTestApp({ env: { SMTP_URL: smtp.url, HASH_MAX_CONCURRENCY: '1' } })
+  const holder = await signUp(serial)
+  await call(serial, 'POST', '/api/auth/request-password-reset', { body: { email: holder.email } })
+  const token = linkIn(await smtp.inbox.next(holder.email)).searchParams.get('token')!
+  const [enable, reset] = await Promise.all([
+    call(serial, 'POST', '/api/auth/two-factor/enable', { cookie: holder.cookie, body: { password: holder.password } }),
+    call(serial, 'POST', '/api/auth/reset-password', { body: { token, newPassword: 'the owner chose this one' } }),
+  ])
+  t.equal(reset.statusCode, 200)
+  t.equal(enable.statusCode, 401, 'the session it came with ended')
+  const setups = await serial.db.selectFrom('two_factor').select('user_id').where('user_id', '=', holder.id).execute()
+  t.same(setups, [], 'no secret the owner never saw')
 })

@@ -4,9 +4,9 @@ import type { DB } from '../../../db/index.js'
 import { recordUserEvent } from '../../shared/audit.js'
 import type { Clock } from '../../shared/clock.js'
 import type { RequestContext } from '../../shared/context.js'
-import { AppError } from '../../shared/errors.js'
+import { AppError, unauthorized } from '../../shared/errors.js'
 import type { PasswordHasher } from '../password/password.js'
-import { findPasswordHash, findUserById, type UserWithFlags } from '../queries.js'
+import { findPasswordHash, findUserById, lockSessionOf, type UserWithFlags } from '../queries.js'
 import { CHALLENGE_TTL_MS, TRUSTED_DEVICE_TTL_MS } from './cookies.js'
 import { matchingStep, newBackupCodes, newTotpSecret, totpUri, type TwoFactorKeys } from './crypto.js'
 import {
@@ -91,6 +91,8 @@ export async function enableTwoFactor(
   const backupCodes = newBackupCodes()
   await deps.db.transaction().execute(async (trx) => {
     const now = deps.clock.now()
+    // A password reset while the password was checked ended this session: no setup from it.
+    if (!ctx.sessionId || !(await lockSessionOf(trx, user.id, ctx.sessionId))) throw unauthorized()
     await putPendingSecret(trx, user.id, deps.keys.encrypt(secret), now)
     await replaceBackupCodes(trx, user.id, hashCodes(deps, backupCodes))
     await recordUserEvent(trx, ctx, user.id, 'auth.two_factor.setup_started')
@@ -195,11 +197,14 @@ export async function verifyForSession(
   if (!(await claimCodeAttempt(deps.db, user.id, MAX_ATTEMPTS, deps.clock.now()))) throw tooManyAttempts()
   try {
     await deps.db.transaction().execute(async (trx) => {
+      // Read before the transaction: a reset (or disable) since then ended the session or the setup,
+      // and turning two-factor on without its secret would lock the account's holder out.
+      if (!(await lockSessionOf(trx, user.id, sessionId))) throw unauthorized()
       await checkCode(deps, trx, user.id, row.secret, method, code)
       await markSessionTwoFactorVerified(trx, sessionId)
       if (!row.verified) {
         const now = deps.clock.now()
-        await markSecretVerified(trx, user.id, now)
+        if (!(await markSecretVerified(trx, user.id, row.secret, now))) throw totpNotEnabled()
         await setTwoFactorEnabled(trx, user.id, true, now)
         await recordUserEvent(trx, ctx, user.id, 'auth.two_factor.enabled')
       }
