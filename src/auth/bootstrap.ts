@@ -1,46 +1,40 @@
 // BOOTSTRAP_OWNER_EMAIL: a fresh deployment gets its first owner without a shell. Proving the
 // mailbox is not enough on its own: whoever registered the address first (a sign-up with a
-// password, a provider sign-in, a change of address) holds a way into the account, and the real
-// owner may open a mail of ours they never asked for (the sign-up's verification link, a change of
-// address's confirmation). So the account becomes owner only when the proof comes through the
-// account's only way in: a link opened in a browser signed in to an account with one way in (the
-// session came through it), a provider sign-in through its only login, or a password reset, which
-// takes the account back (resetPassword removes every other way in).
+// password, a provider sign-in, a change of address) holds a way into the account, a session that
+// outlives that way in, a second factor, and the real owner may open a mail of ours they never
+// asked for. A session proves nothing either: it may have come through a way in that is gone. So
+// the account becomes owner only in a step that proves the mailbox and takes the account back,
+// leaving the prover's way in as the only one: a password reset (resetPassword removes provider
+// logins and two-factor, ends every session and pending link), or a provider sign-in through the
+// account's only login (here: two-factor, sessions and pending links go).
 import type { FastifyBaseLogger } from 'fastify'
 import type { DB, Trx } from '../../db/index.js'
 import { endSessionsOfUser, findUserByEmail, lockRoleOfVerifiedUser, waysIn } from './queries.js'
 import { changeRole } from './roles.js'
+import { deleteTwoFactor, setTwoFactorEnabled } from './two-factor/queries.js'
 import { revokeTokens } from './verification.js'
-
-/** A way in: the password (`credential`) or a provider login. */
-interface Login {
-  provider: string
-  subject: string
-}
 
 /**
  * How the address was just proven:
- * - `'link'`: a mailed link opened without the account's session, perhaps by someone who never asked;
- * - `'reset'`: a password reset that left its new password as the only way in;
- * - `{ session }`: in a browser signed in to the account, with that session's id (a link opened
- *   there, or `linked`, a provider login it just added);
- * - `{ login }`: a provider sign-in.
+ * - `'mailbox'`: a mailed link, or a provider linked from a session: the mailbox, not who holds the account;
+ * - `'reset'`: a password reset, which has left its new password as the only way in;
+ * - `{ login }`: a provider sign-in, which counts when that login is the account's only way in.
  */
-export type MailboxProof = 'link' | 'reset' | { session: string | null; linked?: Login } | { login: Login }
+export type MailboxProof = 'mailbox' | 'reset' | { login: { provider: string; subject: string } }
 
 /** What an operator reads when the bootstrap address was proven but the account was not promoted. */
-const NEEDS_HOLDER =
-  'BOOTSTRAP_OWNER_EMAIL: the address is proven, but not through the account’s only way in; ' +
-  'it becomes owner once its password is reset from that mailbox'
+const NEEDS_RESET =
+  'BOOTSTRAP_OWNER_EMAIL: the account becomes owner once its password is reset from that mailbox ' +
+  '("forgot password"), or at a sign-in through the identity provider when that is its only way in'
 
 /** Whether `email` is the bootstrap owner's address. */
 export const isBootstrapEmail = (email: string, bootstrapEmail: string | undefined): boolean =>
   bootstrapEmail !== undefined && email.toLowerCase() === bootstrapEmail.toLowerCase()
 
 /**
- * Makes `user` the owner when its verified email is the bootstrap email and `proof` came through
- * the account's only way in (see above). Call it in the transaction that proves the address.
- * Returns what happened; 'needs-holder' (logged) means the address is the bootstrap one but the
+ * Makes `user` the owner when its verified email is the bootstrap email and `proof` leaves the
+ * prover holding the only way in (see above). Call it in the transaction that proves the address.
+ * Returns what happened; 'needs-reset' (logged) means the address is the bootstrap one but the
  * proof does not show who holds the account.
  */
 export async function maybeBootstrapOwner(
@@ -50,19 +44,21 @@ export async function maybeBootstrapOwner(
   now: Date,
   proof: MailboxProof,
   log: FastifyBaseLogger,
-): Promise<'promoted' | 'needs-holder' | 'no'> {
+): Promise<'promoted' | 'needs-reset' | 'no'> {
   if (!user.emailVerified || !isBootstrapEmail(user.email, bootstrapEmail)) return 'no'
   const role = await lockRoleOfVerifiedUser(trx, user.id)
   if (!role || role === 'owner') return 'no'
-  if (proof !== 'reset' && (proof === 'link' || !(await throughOnlyWayIn(trx, user.id, proof)))) {
-    log.warn(NEEDS_HOLDER)
-    return 'needs-holder'
+  if (proof === 'mailbox' || (proof !== 'reset' && !(await onlyWayIn(trx, user.id, proof.login)))) {
+    log.warn(NEEDS_RESET)
+    return 'needs-reset'
   }
   if (proof !== 'reset') {
-    // What got in before through a way in that is gone now (a squatter may have given up its own
-    // password to leave only the owner's): sessions, sign-ins waiting for a second factor, emailed
-    // links. Only the proving session stays; resetPassword ends the rest itself.
-    await endSessionsOfUser(trx, user.id, { except: ('session' in proof && proof.session) || undefined })
+    // The provider's login stays; what got in before it (perhaps through a way in given up since)
+    // goes: sessions, sign-ins waiting for a second factor, emailed links, and a second factor the
+    // owner would be asked for without ever having set it up.
+    await deleteTwoFactor(trx, user.id)
+    await setTwoFactorEnabled(trx, user.id, false, now)
+    await endSessionsOfUser(trx, user.id)
     await revokeTokens(trx, user.id)
   }
   // A promotion (never a demotion): changeRole ends no session, and audits it like every role change.
@@ -70,24 +66,15 @@ export async function maybeBootstrapOwner(
   return 'promoted'
 }
 
-const sameLogin = (way: { providerId: string; accountId: string }, login: Login) =>
-  way.providerId === login.provider && way.accountId === login.subject
-
-/**
- * Whether the proof came through the account's only way in: the provider login is the only one, or
- * the session's account has one way in (besides a login the session just linked), so the session
- * came through it.
- */
-async function throughOnlyWayIn(trx: Trx, userId: string, proof: Exclude<MailboxProof, 'link' | 'reset'>): Promise<boolean> {
+/** Whether the provider login is the account's only way in: no password, no other provider login. */
+async function onlyWayIn(trx: Trx, userId: string, login: { provider: string; subject: string }): Promise<boolean> {
   const ways = await waysIn(trx, userId)
-  if ('login' in proof) return ways.length === 1 && sameLogin(ways[0]!, proof.login)
-  const { linked } = proof
-  return ways.filter((way) => !linked || !sameLogin(way, linked)).length === 1
+  return ways.length === 1 && ways[0]!.providerId === login.provider && ways[0]!.accountId === login.subject
 }
 
 /**
- * At start-up: says what an existing account with the bootstrap email still needs. It is never
- * promoted here: nothing at start-up shows who holds its ways in.
+ * At start-up: says what the bootstrap address still needs. Nobody is promoted here: nothing at
+ * start-up shows who holds an account's ways in.
  */
 export async function reportBootstrapOwner(deps: { db: DB; log: FastifyBaseLogger }, email: string | undefined): Promise<void> {
   if (!email) return
@@ -96,7 +83,7 @@ export async function reportBootstrapOwner(deps: { db: DB; log: FastifyBaseLogge
   deps.log.info(
     { email },
     user
-      ? NEEDS_HOLDER
-      : 'BOOTSTRAP_OWNER_EMAIL: no account yet; sign up with this address and open the verification link in the same browser',
+      ? NEEDS_RESET
+      : 'BOOTSTRAP_OWNER_EMAIL: no account yet; sign up with this address, then reset its password from the mailbox',
   )
 }

@@ -191,19 +191,50 @@ t.test('a link opened signed in counts only when the account has one way in, whi
   t.equal(squatterIn.json().user.role, 'member')
 })
 
-t.test('a provider linked from the session of a password account with the owner address makes the owner', async (t) => {
+t.test(
+  'a provider linked from a session proves the mailbox, not who holds the account: it does not make the owner',
+  async (t) => {
+    const OWNER = uniqueEmail('owner')
+    const { userRow } = await boot(t, OWNER)
+    const owner = new Browser()
+    const signUp = await post(owner, '/api/auth/sign-up/email', { name: 'O', email: OWNER, password: 'the owner chose this one' })
+    t.equal(signUp.status, 200)
+    await smtp.inbox.next(OWNER) // the verification mail, not needed: the provider vouches for the address
+    const id = (await sessionOf(owner))!.user.id
+    const link = (await (await post(owner, '/api/auth/link-social', { provider: 'idp', disableRedirect: true })).json()) as {
+      url: string
+    }
+    await drive(owner, link.url, { api: API, provider: idp.issuer, login: providerLogin({ email: OWNER, email_verified: true }) })
+    t.same(await userRow(id), { email: OWNER, email_verified: true, role: 'member' })
+  },
+)
+
+t.test("the owner's provider sign-in, once the only way in, removes the second factor whoever came first set up", async (t) => {
+  // The squatter turns two-factor on with its own app, lets the owner's provider login be linked,
+  // then gives up its password: the owner's next provider sign-in makes the owner, who must not be
+  // asked for the squatter's code.
   const OWNER = uniqueEmail('owner')
-  const { userRow } = await boot(t, OWNER)
+  const { app, userRow } = await boot(t, OWNER)
+  const squatter = new Browser()
+  await post(squatter, '/api/auth/sign-up/email', { name: 'S', email: OWNER, password: 'the squatter chose this one' })
+  const id = (await sessionOf(squatter))!.user.id
+  t.ok(await openElsewhere(linkIn(await smtp.inbox.next(OWNER))), 'the owner opens the sign-up mail')
+  const enabled = await post(squatter, '/api/auth/two-factor/enable', { password: 'the squatter chose this one' })
+  t.equal(enabled.status, 200)
+  await app.db.updateTable('user').set({ two_factor_enabled: true }).where('id', '=', id).execute() // as if confirmed
+  await app.db.updateTable('two_factor').set({ verified: true }).where('user_id', '=', id).execute()
+
+  const ownerLogin = providerLogin({ email: OWNER, email_verified: true })
+  await signInThroughProvider(new Browser(), ownerLogin) // stops at the squatter's second factor
+  t.equal((await post(squatter, '/api/auth/unlink-account', { providerId: 'credential' })).status, 200)
   const owner = new Browser()
-  const signUp = await post(owner, '/api/auth/sign-up/email', { name: 'O', email: OWNER, password: 'the owner chose this one' })
-  t.equal(signUp.status, 200)
-  await smtp.inbox.next(OWNER) // the verification mail, not needed: the provider vouches for the address
-  const id = (await sessionOf(owner))!.user.id
-  const link = (await (await post(owner, '/api/auth/link-social', { provider: 'idp', disableRedirect: true })).json()) as {
-    url: string
-  }
-  await drive(owner, link.url, { api: API, provider: idp.issuer, login: providerLogin({ email: OWNER, email_verified: true }) })
-  t.same(await userRow(id), { email: OWNER, email_verified: true, role: 'owner' })
+  await signInThroughProvider(owner, ownerLogin)
+  t.equal((await userRow(id)).role, 'owner')
+  const session = await sessionOf(owner)
+  t.equal(session?.user.role, 'owner', 'signed in without the squatter’s code')
+  const rows = await app.db.selectFrom('two_factor').select('user_id').where('user_id', '=', id).execute()
+  t.same(rows, [], 'the setup went with the promotion')
+  t.equal(await sessionOf(squatter), null)
 })
 
 t.test('what got in before the promotion (a session, an emailed link) ends with it', async (t) => {

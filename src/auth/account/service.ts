@@ -159,13 +159,12 @@ export async function completeEmailChange(
   const tokensRevoked = await revokeTokens(trx, changed.id)
   // No address in this event; the row keeps the old one in former_emails, which erasure scrubs from the log.
   await recordUserEvent(trx, ctx, changed.id, 'auth.email_changed', { tokensRevoked })
-  const proof = ctx.actorId === changed.id ? { session: ctx.sessionId } : 'link' // see verifyEmail
   await maybeBootstrapOwner(
     trx,
     { id: changed.id, email: newEmail, emailVerified: true },
     deps.config.bootstrapOwnerEmail,
     now,
-    proof,
+    'mailbox',
     ctx.log,
   )
   return () =>

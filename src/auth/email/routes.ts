@@ -84,7 +84,7 @@ export default async function emailRoutes(fastify: FastifyInstance) {
       const callbackURL = callback(body.callbackURL)
       const user = await signUpWithEmail(deps, contextOf(request), body)
       const { requireEmailVerification, bootstrapOwnerEmail } = app.config.auth
-      // The bootstrap owner's address is mailed its link at once too: opening it in this browser makes the owner.
+      // The bootstrap owner's address is mailed its link at once too (it verifies; a reset makes the owner).
       if (requireEmailVerification || user.email === bootstrapOwnerEmail) {
         if (await mailBudgetLeft(request, user.email, 'verification')) await sendVerificationMail(deps, user, callbackURL)
       }

@@ -28,6 +28,7 @@ import {
   lockSessionOf,
   markEmailVerified,
   replacePasswordHash,
+  setEmailVerified,
   setPasswordHash,
   type UserWithFlags,
 } from '../queries.js'
@@ -197,7 +198,7 @@ export async function resetPassword(deps: EmailAuthDeps, ctx: RequestContext, to
     const user = await findUserById(trx, record.userId)
     const unproven = user !== undefined && !user.emailVerified
     const becomesOwner =
-      user?.emailVerified === true && user.role !== 'owner' && isBootstrapEmail(user.email, deps.config.bootstrapOwnerEmail)
+      user !== undefined && user.role !== 'owner' && isBootstrapEmail(user.email, deps.config.bootstrapOwnerEmail)
     const takenBack = unproven || becomesOwner
     const removedAccounts = takenBack ? await deleteAccountsBut(trx, record.userId, 'password') : []
     if (takenBack) {
@@ -206,15 +207,20 @@ export async function resetPassword(deps: EmailAuthDeps, ctx: RequestContext, to
     }
     await setPasswordHash(trx, record.userId, passwordHash, now)
     await clearPasswordResetRequired(trx, record.userId, now)
-    // Its only way in is now the mailbox holder's password, and every session ends below.
-    if (becomesOwner) await maybeBootstrapOwner(trx, user, deps.config.bootstrapOwnerEmail, now, 'reset', ctx.log)
+    // Its only way in is now the mailbox holder's password, and every session ends below; the reset
+    // proved the address too.
+    if (becomesOwner) {
+      if (!user.emailVerified) await setEmailVerified(trx, user.id, now)
+      await maybeBootstrapOwner(trx, { ...user, emailVerified: true }, deps.config.bootstrapOwnerEmail, now, 'reset', ctx.log)
+    }
     // Whoever held a session (perhaps the reason for the reset) is signed out everywhere, and a
     // sign-in with the old password that waits for its second factor ends too.
     const ended = await endSessionsOfUser(trx, record.userId)
     await deleteChallenges(trx, record.userId) // sign-ins with the old password still waiting for a code
     // Pending changes of address too: one asked for by whoever held a session would otherwise
     // move the account away from the owner who just took it back.
-    await revokeTokens(trx, record.userId, EVICTED_PURPOSES)
+    // Every link, for the new owner: whoever registered the address first may have asked for any.
+    await revokeTokens(trx, record.userId, becomesOwner ? undefined : EVICTED_PURPOSES)
     await recordUserEvent(trx, ctx, record.userId, 'auth.password_reset', {
       sessionsEnded: ended,
       ...(removedAccounts.length ? { removedAccounts } : {}),
@@ -227,7 +233,7 @@ export async function resetPassword(deps: EmailAuthDeps, ctx: RequestContext, to
 const VERIFY_LINK_PURPOSES = ['verify-email', 'change-email-confirmation', 'change-email-verification'] as const
 
 /**
- * Uses a verify-email link: marks the email verified (and may make the bootstrap owner), or takes the
+ * Uses a verify-email link: marks the email verified (never the bootstrap owner: bootstrap.ts), or takes the
  * next step of a change of address (src/auth/account/service.ts). Throws INVALID_TOKEN.
  */
 export async function verifyEmail(deps: EmailAuthDeps, ctx: RequestContext, token: string): Promise<void> {
@@ -242,9 +248,14 @@ export async function verifyEmail(deps: EmailAuthDeps, ctx: RequestContext, toke
       const verified = await markEmailVerified(trx, record.userId, String(record.data.email ?? ''), now)
       if (!verified) throw invalidToken() // the account's address changed since the mail was sent
       await recordUserEvent(trx, ctx, verified.id, 'auth.email_verified')
-      // Opened in a browser signed in to the account: the one who set its password holds the mailbox.
-      const proof = ctx.actorId === verified.id ? { session: ctx.sessionId } : 'link'
-      await maybeBootstrapOwner(trx, { ...verified, emailVerified: true }, deps.config.bootstrapOwnerEmail, now, proof, ctx.log)
+      await maybeBootstrapOwner(
+        trx,
+        { ...verified, emailVerified: true },
+        deps.config.bootstrapOwnerEmail,
+        now,
+        'mailbox',
+        ctx.log,
+      )
       return null
     })
   } catch (err) {
@@ -275,10 +286,11 @@ export async function changePassword(
     const now = deps.clock.now()
     // Checked again where it is written: a password reset while the hashes ran ended this session
     // and replaced the password, and a stale change must not undo it (nor end the resetter's sessions).
-    if (!(await lockSessionOf(trx, input.userId, input.currentSessionId))) throw unauthorized()
+    // The password row first, the session second: resetPassword's order, so the two never deadlock.
     if (!(await replacePasswordHash(trx, input.userId, stored, passwordHash, now))) {
       throw new AppError(401, 'INVALID_PASSWORD', 'The current password is wrong')
     }
+    if (!(await lockSessionOf(trx, input.userId, input.currentSessionId))) throw unauthorized()
     await clearPasswordResetRequired(trx, input.userId, now)
     const ended = await endSessionsOfUser(trx, input.userId, { except: input.currentSessionId })
     await deleteChallenges(trx, input.userId) // sign-ins with the old password still waiting for a code

@@ -72,17 +72,20 @@ function resolveAccount(deps: IdpDeps, ctx: RequestContext, identity: IdpIdentit
     if (linked) {
       if (await banHolds(trx, ctx, linked.id, now)) return { ok: false, error: 'BANNED_USER' }
       // The user's email stays ours: a changed address at the provider does not rewrite it.
+      // A promotion removes the second factor (it may be whoever came first's).
+      let promoted = false
       if (identity.emailVerified && identity.email === linked.email) {
-        await maybeBootstrapOwner(
-          trx,
-          { ...linked, emailVerified: true },
-          bootstrapEmail,
-          now,
-          { login: { provider: IDP, subject: identity.sub } },
-          ctx.log,
-        )
+        promoted =
+          (await maybeBootstrapOwner(
+            trx,
+            { ...linked, emailVerified: true },
+            bootstrapEmail,
+            now,
+            { login: { provider: IDP, subject: identity.sub } },
+            ctx.log,
+          )) === 'promoted'
       }
-      return { ok: true, userId: linked.id, isNewUser: false, twoFactorEnabled: linked.two_factor_enabled }
+      return { ok: true, userId: linked.id, isNewUser: false, twoFactorEnabled: linked.two_factor_enabled && !promoted }
     }
 
     if (!identity.email) return { ok: false, error: 'email_missing' }
@@ -109,7 +112,7 @@ function resolveAccount(deps: IdpDeps, ctx: RequestContext, identity: IdpIdentit
       if (claimed) await claimUnverifiedAccount(trx, existing.id, linkId, now, ip)
       await recordUserEvent(trx, ctx, existing.id, 'auth.idp.account_linked')
       // A claimed account's other ways in went with the claim; a verified one's may be its first holder's.
-      await maybeBootstrapOwner(
+      const promoted = await maybeBootstrapOwner(
         trx,
         { id: existing.id, email: existing.email, emailVerified: true },
         bootstrapEmail,
@@ -118,7 +121,12 @@ function resolveAccount(deps: IdpDeps, ctx: RequestContext, identity: IdpIdentit
         ctx.log,
       )
       // A claimed account's two-factor was set up by whoever registered the address first: it went with the claim.
-      return { ok: true, userId: existing.id, isNewUser: false, twoFactorEnabled: existing.twoFactorEnabled && !claimed }
+      return {
+        ok: true,
+        userId: existing.id,
+        isNewUser: false,
+        twoFactorEnabled: existing.twoFactorEnabled && !claimed && promoted !== 'promoted',
+      }
     }
 
     const id = newId()
@@ -205,13 +213,13 @@ function linkAccount(deps: IdpDeps, ctx: RequestContext, userId: string, identit
     // The provider vouches for the address the signed-in user holds.
     if (!user.emailVerified) await setEmailVerified(trx, userId, now)
     await recordUserEvent(trx, ctx, userId, 'auth.idp.account_linked', { via: 'link-social' })
-    // The provider vouches for the address of the signed-in holder of the account.
+    // The provider vouches for the address, not for who else holds a way into the account.
     await maybeBootstrapOwner(
       trx,
       { id: userId, email: user.email, emailVerified: true },
       deps.config.bootstrapOwnerEmail,
       now,
-      { session: ctx.sessionId, linked: { provider: IDP, subject: identity.sub } },
+      'mailbox',
       ctx.log,
     )
     return { ok: true }

@@ -114,6 +114,18 @@ export async function acceptStep(trx: Trx, userId: string, step: number, now: Da
   return row !== undefined
 }
 
+/** Locks the user's setup while its secret is still `secret`; false when it was replaced or removed. */
+export async function lockSetup(trx: Trx, userId: string, secret: string): Promise<boolean> {
+  const row = await trx
+    .selectFrom('two_factor')
+    .select('user_id')
+    .where('user_id', '=', userId)
+    .where('secret', '=', secret)
+    .forUpdate()
+    .executeTakeFirst()
+  return row !== undefined
+}
+
 /** Confirms the pending setup whose secret is `secret`; false when it was replaced or removed meanwhile. */
 export async function markSecretVerified(trx: Trx, userId: string, secret: string, now: Date): Promise<boolean> {
   const result = await trx

@@ -21,6 +21,7 @@ import {
   findTwoFactor,
   issueChallenge,
   issueTrustedDevice,
+  lockSetup,
   markSecretVerified,
   markSessionTwoFactorVerified,
   putPendingSecret,
@@ -91,10 +92,11 @@ export async function enableTwoFactor(
   const backupCodes = newBackupCodes()
   await deps.db.transaction().execute(async (trx) => {
     const now = deps.clock.now()
-    // A password reset while the password was checked ended this session: no setup from it.
-    if (!ctx.sessionId || !(await lockSessionOf(trx, user.id, ctx.sessionId))) throw unauthorized()
     await putPendingSecret(trx, user.id, deps.keys.encrypt(secret), now)
     await replaceBackupCodes(trx, user.id, hashCodes(deps, backupCodes))
+    // A password reset while the password was checked ended this session: no setup from it. After
+    // the setup's rows, as resetPassword goes, so the two never deadlock.
+    if (!ctx.sessionId || !(await lockSessionOf(trx, user.id, ctx.sessionId))) throw unauthorized()
     await recordUserEvent(trx, ctx, user.id, 'auth.two_factor.setup_started')
   })
   return { totpURI: totpUri(secret, user.email, input.issuer ?? DEFAULT_ISSUER), backupCodes }
@@ -197,8 +199,10 @@ export async function verifyForSession(
   if (!(await claimCodeAttempt(deps.db, user.id, MAX_ATTEMPTS, deps.clock.now()))) throw tooManyAttempts()
   try {
     await deps.db.transaction().execute(async (trx) => {
-      // Read before the transaction: a reset (or disable) since then ended the session or the setup,
-      // and turning two-factor on without its secret would lock the account's holder out.
+      // Read before the transaction: a reset (or disable) since then ended the setup or the session,
+      // and turning two-factor on without its secret would lock the account's holder out. The setup
+      // first, then the session: resetPassword's order, so the two never deadlock.
+      if (!(await lockSetup(trx, user.id, row.secret))) throw totpNotEnabled()
       if (!(await lockSessionOf(trx, user.id, sessionId))) throw unauthorized()
       await checkCode(deps, trx, user.id, row.secret, method, code)
       await markSessionTwoFactorVerified(trx, sessionId)
