@@ -194,6 +194,20 @@ export async function replacePasswordHash(
   return result.numUpdatedRows === 1n
 }
 
+/**
+ * Locks the user's row until the transaction ends: a request that checked something outside its
+ * transaction takes it before the rows it writes, in resetPassword's order (user, then sessions).
+ */
+export async function lockUser(trx: Trx, userId: string): Promise<{ email: string; emailVerified: boolean } | undefined> {
+  const row = await trx
+    .selectFrom('user')
+    .select(['email', 'email_verified'])
+    .where('id', '=', userId)
+    .forUpdate()
+    .executeTakeFirst()
+  return row && { email: row.email, emailVerified: row.email_verified }
+}
+
 /** Locks the user's session `id` until the transaction ends; false when it has ended. */
 export async function lockSessionOf(trx: Trx, userId: string, id: string): Promise<boolean> {
   const row = await trx

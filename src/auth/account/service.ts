@@ -13,7 +13,7 @@ import { maybeBootstrapOwner } from '../bootstrap.js'
 import { verifyEmailLink } from '../emailed-link.js'
 import { consumeToken, invalidToken, issueToken, peekToken, revokeTokens, type VerificationRecord } from '../verification.js'
 import type { PasswordHasher } from '../password/password.js'
-import { findPasswordHash, findUserById } from '../queries.js'
+import { findPasswordHash, findUserById, lockSessionOf, lockUser } from '../queries.js'
 import type { SessionUser, SignedInUser } from '../session/sessions.js'
 import {
   accountsOfUser,
@@ -94,28 +94,39 @@ async function mailNewAddressLink(
  */
 export async function requestEmailChange(
   deps: AccountDeps,
-  user: Pick<SessionUser, 'id' | 'name' | 'email' | 'emailVerified'>,
+  user: Pick<SessionUser, 'id' | 'name' | 'email'>,
+  sessionId: string,
   newEmail: string,
   callbackURL: string | undefined,
 ): Promise<void> {
-  if (!user.emailVerified) {
-    if (await emailTaken(deps.db, newEmail)) {
-      await issueToken(deps.db, 'change-email-verification', null, { expiresAt: expiresIn(deps, CHANGE_EMAIL_TTL_MS) })
-      return
+  const mail = await deps.db.transaction().execute(async (trx): Promise<Mail | null> => {
+    // After the reply, so checked again: a password reset (or a provider's claim) since the request
+    // began ended the session and every pending link, and a link issued now would outlive them. The
+    // user row, then the session, as those go: either the session is gone (nothing is issued) or the
+    // reset waits and then ends this link too. The address and its verification are read afresh.
+    const current = await lockUser(trx, user.id)
+    if (!current || current.email !== user.email || !(await lockSessionOf(trx, user.id, sessionId))) return null
+    if (!current.emailVerified) {
+      if (await emailTaken(trx, newEmail)) {
+        await issueToken(trx, 'change-email-verification', null, { expiresAt: expiresIn(deps, CHANGE_EMAIL_TTL_MS) })
+        return null
+      }
+      return mailNewAddressLink(deps, trx, user, newEmail, callbackURL)
     }
-    ;(await mailNewAddressLink(deps, deps.db, user, newEmail, callbackURL))()
-    return
-  }
-  const token = await issueToken(deps.db, 'change-email-confirmation', user.id, {
-    expiresAt: expiresIn(deps, CHANGE_EMAIL_TTL_MS),
-    data: { email: user.email, newEmail, callbackURL: callbackURL ?? null },
+    const token = await issueToken(trx, 'change-email-confirmation', user.id, {
+      expiresAt: expiresIn(deps, CHANGE_EMAIL_TTL_MS),
+      data: { email: user.email, newEmail, callbackURL: callbackURL ?? null },
+    })
+    const link = verifyEmailLink(deps.config.baseUrl, token, callbackURL)
+    return () =>
+      deps.mailer.sendInBackground({
+        to: user.email,
+        subject: 'Approve the change of your email address',
+        text: `Hello ${user.name},\n\nSomeone signed in to your account asked to change its email address to ${newEmail}. To approve, open this link within 24 hours; a link to confirm the new address is then sent there:\n\n${link}\n\nIf this was not you, ignore this email and change your password.\n`,
+      })
   })
-  const link = verifyEmailLink(deps.config.baseUrl, token, callbackURL)
-  deps.mailer.sendInBackground({
-    to: user.email,
-    subject: 'Approve the change of your email address',
-    text: `Hello ${user.name},\n\nSomeone signed in to your account asked to change its email address to ${newEmail}. To approve, open this link within 24 hours; a link to confirm the new address is then sent there:\n\n${link}\n\nIf this was not you, ignore this email and change your password.\n`,
-  })
+  // Mail only for what committed.
+  mail?.()
 }
 
 const dataOf = (record: VerificationRecord) => ({

@@ -26,6 +26,7 @@ import {
   insertAccount,
   insertUser,
   lockSessionOf,
+  lockUser,
   markEmailVerified,
   replacePasswordHash,
   setEmailVerified,
@@ -286,7 +287,8 @@ export async function changePassword(
     const now = deps.clock.now()
     // Checked again where it is written: a password reset while the hashes ran ended this session
     // and replaced the password, and a stale change must not undo it (nor end the resetter's sessions).
-    // The password row first, the session second: resetPassword's order, so the two never deadlock.
+    // The user row, the password row, then the session: resetPassword's order, so the two never deadlock.
+    await lockUser(trx, input.userId)
     if (!(await replacePasswordHash(trx, input.userId, stored, passwordHash, now))) {
       throw new AppError(401, 'INVALID_PASSWORD', 'The current password is wrong')
     }
