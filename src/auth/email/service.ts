@@ -180,8 +180,8 @@ const EVICTED_PURPOSES = ['reset-password', ...CHANGE_OF_ADDRESS] as const
 
 /**
  * Sets the new password, ends every session of the user, every pending reset link and change of
- * address, and clears the reset requirement. A verified bootstrap address becomes owner
- * (bootstrap.ts), its password then the only way in.
+ * address, and clears the reset requirement. The bootstrap address becomes owner (bootstrap.ts),
+ * verified, with the new password as its only way in.
  */
 export async function resetPassword(deps: EmailAuthDeps, ctx: RequestContext, token: string, newPassword: string): Promise<void> {
   // A bad token is refused before the Argon2 work, so garbage tokens cost almost nothing.
