@@ -126,16 +126,9 @@ export async function lockSetup(trx: Trx, userId: string, secret: string): Promi
   return row !== undefined
 }
 
-/** Confirms the pending setup whose secret is `secret`; false when it was replaced or removed meanwhile. */
-export async function markSecretVerified(trx: Trx, userId: string, secret: string, now: Date): Promise<boolean> {
-  const result = await trx
-    .updateTable('two_factor')
-    .set({ verified: true, updated_at: now })
-    .where('user_id', '=', userId)
-    .where('secret', '=', secret)
-    .where('verified', '=', false)
-    .executeTakeFirst()
-  return result.numUpdatedRows === 1n
+/** Confirms the user's pending setup (locked by lockSetup, so still the one whose code was checked). */
+export async function markSecretVerified(trx: Trx, userId: string, now: Date): Promise<void> {
+  await trx.updateTable('two_factor').set({ verified: true, updated_at: now }).where('user_id', '=', userId).execute()
 }
 
 export async function setTwoFactorEnabled(trx: Trx, userId: string, enabled: boolean, now: Date): Promise<void> {

@@ -208,7 +208,7 @@ export async function verifyForSession(
       await markSessionTwoFactorVerified(trx, sessionId)
       if (!row.verified) {
         const now = deps.clock.now()
-        if (!(await markSecretVerified(trx, user.id, row.secret, now))) throw totpNotEnabled()
+        await markSecretVerified(trx, user.id, now)
         await setTwoFactorEnabled(trx, user.id, true, now)
         await recordUserEvent(trx, ctx, user.id, 'auth.two_factor.enabled')
       }
