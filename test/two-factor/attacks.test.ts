@@ -234,7 +234,9 @@ t.test('a two-factor setup whose password check ran across a password reset writ
     call(serial, 'POST', '/api/auth/reset-password', { body: { token, newPassword: 'the owner chose this one' } }),
   ])
   t.equal(reset.statusCode, 200)
-  t.equal(enable.statusCode, 401, 'the session it came with ended')
+  // Which hash the one worker takes first is not fixed: before the reset the setup is made and then
+  // removed by it; after, the session it came with has ended.
+  t.ok([200, 401].includes(enable.statusCode), `enable answered ${enable.statusCode}`)
   const setups = await serial.db.selectFrom('two_factor').select('user_id').where('user_id', '=', holder.id).execute()
   t.same(setups, [], 'no secret the owner never saw')
 })
