@@ -1,6 +1,6 @@
 // The UTC date range of the usage analytics, and the shape of the answer. The numbers themselves
 // come from queries.ts; service.ts puts them together.
-import type { Plan } from '../auth/tables.js'
+import type { Plan } from '../usage/plans.js'
 import type { Role } from '../shared/roles.js'
 import { todayUtc } from '../shared/dates.js'
 import { invalidInput } from '../shared/validation.js'
@@ -42,8 +42,8 @@ export function daysOf(range: DateRange): string[] {
 export function analyticsRange(query: { from?: string; to?: string }, now: Date): DateRange {
   const to = query.to ?? todayUtc(now)
   const from = query.from ?? todayUtc(new Date(startOf(to).getTime() - (DEFAULT_RANGE_DAYS - 1) * DAY_MS))
-  if (from > to) throw invalidInput('querystring.from', 'must not be after `to`')
+  if (from > to) throw invalidInput(['from'], 'must not be after `to`')
   const range = { from, to }
-  if (daysOf(range).length > MAX_RANGE_DAYS) throw invalidInput('querystring.from', `the range is at most ${MAX_RANGE_DAYS} days`)
+  if (daysOf(range).length > MAX_RANGE_DAYS) throw invalidInput(['from'], `the range is at most ${MAX_RANGE_DAYS} days`)
   return range
 }

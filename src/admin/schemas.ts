@@ -1,18 +1,16 @@
 import { z } from 'zod'
-import { toUserJson, UserSchema } from '../auth/schemas.js'
-import { PLANS } from '../auth/tables.js'
-import { iso } from '../shared/dates.js'
+import { UserSchema } from '../auth/schemas.js'
+import { CursorParam, Limit } from '../shared/cursor.js'
 import { ROLES } from '../shared/roles.js'
-import { CursorParam, Limit, type Page } from '../shared/pagination.js'
 import { PlainText } from '../shared/validation.js'
-import type { ManagedUser } from './queries.js'
-import type { AdminUser, AuditEvent } from './service.js'
+import { PLANS } from '../usage/plans.js'
 
 const FutureInstant = z.iso.datetime({ offset: true }).describe('ISO-8601 instant in the future')
 
 // Not the shared IdParams (printable ASCII): an imported user keeps the id of the previous system,
 // which may hold any character, and must stay reachable here.
-export const UserIdParams = z.strictObject({ id: z.string().min(1).max(200) })
+const UserId = z.string().min(1).max(200)
+export const UserIdParams = z.strictObject({ id: UserId })
 
 export const ListUsersQuery = z.strictObject({
   email: PlainText(1, 254).toLowerCase().optional().describe('Exact email, case-insensitive'),
@@ -29,7 +27,7 @@ export const ManagedUserSchema = z
     ...UserSchema.shape,
     banned: z.boolean(),
     banReason: z.string().nullable(),
-    banExpiresAt: z.string().nullable().describe('null: until unbanned'),
+    banExpiresAt: z.date().nullable().describe('null: until unbanned'),
   })
   .meta({ id: 'ManagedUser' })
 
@@ -49,19 +47,18 @@ export const AdminUserSchema = z
   })
   .meta({ id: 'AdminUser' })
 
-/** No body, or an empty object. */
-export const EmptyBody = z.strictObject({}).nullish()
-
-export const SetRoleBody = z.strictObject({
+export const SetRoleInput = z.strictObject({
+  id: UserId,
   // owner is accepted by the schema only to be refused with 403: it is granted from the command line.
   role: z.enum(ROLES),
 })
 
-export const SetPremiumPlusBody = z.strictObject({ expiresAt: FutureInstant.optional() })
+export const SetPremiumPlusInput = z.strictObject({ id: UserId, expiresAt: FutureInstant.optional() })
 
-export const SetPlanBody = z.strictObject({ plan: z.enum(PLANS), expiresAt: FutureInstant.optional() })
+export const SetPlanInput = z.strictObject({ id: UserId, plan: z.enum(PLANS), expiresAt: FutureInstant.optional() })
 
-export const BanBody = z.strictObject({
+export const BanInput = z.strictObject({
+  id: UserId,
   reason: PlainText(1, 500),
   expiresAt: FutureInstant.optional().describe('When the ban ends by itself; without it, it lasts until unbanned'),
 })
@@ -115,7 +112,7 @@ export const AuditQuery = z.strictObject({
 const AuditEventSchema = z
   .object({
     id: z.string(),
-    at: z.string(),
+    at: z.date(),
     actorId: z.string().nullable(),
     action: z.string(),
     targetType: z.string().nullable(),
@@ -128,32 +125,3 @@ const AuditEventSchema = z
 export const AuditListSchema = z
   .object({ items: z.array(AuditEventSchema), nextCursor: z.string().nullable() })
   .meta({ id: 'AuditEventList' })
-
-export function toManagedUserJson(u: ManagedUser): z.infer<typeof ManagedUserSchema> {
-  return { ...toUserJson(u), banned: u.banned, banReason: u.banReason, banExpiresAt: iso(u.banExpiresAt) }
-}
-
-export function toUserListJson(page: Page<ManagedUser>): z.infer<typeof UserListSchema> {
-  return { items: page.items.map(toManagedUserJson), nextCursor: page.nextCursor }
-}
-
-export function toAdminUserJson({ user, counts }: AdminUser): z.infer<typeof AdminUserSchema> {
-  return { ...toManagedUserJson(user), counts }
-}
-
-function toAuditEventJson(e: AuditEvent): z.infer<typeof AuditEventSchema> {
-  return {
-    id: e.id,
-    at: e.at.toISOString(),
-    actorId: e.actorId,
-    action: e.action,
-    targetType: e.targetType,
-    targetId: e.targetId,
-    ip: e.ip,
-    details: e.details,
-  }
-}
-
-export function toAuditListJson(page: Page<AuditEvent>): z.infer<typeof AuditListSchema> {
-  return { items: page.items.map(toAuditEventJson), nextCursor: page.nextCursor }
-}

@@ -3,7 +3,7 @@
 // Who may call these is the routes' ADMIN policy; the acting admin is ctx.actorId.
 import type { DB, Executor } from '../../db/index.js'
 import { endSessionsOfUser } from '../auth/queries.js'
-import { PLANS, type Plan } from '../auth/tables.js'
+import { PLANS, type Plan } from '../usage/plans.js'
 import type { Role } from '../shared/roles.js'
 import { recordAudit } from '../shared/audit.js'
 import type { Clock } from '../shared/clock.js'
@@ -128,8 +128,8 @@ export async function setUserPlan(
   const { plan } = change
   const now = deps.clock.now()
   const expiry = change.expiresAt === undefined ? null : new Date(change.expiresAt)
-  if (expiry && expiry.getTime() <= now.getTime()) throw invalidInput('body.expiresAt', 'must be in the future')
-  if (expiry && plan === 'free') throw invalidInput('body.expiresAt', 'the free plan does not expire')
+  if (expiry && expiry.getTime() <= now.getTime()) throw invalidInput(['expiresAt'], 'must be in the future')
+  if (expiry && plan === 'free') throw invalidInput(['expiresAt'], 'the free plan does not expire')
   return deps.db.transaction().execute(async (trx) => {
     const before = await findUserForUpdate(trx, { id })
     if (!before) throw notFound('User')
@@ -175,7 +175,7 @@ export async function banUser(
   if (id === ctx.actorId) throw forbidden('You cannot ban yourself')
   const now = deps.clock.now()
   const expiry = input.expiresAt === undefined ? null : new Date(input.expiresAt)
-  if (expiry && expiry.getTime() <= now.getTime()) throw invalidInput('body.expiresAt', 'must be in the future')
+  if (expiry && expiry.getTime() <= now.getTime()) throw invalidInput(['expiresAt'], 'must be in the future')
   return deps.db.transaction().execute(async (trx) => {
     const before = await findUserForUpdate(trx, { id })
     if (!before) throw notFound('User')

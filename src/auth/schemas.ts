@@ -1,9 +1,12 @@
+// The wire shapes of accounts and sessions. Only zod and the lists of roles and plans: the admin
+// operations' contract (src/contract/) reads the user's shape from here.
 import { z } from 'zod'
-import { iso } from '../shared/dates.js'
-import { PASSWORD_MAX, PASSWORD_MIN } from './password/password.js'
-import type { SessionUser, SessionView } from './session/sessions.js'
-import { PLANS } from './tables.js'
 import { ROLES } from '../shared/roles.js'
+import { PLANS } from '../usage/plans.js'
+
+/** A new password's length: better-auth's defaults. */
+export const PASSWORD_MIN = 8
+export const PASSWORD_MAX = 128
 
 export const Email = z
   .string()
@@ -28,10 +31,10 @@ export const UserSchema = z
     image: z.string().nullable(),
     role: z.enum(ROLES),
     plan: z.enum(PLANS),
-    planExpiresAt: z.string().nullable(),
+    planExpiresAt: z.date().nullable(),
     twoFactorEnabled: z.boolean(),
-    createdAt: z.string(),
-    updatedAt: z.string(),
+    createdAt: z.date(),
+    updatedAt: z.date(),
   })
   .meta({ id: 'User' })
 
@@ -39,9 +42,9 @@ export const SessionSchema = z
   .object({
     id: z.string().describe('Public session id; never the cookie token'),
     userId: z.string(),
-    expiresAt: z.string(),
-    createdAt: z.string(),
-    updatedAt: z.string(),
+    expiresAt: z.date(),
+    createdAt: z.date(),
+    updatedAt: z.date(),
     ipAddress: z.string().nullable(),
     userAgent: z.string().nullable(),
   })
@@ -57,14 +60,15 @@ export const WhoamiSchema = z.object({
   role: z.enum(ROLES),
   plan: z.enum(PLANS),
   emailVerified: z.boolean(),
-  sessionExpiresAt: z.string(),
+  sessionExpiresAt: z.date(),
 })
 
 export type UserJson = z.infer<typeof UserSchema>
 export type SessionJson = z.infer<typeof SessionSchema>
 type WhoamiJson = z.infer<typeof WhoamiSchema>
 
-export function toUserJson(u: SessionUser): UserJson {
+/** The user's own fields of a richer user object (the session's, an admin's view). */
+export function toUserJson(u: UserJson): UserJson {
   return {
     id: u.id,
     name: u.name,
@@ -73,26 +77,26 @@ export function toUserJson(u: SessionUser): UserJson {
     image: u.image,
     role: u.role,
     plan: u.plan,
-    planExpiresAt: iso(u.planExpiresAt),
+    planExpiresAt: u.planExpiresAt,
     twoFactorEnabled: u.twoFactorEnabled,
-    createdAt: u.createdAt.toISOString(),
-    updatedAt: u.updatedAt.toISOString(),
+    createdAt: u.createdAt,
+    updatedAt: u.updatedAt,
   }
 }
 
-export function toSessionJson(s: SessionView): SessionJson {
+export function toSessionJson(s: SessionJson): SessionJson {
   return {
     id: s.id,
     userId: s.userId,
-    expiresAt: s.expiresAt.toISOString(),
-    createdAt: s.createdAt.toISOString(),
-    updatedAt: s.updatedAt.toISOString(),
+    expiresAt: s.expiresAt,
+    createdAt: s.createdAt,
+    updatedAt: s.updatedAt,
     ipAddress: s.ipAddress,
     userAgent: s.userAgent,
   }
 }
 
-export function toWhoamiJson(u: SessionUser, s: Pick<SessionView, 'expiresAt'>): WhoamiJson {
+export function toWhoamiJson(u: Omit<WhoamiJson, 'sessionExpiresAt'>, s: { expiresAt: Date }): WhoamiJson {
   return {
     id: u.id,
     email: u.email,
@@ -100,6 +104,6 @@ export function toWhoamiJson(u: SessionUser, s: Pick<SessionView, 'expiresAt'>):
     role: u.role,
     plan: u.plan,
     emailVerified: u.emailVerified,
-    sessionExpiresAt: s.expiresAt.toISOString(),
+    sessionExpiresAt: s.expiresAt,
   }
 }

@@ -4,9 +4,7 @@ import type { Role } from '../shared/roles.js'
 type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>
 type CreatedAt = ColumnType<Date, Date | string | undefined, never>
 
-/** The one list of plans: schemas (z.enum(PLANS)), limits and analytics all read it from here. */
-export const PLANS = ['free', 'premium', 'premium_plus'] as const
-export type Plan = (typeof PLANS)[number]
+import type { Plan } from '../usage/plans.js'
 
 export type Gender = 'male' | 'female' | 'other'
 

@@ -1,12 +1,15 @@
 import { z } from 'zod'
-import { CursorParam, Limit, type Page } from '../shared/pagination.js'
-import { CalendarDate, isStorableText, PlainText } from '../shared/validation.js'
-import type { CompatibilityResult, ResultSummary } from './service.js'
-import { SYSTEMS } from './tables.js'
+import { CursorParam, Limit } from '../shared/cursor.js'
+import { CalendarDate, Id, isStorableText, PlainText } from '../shared/validation.js'
+
+export const SYSTEMS = ['astrology', 'numerology', 'bazi', 'primbon', 'human_design'] as const
+export type System = (typeof SYSTEMS)[number]
 
 const SUMMARY_MAX_BYTES = 32 * 1024
 const DEEP_INSIGHTS_MAX_BYTES = 128 * 1024
 const JSON_MAX_DEPTH = 32
+
+const utf8 = new TextEncoder()
 
 /** Why a client-made JSON document cannot be stored as is, or null when it can. */
 function jsonProblem(root: unknown, maxBytes: number): string | null {
@@ -24,7 +27,7 @@ function jsonProblem(root: unknown, maxBytes: number): string | null {
       }
     }
   }
-  if (Buffer.byteLength(JSON.stringify(root)) > maxBytes) return `Larger than ${maxBytes} bytes as JSON`
+  if (utf8.encode(JSON.stringify(root)).length > maxBytes) return `Larger than ${maxBytes} bytes as JSON`
   return null
 }
 
@@ -64,13 +67,13 @@ export const CreateResultBody = z.strictObject({
   summary: JsonObject(SUMMARY_MAX_BYTES).describe(`The free lite result, at most ${SUMMARY_MAX_BYTES} bytes as JSON`),
 })
 
-export const UnlockBody = z
-  .strictObject({
-    paymentId: z.string().min(1).max(200).optional().describe('Informational: the purchase on record decides'),
-  })
-  .nullish() // a POST without a body arrives as null
+export const UnlockInput = z.strictObject({
+  id: Id,
+  paymentId: z.string().min(1).max(200).optional().describe('Informational: the purchase on record decides'),
+})
 
-export const SaveDeepInsightsBody = z.strictObject({
+export const SaveDeepInsightsInput = z.strictObject({
+  id: Id,
   content: JsonObject(DEEP_INSIGHTS_MAX_BYTES).describe(`At most ${DEEP_INSIGHTS_MAX_BYTES} bytes as JSON`),
 })
 
@@ -92,8 +95,8 @@ const resultFields = {
   summary: z.record(z.string(), z.unknown()),
   deepInsightsUnlocked: z.boolean(),
   paymentId: z.string().nullable(),
-  createdAt: z.string(),
-  updatedAt: z.string(),
+  createdAt: z.date(),
+  updatedAt: z.date(),
 }
 
 export const ResultSchema = z
@@ -110,28 +113,3 @@ export const ResultPageSchema = z.object({ items: z.array(ResultListItemSchema),
 
 export type CreateResultInput = z.infer<typeof CreateResultBody>
 export type ListResultsInput = z.infer<typeof ListResultsQuery>
-type ResultJson = z.infer<typeof ResultSchema>
-type ResultListItemJson = z.infer<typeof ResultListItemSchema>
-
-const toListItemJson = (result: ResultSummary): ResultListItemJson => ({
-  id: result.id,
-  userId: result.userId,
-  partner: result.partner,
-  systems: result.systems,
-  score: result.score,
-  summary: result.summary,
-  deepInsightsUnlocked: result.deepInsightsUnlocked,
-  paymentId: result.paymentId,
-  createdAt: result.createdAt.toISOString(),
-  updatedAt: result.updatedAt.toISOString(),
-})
-
-export const toResultJson = (result: CompatibilityResult): ResultJson => ({
-  ...toListItemJson(result),
-  deepInsights: result.deepInsights,
-})
-
-export const toResultPageJson = (page: Page<ResultSummary>) => ({
-  items: page.items.map(toListItemJson),
-  nextCursor: page.nextCursor,
-})

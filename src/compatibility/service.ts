@@ -85,7 +85,7 @@ export async function createResult(
   input: CreateResultInput,
 ): Promise<CompatibilityResult> {
   const now = deps.clock.now()
-  if (input.partner.birthDate > todayUtc(now)) throw invalidInput('body.partner.birthDate', 'Must not be in the future')
+  if (input.partner.birthDate > todayUtc(now)) throw invalidInput(['partner', 'birthDate'], 'Must not be in the future')
   const row = await countedAct(deps.db, user, 'compatibilityChecks', now, (trx) =>
     insertResult(trx, {
       id: newId(),

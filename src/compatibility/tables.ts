@@ -4,8 +4,9 @@ type Json<T> = ColumnType<T, string | undefined, string>
 type CreatedAt = ColumnType<Date, Date | string | undefined, never>
 type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>
 
-export const SYSTEMS = ['astrology', 'numerology', 'bazi', 'primbon', 'human_design'] as const
-export type System = (typeof SYSTEMS)[number]
+import type { System } from './schemas.js'
+
+export type { System }
 
 export interface Partner {
   name: string

@@ -1,7 +1,8 @@
 import { z } from 'zod'
-import type { ConsentRecord, Consents } from './service.js'
-import { CONSENT_TYPES } from './tables.js'
 import { PlainText } from '../shared/validation.js'
+
+export const CONSENT_TYPES = ['terms', 'privacy', 'marketing', 'analytics', 'ai_processing'] as const
+export type ConsentType = (typeof CONSENT_TYPES)[number]
 
 export const ConsentInput = z.strictObject({
   type: z.enum(CONSENT_TYPES),
@@ -22,12 +23,11 @@ export const ConsentRecordSchema = z
     type: z.enum(CONSENT_TYPES),
     version: z.string(),
     granted: z.boolean(),
-    createdAt: z.string(),
+    createdAt: z.date(),
   })
   .meta({ id: 'ConsentRecord' })
-type ConsentRecordJson = z.infer<typeof ConsentRecordSchema>
 
-const ConsentState = z.object({ granted: z.boolean(), version: z.string(), at: z.string() })
+const ConsentState = z.object({ granted: z.boolean(), version: z.string(), at: z.date() })
 
 export const ConsentsSchema = z
   .object({
@@ -42,21 +42,3 @@ export const ConsentsSchema = z
     history: z.array(ConsentRecordSchema).describe('Every record, newest first'),
   })
   .meta({ id: 'Consents' })
-
-export const toConsentRecordJson = (r: ConsentRecord): ConsentRecordJson => ({
-  id: r.id,
-  type: r.type,
-  version: r.version,
-  granted: r.granted,
-  createdAt: r.createdAt.toISOString(),
-})
-
-export function toConsentsJson(c: Consents): z.infer<typeof ConsentsSchema> {
-  const current = Object.fromEntries(
-    Object.entries(c.current).map(([type, state]) => [
-      type,
-      { granted: state.granted, version: state.version, at: state.at.toISOString() },
-    ]),
-  )
-  return { current, history: c.history.map(toConsentRecordJson) }
-}

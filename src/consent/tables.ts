@@ -1,7 +1,8 @@
 import type { ColumnType } from 'kysely'
 
-export const CONSENT_TYPES = ['terms', 'privacy', 'marketing', 'analytics', 'ai_processing'] as const
-export type ConsentType = (typeof CONSENT_TYPES)[number]
+import type { ConsentType } from './schemas.js'
+
+export type { ConsentType }
 
 export interface ConsentRecordTable {
   id: string

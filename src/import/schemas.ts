@@ -2,9 +2,9 @@
 // bad row is reported and the rest still import. Output values are normalised (emails lowercased,
 // date-times as ISO UTC) so that the same source always yields the same digest.
 import { z } from 'zod'
-import { SYSTEMS } from '../compatibility/tables.js'
-import { CONSENT_TYPES } from '../consent/tables.js'
-import { PLANS } from '../auth/tables.js'
+import { SYSTEMS } from '../compatibility/schemas.js'
+import { CONSENT_TYPES } from '../consent/schemas.js'
+import { PLANS } from '../usage/plans.js'
 
 /** `schema`, with null and absent both becoming `fallback`. */
 const orDefault = <S extends z.ZodType, D>(schema: S, fallback: D) =>

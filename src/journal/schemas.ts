@@ -1,7 +1,6 @@
 import { z } from 'zod'
-import { CursorParam, Limit, type Page } from '../shared/pagination.js'
-import { CalendarDate, PlainText } from '../shared/validation.js'
-import type { JournalEntry } from './service.js'
+import { CursorParam, Limit } from '../shared/cursor.js'
+import { CalendarDate, Id, PlainText } from '../shared/validation.js'
 
 const Mood = z.number().int().min(1).max(5)
 const MoodLabel = PlainText(1, 50)
@@ -17,8 +16,9 @@ export const CreateEntryBody = z.strictObject({
   promptId: PromptId.nullish().describe('The daily prompt the entry answers'),
 })
 
-export const UpdateEntryBody = z
+export const UpdateEntryInput = z
   .strictObject({
+    id: Id,
     content: PlainText(1, 20_000).optional(),
     mood: Mood.optional(),
     moodLabel: MoodLabel.nullable().optional(),
@@ -26,7 +26,7 @@ export const UpdateEntryBody = z
     entryDate: CalendarDate.optional(),
     promptId: PromptId.nullable().optional(),
   })
-  .refine((body) => Object.keys(body).length > 0, { message: 'Nothing to update' })
+  .refine((input) => Object.keys(input).some((key) => key !== 'id'), { message: 'Nothing to update' })
 
 export const ListEntriesQuery = z
   .strictObject({
@@ -48,8 +48,8 @@ export const EntrySchema = z
     tags: z.array(z.string()),
     entryDate: z.string(),
     promptId: z.string().nullable(),
-    createdAt: z.string(),
-    updatedAt: z.string(),
+    createdAt: z.date(),
+    updatedAt: z.date(),
   })
   .meta({ id: 'JournalEntry' })
 
@@ -70,15 +70,6 @@ export const PromptSchema = z
   .meta({ id: 'JournalPrompt' })
 
 export type CreateEntryInput = z.infer<typeof CreateEntryBody>
-export type UpdateEntryInput = z.infer<typeof UpdateEntryBody>
+export type EntryChanges = Omit<z.infer<typeof UpdateEntryInput>, 'id'>
 export type ListEntriesInput = z.infer<typeof ListEntriesQuery>
 export type TodayPromptInput = z.infer<typeof TodayPromptQuery>
-type EntryJson = z.infer<typeof EntrySchema>
-
-export const toEntryJson = (entry: JournalEntry): EntryJson => ({
-  ...entry,
-  createdAt: entry.createdAt.toISOString(),
-  updatedAt: entry.updatedAt.toISOString(),
-})
-
-export const toEntryPageJson = (page: Page<JournalEntry>) => ({ items: page.items.map(toEntryJson), nextCursor: page.nextCursor })

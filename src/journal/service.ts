@@ -12,7 +12,7 @@ import { byCreatedAt, toPage, type Page } from '../shared/pagination.js'
 import { countedAct } from '../usage/service.js'
 import { promptLocale, promptOfDay, type DailyPrompt } from './prompts.js'
 import { deleteOwnEntry, findEntry, findUserLocale, insertEntry, listEntriesOf, updateOwnEntry } from './queries.js'
-import type { CreateEntryInput, ListEntriesInput, TodayPromptInput, UpdateEntryInput } from './schemas.js'
+import type { CreateEntryInput, ListEntriesInput, TodayPromptInput, EntryChanges } from './schemas.js'
 import type { JournalEntryRow } from './tables.js'
 
 export interface JournalDeps {
@@ -86,7 +86,7 @@ export async function updateEntry(
   deps: JournalDeps,
   ctx: RequestContext,
   id: string,
-  input: UpdateEntryInput,
+  input: EntryChanges,
 ): Promise<JournalEntry> {
   const row = await updateOwnEntry(deps.db, signedIn(ctx), id, {
     ...(input.content !== undefined && { content: input.content }),

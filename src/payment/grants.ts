@@ -1,6 +1,6 @@
 // What a paid payment gives and what a refund takes back, always inside the transition's transaction.
 import type { Trx } from '../../db/index.js'
-import type { Plan } from '../auth/tables.js'
+import type { Plan } from '../usage/plans.js'
 import { grantDeepInsights, revokeDeepInsights } from '../compatibility/service.js'
 import { AppError } from '../shared/errors.js'
 import { effectivePlan } from '../usage/plans.js'

@@ -1,7 +1,7 @@
 // SQL of the payment domain. Every status change is one compare-and-set UPDATE.
 import { sql } from 'kysely'
 import type { Executor, Trx } from '../../db/index.js'
-import type { Plan } from '../auth/tables.js'
+import type { Plan } from '../usage/plans.js'
 import { newestFirst, type PageRequest } from '../shared/pagination.js'
 import type { PaymentRow, PaymentStatus, Provider } from './tables.js'
 

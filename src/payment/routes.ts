@@ -1,4 +1,4 @@
-// /api/v1/payments: checkout, verify, list (session), the gateways' webhook (public, signed) and
+// /api/v1/payments: checkout, verify and list (contract.ts), the gateways' webhook (public, signed) and
 // the sandbox gateway's confirm page (public, development only).
 import type { FastifyInstance } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
@@ -10,18 +10,9 @@ import { contextOf } from '../shared/context.js'
 import { AppError } from '../shared/errors.js'
 import { resolveRedirect } from '../shared/redirect.js'
 import { renderSandboxPage } from './sandbox.js'
-import {
-  CheckoutBody,
-  CheckoutResponse,
-  ListQuery,
-  PaymentIdParams,
-  PaymentPageSchema,
-  ProviderParams,
-  toCheckoutJson,
-  toPaymentPageJson,
-  toPaymentStatusJson,
-  VerifyResponse,
-} from './schemas.js'
+import { operationRoutes } from '../plugins/operations.js'
+import { paymentContract } from './contract.js'
+import { PaymentIdParams, ProviderParams } from './schemas.js'
 import {
   buildGateways,
   createCheckout,
@@ -44,66 +35,20 @@ export default async function paymentRoutes(fastify: FastifyInstance) {
     webOrigin: fastify.config.auth.webOrigin,
   }
 
-  await fastify.register(async function memberRoutes(scope) {
-    const app = scope.withTypeProvider<ZodTypeProvider>()
-
-    app.post(
-      '/api/v1/payments/checkout',
-      {
-        schema: {
-          operationId: 'createCheckout',
-          tags,
-          summary: 'Start a purchase: creates a pending payment and returns the gateway page to send the browser to',
-          body: CheckoutBody,
-          response: {
-            201: CheckoutResponse,
-            400: ErrorSchema,
-            401: ErrorSchema,
-            403: ErrorSchema,
-            404: ErrorSchema,
-            409: ErrorSchema,
-            502: ErrorSchema,
-            503: ErrorSchema,
-          },
-        },
+  await fastify.register(
+    operationRoutes(paymentContract, (app) => ({
+      payment: {
+        createCheckout: (input, request) =>
+          createCheckout(deps, contextOf(request), currentUser(request), {
+            ...input,
+            // Only the resolved URL is stored and handed to the gateway.
+            returnUrl: resolveRedirect(input.returnUrl, app.redirectRules, 'returnUrl'),
+          }),
+        verifyPayment: ({ paymentId }, request) => verifyPayment(deps, contextOf(request), paymentId),
+        listPayments: (input, request) => listPayments(deps, contextOf(request), input),
       },
-      async (request, reply) => {
-        // Only the resolved URL is stored and handed to the gateway.
-        const returnUrl = resolveRedirect(request.body.returnUrl, app.redirectRules, 'returnUrl')
-        const checkout = await createCheckout(deps, contextOf(request), currentUser(request), { ...request.body, returnUrl })
-        return reply.code(201).send(toCheckoutJson(checkout))
-      },
-    )
-
-    app.post(
-      '/api/v1/payments/:paymentId/verify',
-      {
-        schema: {
-          operationId: 'verifyPayment',
-          tags,
-          summary: "Ask the gateway (server-to-server) for the payment's status and apply it",
-          params: PaymentIdParams,
-          body: z.strictObject({}).optional(),
-          response: { 200: VerifyResponse, 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema, 502: ErrorSchema },
-        },
-      },
-      async (request) => toPaymentStatusJson(await verifyPayment(deps, contextOf(request), request.params.paymentId)),
-    )
-
-    app.get(
-      '/api/v1/payments',
-      {
-        schema: {
-          operationId: 'listPayments',
-          tags,
-          summary: "The signed-in user's payments, newest first",
-          querystring: ListQuery,
-          response: { 200: PaymentPageSchema, 400: ErrorSchema, 401: ErrorSchema },
-        },
-      },
-      async (request) => toPaymentPageJson(await listPayments(deps, contextOf(request), request.query)),
-    )
-  })
+    })),
+  )
 
   // The webhook's signature covers the exact bytes: this scope keeps the body as a raw Buffer.
   await fastify.register(async function webhookRoutes(scope) {

@@ -1,10 +1,12 @@
 import { z } from 'zod'
-import { iso } from '../shared/dates.js'
-import { CursorParam, Limit, type Page } from '../shared/pagination.js'
+import { CursorParam, Limit } from '../shared/cursor.js'
 import { Id } from '../shared/validation.js'
 import { PRODUCTS } from './products.js'
-import type { Checkout, PaymentStatusView, PaymentView } from './service.js'
-import { PAYMENT_STATUSES, PROVIDERS } from './tables.js'
+
+export const PAYMENT_STATUSES = ['pending', 'paid', 'failed', 'expired', 'refunded'] as const
+export type PaymentStatus = (typeof PAYMENT_STATUSES)[number]
+export const PROVIDERS = ['sandbox', 'stripe', 'midtrans'] as const
+export type Provider = (typeof PROVIDERS)[number]
 
 export const CheckoutBody = z
   .strictObject({
@@ -25,7 +27,7 @@ export const CheckoutResponse = z.object({
   paymentId: z.string(),
   provider: z.enum(PROVIDERS),
   redirectUrl: z.string(),
-  expiresAt: z.string(),
+  expiresAt: z.date(),
 })
 
 export const PaymentIdParams = z.strictObject({ paymentId: Id })
@@ -35,7 +37,7 @@ export const VerifyResponse = z.object({
   paymentId: z.string(),
   status: z.enum(PAYMENT_STATUSES),
   product: z.string(),
-  grantedAt: z.string().nullable(),
+  grantedAt: z.date().nullable(),
 })
 
 const PaymentSchema = z
@@ -47,30 +49,13 @@ const PaymentSchema = z
     status: z.enum(PAYMENT_STATUSES),
     provider: z.enum(PROVIDERS),
     resultId: z.string().nullable(),
-    grantedAt: z.string().nullable(),
-    expiresAt: z.string(),
-    createdAt: z.string(),
-    updatedAt: z.string(),
+    grantedAt: z.date().nullable(),
+    expiresAt: z.date(),
+    createdAt: z.date(),
+    updatedAt: z.date(),
   })
   .meta({ id: 'Payment' })
 
 export const PaymentPageSchema = z.object({ items: z.array(PaymentSchema), nextCursor: z.string().nullable() })
 
 export const ListQuery = z.strictObject({ limit: Limit, cursor: CursorParam.optional() })
-
-export const toCheckoutJson = (checkout: Checkout) => ({ ...checkout, expiresAt: checkout.expiresAt.toISOString() })
-
-export const toPaymentStatusJson = (status: PaymentStatusView) => ({ ...status, grantedAt: iso(status.grantedAt) })
-
-const toPaymentJson = (payment: PaymentView) => ({
-  ...payment,
-  grantedAt: iso(payment.grantedAt),
-  expiresAt: payment.expiresAt.toISOString(),
-  createdAt: payment.createdAt.toISOString(),
-  updatedAt: payment.updatedAt.toISOString(),
-})
-
-export const toPaymentPageJson = (page: Page<PaymentView>) => ({
-  items: page.items.map(toPaymentJson),
-  nextCursor: page.nextCursor,
-})

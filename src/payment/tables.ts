@@ -3,10 +3,9 @@ import type { ColumnType, Selectable } from 'kysely'
 type CreatedAt = ColumnType<Date, Date | string | undefined, never>
 type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>
 
-export const PAYMENT_STATUSES = ['pending', 'paid', 'failed', 'expired', 'refunded'] as const
-export type PaymentStatus = (typeof PAYMENT_STATUSES)[number]
-export const PROVIDERS = ['sandbox', 'stripe', 'midtrans'] as const
-export type Provider = (typeof PROVIDERS)[number]
+import type { PaymentStatus, Provider } from './schemas.js'
+
+export type { PaymentStatus, Provider }
 
 interface PaymentTable {
   id: string

@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely'
 import type { Trx } from '../../db/index.js'
+import type { SectionKey } from './schemas.js'
 
 /**
  * Every table that holds records about a user, and how to find them. A new domain that stores
@@ -19,10 +20,13 @@ const SECTIONS = [
   // The secret and the backup codes' hashes are never exported (secret-like column names); what is: whether and since when.
   { key: 'twoFactor', table: 'two_factor', owner: 'user_id', order: 'created_at' },
   { key: 'twoFactorBackupCodes', table: 'two_factor_backup_code', owner: 'user_id', order: 'code_hash' },
-] as const satisfies ReadonlyArray<{ key: string; table: string; owner: string | readonly string[]; order: string }>
+] as const satisfies ReadonlyArray<{ key: SectionKey; table: string; owner: string | readonly string[]; order: string }>
 
-export type SectionKey = (typeof SECTIONS)[number]['key']
-export const SECTION_KEYS: readonly SectionKey[] = SECTIONS.map((s) => s.key)
+// Every section of the export's schema (schemas.ts) has its table here.
+const everySection: [Exclude<SectionKey, (typeof SECTIONS)[number]['key']>] extends [never] ? true : never = true
+void everySection
+
+export type { SectionKey }
 export const EXPORTED_TABLES: readonly string[] = SECTIONS.map((s) => s.table)
 
 export type Row = Record<string, unknown>

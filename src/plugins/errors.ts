@@ -2,6 +2,7 @@
 // stack trace, SQL, a driver message or a file path; the details go to the log with the request id.
 import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
+import { ORPCError } from '@orpc/client'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { AppError, type ErrorCode } from '../shared/errors.js'
@@ -93,20 +94,26 @@ export function clientError(err: NodeJS.ErrnoException, socket: Socket): void {
   )
 }
 
+/** A REST request that failed its schema; each issue's path starts with the request part (body.name). */
+export function validationFailed(issues: Array<{ path: string; message: string }>): AppError {
+  const first = issues[0]
+  const message = first ? `Invalid ${first.path || 'request'}: ${first.message}` : 'Invalid request'
+  return new AppError(400, 'VALIDATION_ERROR', message, { data: { issues } })
+}
+
 function fromFastifyError(err: FastifyError): AppError | undefined {
   if (err.validation) {
-    const issues = err.validation.map((v) => {
-      const issuePath = (v.params as { issue?: { path?: PropertyKey[] } } | undefined)?.issue?.path
-      const path = issuePath
-        ? issuePath.map(String).join('.')
-        : String(v.instancePath ?? '')
-            .replace(/^\//, '')
-            .replaceAll('/', '.')
-      return { path: [err.validationContext, path].filter(Boolean).join('.'), message: v.message ?? 'Invalid value' }
-    })
-    const first = issues[0]
-    const message = first ? `Invalid ${first.path || 'request'}: ${first.message}` : 'Invalid request'
-    return new AppError(400, 'VALIDATION_ERROR', message, { data: { issues } })
+    return validationFailed(
+      err.validation.map((v) => {
+        const issuePath = (v.params as { issue?: { path?: PropertyKey[] } } | undefined)?.issue?.path
+        const path = issuePath
+          ? issuePath.map(String).join('.')
+          : String(v.instancePath ?? '')
+              .replace(/^\//, '')
+              .replaceAll('/', '.')
+        return { path: [err.validationContext, path].filter(Boolean).join('.'), message: v.message ?? 'Invalid value' }
+      }),
+    )
   }
   switch (err.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
@@ -131,18 +138,22 @@ function fromFastifyError(err: FastifyError): AppError | undefined {
   return undefined
 }
 
-function sendError(reply: FastifyReply, error: AppError): FastifyReply {
+/**
+ * The error body: the one shape, or on an oRPC procedure route (plugins/operations.ts) that shape
+ * inside the RPC protocol's envelope, as @orpc/server's RPCHandler answers an error: {json: error}.
+ */
+function sendError(reply: FastifyReply, error: AppError, rpc = false): FastifyReply {
   if (error.retryAfter !== undefined) reply.header('retry-after', String(error.retryAfter))
-  const body: ErrorBody = {
-    code: error.code,
-    status: error.status,
-    message: error.message,
-    ...(error.data && { data: error.data }),
-    defined: false,
-  }
+  const { code, status, message, data } = error
+  const body = rpc
+    ? { json: { defined: false, code, status, message, ...(data && { data }) } }
+    : ({ code, status, message, ...(data && { data }), defined: false } satisfies ErrorBody)
   // A serializer-free send: the route's response schema must not apply to an error body.
   return reply.code(error.status).type('application/json; charset=utf-8').serializer(JSON.stringify).send(body)
 }
+
+/** True on the route of an oRPC procedure, whose answers travel in the RPC protocol's envelope. */
+const isProcedure = (request: FastifyRequest): boolean => !request.is404 && request.routeOptions.config.procedure !== undefined
 
 export default fp(
   async function errorHandling(app: FastifyInstance) {
@@ -150,6 +161,10 @@ export default fp(
       let error: AppError
       if (err instanceof AppError) {
         error = err
+      } else if (err instanceof ORPCError && err.status < 500) {
+        // oRPC's own refusals on the RPC surface: input that fails its schema, a GET on a procedure
+        // that changes state, a body that is not its protocol's.
+        error = new AppError(err.status, err.code as ErrorCode, err.message, { data: err.data })
       } else if (isRejectedInput(err)) {
         request.log.warn({ err: { message: err.message, code: err.code } }, 'input refused by the database')
         error = new AppError(400, 'BAD_REQUEST', 'The request contains a value that cannot be stored')
@@ -166,7 +181,7 @@ export default fp(
         }
       }
       if (error.status >= 500 && error.status !== 503) request.log.error({ code: error.code }, error.message)
-      return sendError(reply, error)
+      return sendError(reply, error, isProcedure(request))
     })
 
     // An `Expect` other than 100-continue: Node would answer 417 by itself, without our headers.

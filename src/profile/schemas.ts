@@ -1,10 +1,7 @@
 import { z } from 'zod'
-import type { Profile } from '../auth/queries.js'
-import type { Clock } from '../shared/clock.js'
-import { todayUtc } from '../shared/dates.js'
 import { SingleLine } from '../shared/validation.js'
 
-const MIN_BIRTH_DATE = '1900-01-01'
+export const MIN_BIRTH_DATE = '1900-01-01'
 
 // Zone names match case-insensitively and are stored in the runtime's spelling ('asia/jakarta' ->
 // 'Asia/Jakarta'); offsets such as '+07:00' and other non-IANA forms are refused.
@@ -57,57 +54,55 @@ export const EXAMPLE_PROFILE = {
 }
 
 /**
- * The body of updateProfile. A factory because "today" (the latest birth date) comes from the
- * app's clock, which tests inject. Every field is optional; nullable ones are cleared with null.
- * No transforms: zod drops the examples of a transforming schema from the OpenAPI document, so
- * the service stores locale and time zone in their canonical spelling.
+ * The input of updateProfile. Every field is optional; nullable ones are cleared with null. "Not in
+ * the future" for birthDate is the service's rule: "today" comes from the app's clock, which tests
+ * inject, and the contract is the same for every app. No transforms: zod drops the examples of a
+ * transforming schema from the OpenAPI document, so the service stores locale and time zone in
+ * their canonical spelling.
  */
-export function updateProfileBody(clock: Clock) {
-  return z
-    .strictObject({
-      name: SingleLine(1, 100),
-      image: z
-        .string()
-        .trim()
-        .max(2048)
-        // https only, to a named host: the browser loads it on our pages (no mixed content, no intranet hosts).
-        .pipe(z.url({ protocol: /^https$/, hostname: z.regexes.domain, message: 'Must be an https URL' }))
-        .nullable(),
-      birthDate: z
-        .string()
-        .trim()
-        .pipe(z.iso.date({ message: 'Must be a real calendar date, YYYY-MM-DD' }))
-        .describe('YYYY-MM-DD, from 1900-01-01 to today (UTC)')
-        .refine((d) => d >= MIN_BIRTH_DATE, { message: `Must be ${MIN_BIRTH_DATE} or later` })
-        .refine((d) => d <= todayUtc(clock.now()), { message: 'Must not be in the future' })
-        .nullable(),
-      birthTime: z
-        .string()
-        .trim()
-        .regex(/^([01]\d|2[0-3]):[0-5]\d$/, { message: 'Must be HH:MM between 00:00 and 23:59' })
-        .nullable(),
-      birthPlace: BirthPlaceSchema.nullable(),
-      gender: z.enum(['male', 'female', 'other']).nullable(),
-      locale: z
-        .string()
-        .trim()
-        .max(35)
-        .refine((v) => canonicalLocale(v) !== undefined, { message: "Must be a BCP-47 language tag such as 'id' or 'en-US'" })
-        .nullable(),
-      timezone: z
-        .string()
-        .trim()
-        .max(64)
-        .refine((v) => ianaZone(v) !== undefined, { message: "Must be an IANA time zone such as 'Asia/Jakarta'" })
-        .nullable(),
-    })
-    .partial()
-    .meta({
-      examples: [EXAMPLE_PROFILE, { birthTime: null, birthPlace: null }],
-    })
-}
+export const UpdateProfileInput = z
+  .strictObject({
+    name: SingleLine(1, 100),
+    image: z
+      .string()
+      .trim()
+      .max(2048)
+      // https only, to a named host: the browser loads it on our pages (no mixed content, no intranet hosts).
+      .pipe(z.url({ protocol: /^https$/, hostname: z.regexes.domain, message: 'Must be an https URL' }))
+      .nullable(),
+    birthDate: z
+      .string()
+      .trim()
+      .pipe(z.iso.date({ message: 'Must be a real calendar date, YYYY-MM-DD' }))
+      .describe('YYYY-MM-DD, from 1900-01-01 to today (UTC)')
+      .refine((d) => d >= MIN_BIRTH_DATE, { message: `Must be ${MIN_BIRTH_DATE} or later` })
+      .nullable(),
+    birthTime: z
+      .string()
+      .trim()
+      .regex(/^([01]\d|2[0-3]):[0-5]\d$/, { message: 'Must be HH:MM between 00:00 and 23:59' })
+      .nullable(),
+    birthPlace: BirthPlaceSchema.nullable(),
+    gender: z.enum(['male', 'female', 'other']).nullable(),
+    locale: z
+      .string()
+      .trim()
+      .max(35)
+      .refine((v) => canonicalLocale(v) !== undefined, { message: "Must be a BCP-47 language tag such as 'id' or 'en-US'" })
+      .nullable(),
+    timezone: z
+      .string()
+      .trim()
+      .max(64)
+      .refine((v) => ianaZone(v) !== undefined, { message: "Must be an IANA time zone such as 'Asia/Jakarta'" })
+      .nullable(),
+  })
+  .partial()
+  .meta({
+    examples: [EXAMPLE_PROFILE, { birthTime: null, birthPlace: null }],
+  })
 
-export type UpdateProfileInput = z.infer<ReturnType<typeof updateProfileBody>>
+export type UpdateProfileInput = z.infer<typeof UpdateProfileInput>
 
 export const ProfileSchema = z
   .object({
@@ -121,8 +116,8 @@ export const ProfileSchema = z
     gender: z.enum(['male', 'female', 'other']).nullable(),
     locale: z.string().nullable().describe('BCP-47 language tag'),
     timezone: z.string().nullable().describe('IANA time zone'),
-    createdAt: z.string(),
-    updatedAt: z.string(),
+    createdAt: z.date(),
+    updatedAt: z.date(),
   })
   .meta({
     id: 'Profile',
@@ -137,22 +132,3 @@ export const ProfileSchema = z
       },
     ],
   })
-
-export type ProfileJson = z.infer<typeof ProfileSchema>
-
-export function toProfileJson(p: Profile): ProfileJson {
-  return {
-    id: p.id,
-    email: p.email,
-    name: p.name,
-    image: p.image,
-    birthDate: p.birthDate,
-    birthTime: p.birthTime,
-    birthPlace: p.birthPlace,
-    gender: p.gender,
-    locale: p.locale,
-    timezone: p.timezone,
-    createdAt: p.createdAt.toISOString(),
-    updatedAt: p.updatedAt.toISOString(),
-  }
-}

@@ -7,6 +7,8 @@ import { recordUserEvent } from '../shared/audit.js'
 import type { Clock } from '../shared/clock.js'
 import type { RequestContext } from '../shared/context.js'
 import { unauthorized } from '../shared/errors.js'
+import { todayUtc } from '../shared/dates.js'
+import { invalidInput } from '../shared/validation.js'
 import { updateProfileRow, type ProfileChanges } from './queries.js'
 import { canonicalLocale, ianaZone, type UpdateProfileInput } from './schemas.js'
 
@@ -22,6 +24,8 @@ export async function updateProfile(
   user: SignedInUser,
   input: UpdateProfileInput,
 ): Promise<Profile> {
+  if (input.birthDate && input.birthDate > todayUtc(deps.clock.now()))
+    throw invalidInput(['birthDate'], 'Must not be in the future')
   const changes: ProfileChanges = {
     name: input.name,
     image: input.image,

@@ -44,6 +44,8 @@ export type ErrorCode =
   | 'TWO_FACTOR_ALREADY_ENABLED'
   | 'TWO_FACTOR_REQUIRED'
   | 'ACCOUNT_TEMPORARILY_LOCKED'
+  // oRPC's own, on the RPC surface: a GET on a procedure that changes state
+  | 'METHOD_NOT_SUPPORTED'
 
 export class AppError extends Error {
   readonly code: ErrorCode
@@ -64,6 +66,28 @@ export class AppError extends Error {
     this.code = code
     this.data = options.data
     this.retryAfter = options.retryAfter
+  }
+}
+
+/** One problem with an operation's input, at `path` inside the input, as zod reports its issues. */
+export interface InputIssue {
+  path: readonly PropertyKey[]
+  message: string
+}
+
+/**
+ * A 400 for input that passed its schema but breaks a rule the schema cannot hold (one that reads the
+ * clock or the database). Each protocol words it as it words a failed schema: REST as
+ * VALIDATION_ERROR with the request part in the path, RPC as oRPC's BAD_REQUEST (plugins/operations.ts).
+ */
+export class InputError extends AppError {
+  constructor(readonly issues: readonly InputIssue[]) {
+    const listed = issues.map((i) => ({ path: i.path.map(String).join('.'), message: i.message }))
+    const first = listed[0]
+    super(400, 'VALIDATION_ERROR', first ? `Invalid ${first.path || 'input'}: ${first.message}` : 'Invalid input', {
+      data: { issues: listed },
+    })
+    this.name = 'InputError'
   }
 }
 

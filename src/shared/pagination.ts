@@ -4,13 +4,9 @@
 // with timestamptz(3) give milliseconds (a JS Date keeps them all), tables with microsecond
 // timestamps are read through exactTime(), since a Date would lose rows sharing a millisecond.
 import { sql, type RawBuilder, type SelectQueryBuilder } from 'kysely'
-import { z } from 'zod'
+import { type Cursor, encodeCursor } from './cursor.js'
 
-export interface Cursor {
-  /** ISO-8601 UTC with 3 or 6 fraction digits, exactly as the row holds it. */
-  at: string
-  id: string
-}
+export { type Cursor, CursorParam, Limit } from './cursor.js'
 
 /** What a listing asks for: `limit` rows after `cursor` (the previous page's nextCursor). */
 export interface PageRequest {
@@ -29,58 +25,6 @@ export const exactTime = (column: string): RawBuilder<string> =>
 
 /** The cursor's timestamp as a query value, compared in the database at full precision. */
 const cursorTime = (cursor: Cursor): RawBuilder<Date> => sql<Date>`${cursor.at}::timestamptz`
-
-const BASE64URL = /^[A-Za-z0-9_-]+$/
-const EXACT_ISO = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3})(\d{3})?Z$/
-const CursorBody = z.strictObject({
-  c: z.string().regex(EXACT_ISO),
-  i: z
-    .string()
-    .min(1)
-    .max(200)
-    .regex(/^[\x21-\x7e]+$/),
-})
-
-function encodeCursor(at: Date | string, id: string): string {
-  const c = typeof at === 'string' ? at : at.toISOString()
-  return Buffer.from(JSON.stringify({ c, i: id })).toString('base64url')
-}
-
-/** Only the exact encoding we produce is accepted: anything else is a forged or garbled cursor. */
-function decodeCursor(raw: string): Cursor | null {
-  if (!BASE64URL.test(raw)) return null
-  const buffer = Buffer.from(raw, 'base64url')
-  if (buffer.toString('base64url') !== raw) return null
-  let parsed: unknown
-  try {
-    parsed = JSON.parse(buffer.toString('utf8'))
-  } catch {
-    return null
-  }
-  const body = CursorBody.safeParse(parsed)
-  if (!body.success) return null
-  // A calendar-invalid instant (Feb 30) would not survive the round trip through Date.
-  const millis = EXACT_ISO.exec(body.data.c)![1]!
-  const date = new Date(`${millis}Z`)
-  if (Number.isNaN(date.getTime()) || date.toISOString() !== `${millis}Z`) return null
-  return { at: body.data.c, id: body.data.i }
-}
-
-/** The `cursor` query parameter: a bad one is a 400 VALIDATION_ERROR like any other bad input. */
-export const CursorParam = z
-  .string()
-  .max(512)
-  .transform((raw, ctx) => {
-    const cursor = decodeCursor(raw)
-    if (!cursor) {
-      ctx.addIssue({ code: 'custom', message: 'Invalid cursor' })
-      return z.NEVER
-    }
-    return cursor
-  })
-  .describe("Opaque cursor from the previous page's nextCursor")
-
-export const Limit = z.coerce.number().int().min(1).max(100).default(20)
 
 /** The (created_at, id) key of rows whose created_at is timestamptz(3). */
 export const byCreatedAt = (row: { created_at: Date; id: string }): { at: Date; id: string } => ({

@@ -1,5 +1,9 @@
-// Plans, metrics and their limits: the one table the rest of the service reads.
-import type { Plan } from '../auth/tables.js'
+// Plans, metrics and their limits: the one table the rest of the service reads. Imports nothing:
+// the contract (src/contract/) reads the lists too.
+
+/** The one list of plans: schemas (z.enum(PLANS)), limits and analytics all read it from here. */
+export const PLANS = ['free', 'premium', 'premium_plus'] as const
+export type Plan = (typeof PLANS)[number]
 
 export const METRICS = ['aiMessages', 'compatibilityChecks', 'journalEntries'] as const
 export type Metric = (typeof METRICS)[number]

@@ -1,25 +1,26 @@
 import { z } from 'zod'
-import { PLANS } from '../auth/tables.js'
-import { METRICS } from './plans.js'
-import { MAX_AMOUNT, type PlanAndUsage, type UsageResult } from './service.js'
+import { METRICS, PLANS } from './plans.js'
+
+/** The most one increment may count. */
+export const MAX_AMOUNT = 1000
 
 const MetricSchema = z.enum(METRICS).meta({ id: 'UsageMetric' })
 
-export const IncrementParams = z.strictObject({ metric: MetricSchema })
+/** The metric is the REST path's; without an amount (or without a body) the increment counts 1. */
+export const IncrementInput = z
+  .strictObject({
+    metric: MetricSchema,
+    amount: z.number().int().min(1).max(MAX_AMOUNT).optional().describe('Default 1'),
+  })
+  .meta({ examples: [{ metric: 'aiMessages' }, { metric: 'aiMessages', amount: 1 }] })
 
-export const IncrementBody = z
-  .strictObject({ amount: z.number().int().min(1).max(MAX_AMOUNT).optional().describe('Default 1') })
-  // A POST without a body counts 1, like `{}`.
-  .nullish()
-  .meta({ examples: [{}, { amount: 1 }] })
-
-const resetsAt = z.string().describe('ISO-8601 UTC: the start of the next UTC day or month, when the count starts over')
+const resetsAt = z.date().describe('ISO-8601 UTC: the start of the next UTC day or month, when the count starts over')
 
 export const PlanAndUsageSchema = z
   .object({
     plan: z.enum(PLANS).describe('The plan in force: a paid plan whose planExpiresAt has passed counts as free'),
     planExpiresAt: z
-      .string()
+      .date()
       .nullable()
       .describe('When the paid plan ends (in the past once it lapsed); null when it does not lapse'),
     usage: z.array(
@@ -89,15 +90,3 @@ export const PlanLimitErrorSchema = z
       },
     ],
   })
-
-export function toPlanAndUsageJson(p: PlanAndUsage): z.infer<typeof PlanAndUsageSchema> {
-  return {
-    plan: p.plan,
-    planExpiresAt: p.planExpiresAt ? p.planExpiresAt.toISOString() : null,
-    usage: p.usage.map((u) => ({ ...u, resetsAt: u.resetsAt.toISOString() })),
-  }
-}
-
-export function toUsageResultJson(r: UsageResult): z.infer<typeof UsageResultSchema> {
-  return { ...r, resetsAt: r.resetsAt.toISOString() }
-}

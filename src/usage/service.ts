@@ -1,11 +1,12 @@
 // Plan-limit enforcement: the one function every domain calls to count usage.
 import type { DB, Executor, Trx } from '../../db/index.js'
-import type { Plan } from '../auth/tables.js'
+import type { Plan } from './plans.js'
 import type { Clock } from '../shared/clock.js'
 import type { RequestContext } from '../shared/context.js'
 import { AppError } from '../shared/errors.js'
 import { currentPeriod, effectivePlan, METRIC_PERIOD, METRICS, PLAN_LIMITS, type Metric, type Period } from './plans.js'
 import type { CountWriter } from './count-writer.js'
+import { MAX_AMOUNT } from './schemas.js'
 import { addToCounter, type CounterAttempt, type CounterKey, readCounter, readCounters } from './queries.js'
 
 export interface UsageDeps {
@@ -44,8 +45,6 @@ export interface PlanAndUsage {
   planExpiresAt: Date | null
   usage: MetricUsage[]
 }
-
-export const MAX_AMOUNT = 1000
 
 /**
  * Counts `amount` of `metric` for the user, or throws 402 PLAN_LIMIT_REACHED and counts nothing.

@@ -1,40 +1,24 @@
-// The web client's RPC library against the real app over a real socket: an oRPC 1.14 contract of a
-// few of our routes, called through @orpc/openapi-client's OpenAPILink with the session cookie and a
-// trusted Origin, as the web front end does. Our error bodies carry `defined: false`, so oRPC reads
+// oRPC 1.14's OpenAPILink over the REST view, with the contract the service ships, against the real
+// app over a real socket, with the session cookie and a trusted Origin, as a REST-minded client would
+// (the web front end itself speaks the RPC protocol: test/contract/rpc-link.test.ts). Our error bodies carry `defined: false`, so oRPC reads
 // them as its own error JSON: an ORPCError with exactly our code, status, message and data, instead
 // of a code guessed from the status.
 import { createORPCClient, ORPCError } from '@orpc/client'
-import { type ContractRouterClient, oc } from '@orpc/contract'
+import type { ContractRouterClient } from '@orpc/contract'
 import { OpenAPILink } from '@orpc/openapi-client/fetch'
 import t, { type Test } from 'tap'
-import { z } from 'zod'
-import { ProfileSchema } from '../../src/profile/schemas.js'
-import { PlanAndUsageSchema } from '../../src/usage/schemas.js'
+import { contract } from '../../src/contract/index.js'
 import { buildTestApp, signUp, WEB_ORIGIN } from '../helpers/app.js'
-
-const contract = {
-  getProfile: oc.route({ method: 'GET', path: '/api/v1/getProfile' }).output(ProfileSchema),
-  updateProfile: oc
-    .route({ method: 'POST', path: '/api/v1/updateProfile' })
-    .input(
-      z.object({
-        name: z.string().optional(),
-        birthDate: z.string().optional(),
-        timezone: z.string().optional(),
-        unknownKey: z.string().optional(),
-      }),
-    )
-    .output(ProfileSchema),
-  getPlanAndUsage: oc.route({ method: 'GET', path: '/api/v1/getPlanAndUsage' }).output(PlanAndUsageSchema),
-  listUsers: oc.route({ method: 'GET', path: '/api/v1/admin/users' }).output(z.unknown()),
-}
 
 const app = await buildTestApp()
 await app.listen({ port: 0, host: '127.0.0.1' })
 const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`
 
+// The contract the service ships (src/contract/), whose routes are the REST view's.
 const clientFor = (cookie?: string): ContractRouterClient<typeof contract> =>
-  createORPCClient(new OpenAPILink(contract, { url: base, headers: { origin: WEB_ORIGIN, ...(cookie ? { cookie } : {}) } }))
+  createORPCClient(
+    new OpenAPILink(contract, { url: `${base}/api/v1`, headers: { origin: WEB_ORIGIN, ...(cookie ? { cookie } : {}) } }),
+  )
 
 /** The same request straight over HTTP: what our API answered, byte for byte. */
 async function raw(method: string, path: string, cookie?: string, body?: unknown) {
@@ -78,15 +62,29 @@ t.test('happy answers: getProfile, updateProfile, getPlanAndUsage', async (t) =>
   t.match(plan.usage, [{ metric: String, used: 0 }])
 })
 
+t.test('every REST route of the contract is a route of the app, at its method and path', async (t) => {
+  const { traverseContractProcedures } = await import('@orpc/server')
+  const walked: string[] = []
+  traverseContractProcedures({ router: contract, path: [] }, ({ contract: procedure, path }) => {
+    const { method, path: rest } = procedure['~orpc'].route
+    const url = `/api/v1${rest!.replace(/\{(\w+)\}/g, ':$1')}`
+    t.ok(app.hasRoute({ method: method!, url }), `${path.join('.')}: ${method} ${url}`)
+    walked.push(path.join('.'))
+  })
+  const served = new Set(app.registeredRoutes.flatMap((r) => (r.config?.procedure ? [r.config.procedure] : [])))
+  t.same(walked.sort(), [...served].sort(), 'the contract names exactly the procedures the app serves')
+})
+
 t.test('a validation error is an ORPCError with our exact code, status, message and data', async (t) => {
   for (const [label, input] of [
     ['a date before 1900', { birthDate: '1800-01-01' }],
     ['an unknown zone', { timezone: 'Mars/Olympus' }],
     ['an unknown key', { unknownKey: 'x' }],
   ] as const) {
-    const expected = await raw('POST', '/api/v1/updateProfile', member.cookie, input)
+    const expected = await raw('PATCH', '/api/v1/profile', member.cookie, input)
     t.equal(expected.status, 400, label)
-    const err = await orpcErrorOf(t, client.updateProfile(input))
+    // Sent as it is: the contract's types would not let a caller write the unknown key.
+    const err = await orpcErrorOf(t, client.updateProfile(input as never))
     t.equal(err.code, 'VALIDATION_ERROR', label)
     t.equal(err.status, 400, label)
     t.equal(err.message, expected.json.message, label)
@@ -98,7 +96,7 @@ t.test('a validation error is an ORPCError with our exact code, status, message 
 })
 
 t.test('FORBIDDEN and UNAUTHORIZED come back as ORPCError too', async (t) => {
-  const forbidden = await orpcErrorOf(t, client.listUsers())
+  const forbidden = await orpcErrorOf(t, client.admin.listUsers({}))
   const expected = await raw('GET', '/api/v1/admin/users', member.cookie)
   t.same(
     {
@@ -114,7 +112,7 @@ t.test('FORBIDDEN and UNAUTHORIZED come back as ORPCError too', async (t) => {
   const anonymous = await orpcErrorOf(t, clientFor().getProfile())
   t.same(
     [anonymous.code, anonymous.status, anonymous.message, anonymous.defined],
-    ['UNAUTHORIZED', 401, (await raw('GET', '/api/v1/getProfile')).json.message, false],
+    ['UNAUTHORIZED', 401, (await raw('GET', '/api/v1/profile')).json.message, false],
   )
 })
 
@@ -124,7 +122,7 @@ t.test('every error body carries defined: false, whatever produced it', async (t
     ['no session', raw('GET', '/api/v1/whoami'), 401],
     ['validation', raw('POST', '/api/auth/sign-in/email', undefined, { email: 'not-an-email', password: 'x' }), 400],
     ['malformed URL', raw('GET', '/api/v1/admin/users/%E0%A4%A'), 400],
-    ['payload too large', raw('POST', '/api/v1/updateProfile', member.cookie, { name: 'x'.repeat(70 * 1024) }), 413],
+    ['payload too large', raw('PATCH', '/api/v1/profile', member.cookie, { name: 'x'.repeat(70 * 1024) }), 413],
   ]
   for (const [label, pending, status] of cases) {
     const res = await pending

@@ -35,7 +35,7 @@ if (!usingPostgres()) {
       t.equal((await call(app, 'GET', '/api/auth/get-session', { cookie: user.cookie })).json().user.id, user.id)
     t.same(await prepared(), ['session_lookup'])
 
-    t.equal((await call(app, 'GET', '/api/v1/getProfile', { cookie: user.cookie })).statusCode, 200)
+    t.equal((await call(app, 'GET', '/api/v1/profile', { cookie: user.cookie })).statusCode, 200)
     const res = await call(app, 'POST', '/api/v1/usage/aiMessages/increment', { cookie: user.cookie, body: {} })
     t.equal(res.statusCode, 200)
     t.equal(res.json().used, 1)

@@ -6,7 +6,7 @@
 import type { FastifyInstance, InjectOptions } from 'fastify'
 import t, { type Test } from 'tap'
 import { call, signUp, signUpWithRole, WEB_ORIGIN, buildTestApp } from '../helpers/app.js'
-import { otherSpellings, routeTable, type TableRoute } from '../helpers/routes.js'
+import { errorCodeOf, otherSpellings, routeTable, type TableRoute } from '../helpers/routes.js'
 
 const EVIL = 'https://evil.example'
 
@@ -17,6 +17,9 @@ const app = await buildTestApp({
     IDP_CLIENT_ID: 'client',
     IDP_CLIENT_SECRET: 'secret',
     IDP_ISSUER: 'http://127.0.0.1:9/issuer',
+    // The walk sends every password-checking route (REST and procedure, every method) the member's
+    // cookie several times; the per-account budget is tested in password-recheck.test.ts.
+    RATE_LIMIT_PASSWORD_CHECKS_PER_MINUTE: '1000000',
   },
 })
 const member = await signUp(app)
@@ -69,11 +72,11 @@ const request = (r: TableRoute, url: string, headers: Record<string, string>): I
   headers,
   ...(r.stateChanging ? { payload: {} } : {}),
 })
-const answer = async (app: FastifyInstance, options: InjectOptions) => {
+const answer = async (app: FastifyInstance, options: InjectOptions, route: TableRoute) => {
   const res = await app.inject(options)
   let code: unknown
   try {
-    code = res.json().code
+    code = errorCodeOf(res.json(), route)
   } catch {
     code = undefined
   }
@@ -93,7 +96,7 @@ t.test('only the declared public routes can be called without a session', async 
   const declared = [...new Set(routes.filter((r) => r.isPublic && r.method !== 'HEAD').map(key))].sort()
   t.same(declared, [...PUBLIC_ROUTES].sort(), 'the public routes are exactly the listed ones')
   for (const r of routes) {
-    const res = await answer(app, request(r, r.url, { origin: WEB_ORIGIN }))
+    const res = await answer(app, request(r, r.url, { origin: WEB_ORIGIN }), r)
     if (r.isPublic) t.not(res.code, 'UNAUTHORIZED', `${key(r)} is public`)
     else refused(t, r, res, 401, 'UNAUTHORIZED', `${key(r)} needs a session`)
   }
@@ -106,9 +109,9 @@ t.test('routes declared for roles refuse a member with 403 and let an admin thro
     t.ok(roleRoutes.includes(r), `${key(r)} declares its roles`)
   }
   for (const r of roleRoutes) {
-    const res = await answer(app, request(r, r.url, { origin: WEB_ORIGIN, cookie: member.cookie }))
+    const res = await answer(app, request(r, r.url, { origin: WEB_ORIGIN, cookie: member.cookie }), r)
     refused(t, r, res, 403, 'FORBIDDEN', `member: ${key(r)}`)
-    const asAdmin = await answer(app, request(r, r.url, { origin: WEB_ORIGIN, cookie: admin.cookie }))
+    const asAdmin = await answer(app, request(r, r.url, { origin: WEB_ORIGIN, cookie: admin.cookie }), r)
     t.not(asAdmin.status, 403, `admin: ${key(r)}`)
   }
 })
@@ -117,9 +120,9 @@ t.test('state-changing requests with a foreign Origin, or a cookie and no Origin
   const exempt = routes.filter((r) => r.policy.checkOrigin === false).map(key)
   t.same(exempt, ORIGIN_EXEMPT, 'only the signed webhook is exempt')
   for (const r of routes.filter((r) => r.stateChanging)) {
-    const foreign = await answer(app, request(r, r.url, { origin: EVIL, cookie: member.cookie }))
-    const bare = await answer(app, request(r, r.url, { cookie: member.cookie }))
-    const refererOnly = await answer(app, request(r, r.url, { cookie: member.cookie, referer: `${EVIL}/page` }))
+    const foreign = await answer(app, request(r, r.url, { origin: EVIL, cookie: member.cookie }), r)
+    const bare = await answer(app, request(r, r.url, { cookie: member.cookie }), r)
+    const refererOnly = await answer(app, request(r, r.url, { cookie: member.cookie, referer: `${EVIL}/page` }), r)
     if (exempt.includes(key(r))) {
       t.not(foreign.status, 403, `${key(r)} is exempt`)
       continue
@@ -132,7 +135,7 @@ t.test('state-changing requests with a foreign Origin, or a cookie and no Origin
 
 t.test('every /api/auth route refuses a foreign Origin, whatever the method', async (t) => {
   for (const r of routes.filter((r) => r.pattern.startsWith('/api/auth/'))) {
-    const res = await answer(app, request(r, r.url, { origin: EVIL }))
+    const res = await answer(app, request(r, r.url, { origin: EVIL }), r)
     refused(t, r, res, 403, 'INVALID_ORIGIN', key(r))
   }
 })
@@ -148,10 +151,10 @@ t.test('percent-encoded spellings of every path get the same answers', async (t)
     for (const [name, headers] of variants) {
       // Only answers decided by the policy are compared: a handler may answer differently on a
       // second call (a used token, a rate limit), the policy may not.
-      const plain = await answer(app, request(r, r.url, headers))
+      const plain = await answer(app, request(r, r.url, headers), r)
       if (![401, 403].includes(plain.status)) continue
       for (const spelling of otherSpellings(r.url)) {
-        const res = await answer(app, request(r, spelling, headers))
+        const res = await answer(app, request(r, spelling, headers), r)
         t.same([res.status, res.code], [plain.status, plain.code], `${name}: ${r.method} ${spelling}`)
       }
     }
@@ -166,7 +169,7 @@ t.test('every response carries nosniff, and no-store unless the route is declare
       { origin: EVIL },
     ]
     for (const headers of variants) {
-      const res = await answer(app, request(r, r.url, headers))
+      const res = await answer(app, request(r, r.url, headers), r)
       t.equal(res.headers['x-content-type-options'], 'nosniff', `${key(r)} ${res.status}`)
       if (r.policy.cacheable) t.not(res.headers['cache-control'], 'no-store', `${key(r)} may be cached`)
       else t.equal(res.headers['cache-control'], 'no-store', `${key(r)} ${res.status}`)

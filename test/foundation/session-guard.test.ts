@@ -7,8 +7,8 @@ import { buildTestApp, call } from '../helpers/app.js'
 
 const app = await buildTestApp()
 
-const routes: Array<[method: 'POST' | 'DELETE', url: string]> = [
-  ['POST', '/api/v1/updateProfile'],
+const routes: Array<[method: 'PATCH' | 'POST' | 'DELETE', url: string]> = [
+  ['PATCH', '/api/v1/profile'],
   ['POST', '/api/v1/usage/aiMessages/increment'],
   ['DELETE', '/api/v1/me'],
 ]

@@ -13,6 +13,14 @@ export interface TableRoute {
   policy: RoutePolicy
   isPublic: boolean
   stateChanging: boolean
+  /** On an oRPC procedure's route, its path ("journal.createEntry"): its errors come in the RPC envelope. */
+  procedure?: string
+}
+
+/** The error code of an answer: from the one error shape, or from inside the RPC envelope on a procedure's route. */
+export function errorCodeOf(body: unknown, route: { procedure?: string }): unknown {
+  const shape = route.procedure ? (body as { json?: unknown } | null)?.json : body
+  return (shape as { code?: unknown } | null | undefined)?.code
 }
 
 const STATE_CHANGING = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
@@ -35,9 +43,11 @@ export function routerEntries(app: FastifyInstance): Array<[string, string]> {
 
 export function routeTable(app: FastifyInstance): TableRoute[] {
   const declared = new Map<string, RoutePolicy>()
+  const procedures = new Map<string, string>()
   for (const route of app.registeredRoutes) {
     for (const method of Array.isArray(route.method) ? route.method : [route.method]) {
       declared.set(`${method} ${route.url}`, route.config?.policy ?? {})
+      if (route.config?.procedure) procedures.set(`${method} ${route.url}`, route.config.procedure)
     }
   }
   return routerEntries(app).map(([method, printed]) => {
@@ -65,6 +75,7 @@ export function routeTable(app: FastifyInstance): TableRoute[] {
       policy,
       isPublic: policy.access === 'public',
       stateChanging: STATE_CHANGING.has(method),
+      procedure: procedures.get(`${method} ${pattern}`),
     }
   })
 }

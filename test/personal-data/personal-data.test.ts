@@ -278,7 +278,7 @@ t.test('an owner cannot delete their account through the API', async (t) => {
 t.test('the export carries the profile fields: birth data, gender, locale and timezone', async (t) => {
   const carol = await signUp(app, { name: 'Carol Profile' })
   const { name: _name, ...profile } = EXAMPLE_PROFILE
-  const updated = await call(app, 'POST', '/api/v1/updateProfile', { cookie: carol.cookie, body: profile })
+  const updated = await call(app, 'PATCH', '/api/v1/profile', { cookie: carol.cookie, body: profile })
   t.equal(updated.statusCode, 200, updated.body)
   const res = await call(app, 'GET', '/api/v1/me/export', { cookie: carol.cookie })
   t.equal(res.statusCode, 200)

@@ -10,8 +10,8 @@ t.afterEach(() => {
   fakeNow = undefined
 })
 
-const getProfile = (user: TestUser) => call(app, 'GET', '/api/v1/getProfile', { cookie: user.cookie })
-const update = (user: TestUser, body: unknown) => call(app, 'POST', '/api/v1/updateProfile', { cookie: user.cookie, body })
+const getProfile = (user: TestUser) => call(app, 'GET', '/api/v1/profile', { cookie: user.cookie })
+const update = (user: TestUser, body: unknown) => call(app, 'PATCH', '/api/v1/profile', { cookie: user.cookie, body })
 
 /** The user's row as the database holds it, including the columns the API never changes. */
 const rowOf = (id: string) => app.db.selectFrom('user').selectAll().where('id', '=', id).executeTakeFirstOrThrow()
@@ -30,13 +30,13 @@ const CLEARED = {
 }
 
 t.test('both routes need a session', async (t) => {
-  const get = await app.inject({ method: 'GET', url: '/api/v1/getProfile' })
+  const get = await app.inject({ method: 'GET', url: '/api/v1/profile' })
   t.equal(get.statusCode, 401)
   t.match(get.json(), { code: 'UNAUTHORIZED', status: 401 })
-  const post = await call(app, 'POST', '/api/v1/updateProfile', { body: { name: 'Nobody' } })
+  const post = await call(app, 'PATCH', '/api/v1/profile', { body: { name: 'Nobody' } })
   t.equal(post.statusCode, 401)
   t.match(post.json(), { code: 'UNAUTHORIZED' })
-  const forged = await call(app, 'GET', '/api/v1/getProfile', { cookie: 'better-auth.session_token=forged.value' })
+  const forged = await call(app, 'GET', '/api/v1/profile', { cookie: 'better-auth.session_token=forged.value' })
   t.equal(forged.statusCode, 401)
 })
 
@@ -262,8 +262,8 @@ t.test('email, role, plan and unknown keys are refused, and nothing is changed',
   }
   for (const payload of ['[]', '"a string"', '42', 'null']) {
     const res = await app.inject({
-      method: 'POST',
-      url: '/api/v1/updateProfile',
+      method: 'PATCH',
+      url: '/api/v1/profile',
       headers: { cookie: user.cookie, origin: WEB_ORIGIN, 'content-type': 'application/json' },
       payload,
     })
@@ -281,16 +281,18 @@ t.test("a member cannot read or change another member's profile", async (t) => {
   t.equal((await update(bob, { ...FULL, name: 'Bob' })).statusCode, 200)
   const bobBefore = await rowOf(bob.id)
 
-  // The routes take no id: whatever Alice sends, she reads and writes her own row.
-  const read = await call(app, 'GET', `/api/v1/getProfile?id=${bob.id}&userId=${bob.id}`, { cookie: alice.cookie })
-  t.equal(read.statusCode, 200)
-  t.equal(read.json().id, alice.id)
-  t.equal(read.json().name, 'Alice')
-  t.not(read.json().email, bob.email)
+  // The routes take no id: an id in the query is an unknown key, and Alice only ever reads her own row.
+  const read = await call(app, 'GET', `/api/v1/profile?id=${bob.id}&userId=${bob.id}`, { cookie: alice.cookie })
+  t.equal(read.statusCode, 400)
+  t.equal(read.json().code, 'VALIDATION_ERROR')
+  t.notMatch(read.body, bob.email)
+  const own = await call(app, 'GET', '/api/v1/profile', { cookie: alice.cookie })
+  t.equal(own.json().id, alice.id)
+  t.equal(own.json().name, 'Alice')
 
   const smuggled = await update(alice, { id: bob.id, name: 'Mallory' })
   t.equal(smuggled.statusCode, 400)
-  const viaQuery = await call(app, 'POST', `/api/v1/updateProfile?userId=${bob.id}`, {
+  const viaQuery = await call(app, 'PATCH', `/api/v1/profile?userId=${bob.id}`, {
     cookie: alice.cookie,
     body: { name: 'Mallory', birthDate: '2000-01-01' },
   })
@@ -314,8 +316,8 @@ t.test('an update is audited with the field names only, never the personal value
 t.test('a cross-site update is refused by the origin check', async (t) => {
   const user = await signUp(app)
   const res = await app.inject({
-    method: 'POST',
-    url: '/api/v1/updateProfile',
+    method: 'PATCH',
+    url: '/api/v1/profile',
     headers: { cookie: user.cookie, origin: 'https://evil.example' },
     payload: { name: 'Evil' },
   })
@@ -325,11 +327,11 @@ t.test('a cross-site update is refused by the origin check', async (t) => {
 
 t.test('the OpenAPI document describes both routes with schemas and examples', async (t) => {
   const doc = (await app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json()
-  const get = doc.paths['/api/v1/getProfile'].get
+  const get = doc.paths['/api/v1/profile'].get
   t.equal(get.operationId, 'getProfile')
   t.equal(get.responses['200'].content['application/json'].schema.$ref, '#/components/schemas/Profile')
   t.ok(doc.components.schemas.Profile.examples?.length, 'the Profile schema has an example')
-  const post = doc.paths['/api/v1/updateProfile'].post
+  const post = doc.paths['/api/v1/profile'].patch
   t.equal(post.operationId, 'updateProfile')
   const body = post.requestBody.content['application/json']
   t.equal(body.schema.additionalProperties, false)

@@ -98,7 +98,7 @@ t.test('one instance', async (t) => {
   t.test("this instance's own writes apply at its very next request", async (t) => {
     const user = await signUp(app)
     await cached(t, app, user)
-    const updated = await call(app, 'POST', '/api/v1/updateProfile', { cookie: user.cookie, body: { name: 'Renamed' } })
+    const updated = await call(app, 'PATCH', '/api/v1/profile', { cookie: user.cookie, body: { name: 'Renamed' } })
     t.equal(updated.statusCode, 200)
     t.equal((await whoami(app, user)).json().name, 'Renamed')
 

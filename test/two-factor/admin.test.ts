@@ -54,7 +54,7 @@ t.test('an owner is refused the same way; a member is still FORBIDDEN, a member 
   t.same(await owner.get(), { status: 403, code: 'TWO_FACTOR_REQUIRED' })
   const member = await signedUp('member')
   t.same(await member.get(), { status: 403, code: 'FORBIDDEN' })
-  t.equal((await owner.b.get('/api/v1/getProfile')).status, 200, 'only role routes ask for the second factor')
+  t.equal((await owner.b.get('/api/v1/profile')).status, 200, 'only role routes ask for the second factor')
 })
 
 t.test('without REQUIRE_ADMIN_TWO_FACTOR an admin needs no second factor', async (t) => {

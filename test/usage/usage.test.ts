@@ -17,7 +17,7 @@ type Metric = 'aiMessages' | 'compatibilityChecks' | 'journalEntries'
 
 const increment = (user: TestUser, metric: string, body?: unknown) =>
   call(app, 'POST', `/api/v1/usage/${metric}/increment`, { cookie: user.cookie, body })
-const planAndUsage = (user: TestUser) => call(app, 'GET', '/api/v1/getPlanAndUsage', { cookie: user.cookie })
+const planAndUsage = (user: TestUser) => call(app, 'GET', '/api/v1/plan', { cookie: user.cookie })
 
 async function member(plan: Plan = 'free', planExpiresAt: Date | null = null): Promise<TestUser> {
   const user = await signUp(app)
@@ -228,8 +228,9 @@ t.test("a member's increments never touch another member's counters", async (t) 
     body: { amount: 3 },
   })
   t.match(viaQuery.json(), { used: 3 })
-  const readViaQuery = await call(app, 'GET', `/api/v1/getPlanAndUsage?userId=${bob.id}`, { cookie: alice.cookie })
-  t.match(readViaQuery.json().usage[0], { used: 3 })
+  const readViaQuery = await call(app, 'GET', `/api/v1/plan?userId=${bob.id}`, { cookie: alice.cookie })
+  t.same([readViaQuery.statusCode, readViaQuery.json().code], [400, 'VALIDATION_ERROR'], 'the plan takes no query')
+  t.match((await planAndUsage(alice)).json().usage[0], { used: 3 })
   t.equal(await usedNow(bob, 'aiMessages'), 7)
   t.equal(await usedNow(alice, 'aiMessages'), 3)
   t.match((await planAndUsage(bob)).json().usage[0], { used: 7 })
@@ -285,7 +286,7 @@ t.test('consumeUsage refuses an amount that is not a positive integer (a caller 
 
 t.test('the OpenAPI document describes both routes with schemas and examples', async (t) => {
   const doc = (await app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json()
-  const get = doc.paths['/api/v1/getPlanAndUsage'].get
+  const get = doc.paths['/api/v1/plan'].get
   t.equal(get.operationId, 'getPlanAndUsage')
   t.equal(get.responses['200'].content['application/json'].schema.$ref, '#/components/schemas/PlanAndUsage')
   const post = doc.paths['/api/v1/usage/{metric}/increment'].post

@@ -4,7 +4,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
-import { updateProfileBody } from '../../profile/schemas.js'
+import { UpdateProfileInput } from '../../profile/schemas.js'
 import { contextOf } from '../../shared/context.js'
 import { ErrorSchema } from '../../shared/errors.js'
 import { resolveOptionalRedirect, resolveRedirect, withQuery } from '../../shared/redirect.js'
@@ -57,9 +57,9 @@ export default async function accountRoutes(fastify: FastifyInstance) {
         operationId: 'updateUser',
         tags,
         summary: 'Change the name or the image; email (400 EMAIL_CAN_NOT_BE_UPDATED), role, plan and unknown keys are refused',
-        body: updateProfileBody(app.clock)
-          .pick({ name: true, image: true })
-          .extend({ email: z.unknown().optional().describe('Refused: the address changes through change-email') }),
+        body: UpdateProfileInput.pick({ name: true, image: true }).extend({
+          email: z.unknown().optional().describe('Refused: the address changes through change-email'),
+        }),
         response: { 200: Status, 400: ErrorSchema, 401: ErrorSchema },
       },
     },

@@ -8,8 +8,6 @@ import type { HashPool } from './hash-pool.js'
 /** Argon2id parameters of every new hash (OWASP); the bench measures hashing with the same. */
 export const ARGON2 = { memoryCost: 19456, timeCost: 2, parallelism: 1 } as const
 const SCRYPT = { N: 16384, r: 16, p: 1, dkLen: 64 } as const
-export const PASSWORD_MIN = 8
-export const PASSWORD_MAX = 128
 
 export type WeakAlgorithm = 'md5' | 'sha1' | 'sha256'
 const WEAK_PREFIX = '$weak-'

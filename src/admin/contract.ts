@@ -1,0 +1,119 @@
+// Admin operations: procedures admin.<name>, REST under /api/v1/admin. Every one needs the admin or
+// owner role (403 FORBIDDEN for anyone else), checked before the input is read, so a member learns
+// nothing about the admin schemas, not even from a 400.
+import { operation } from '../contract/operation.js'
+import { ErrorSchema } from '../shared/errors.js'
+import { ADMIN } from '../shared/route-policy.js'
+import {
+  AdminUserSchema,
+  AnalyticsQuery,
+  AuditListSchema,
+  AuditQuery,
+  BanInput,
+  ListUsersQuery,
+  ManagedUserSchema,
+  RevokedSchema,
+  SetPlanInput,
+  SetPremiumPlusInput,
+  SetRoleInput,
+  UsageAnalyticsSchema,
+  UserIdParams,
+  UserListSchema,
+} from './schemas.js'
+
+const tags = ['admin']
+const admin = operation.meta({ policy: ADMIN, errors: { 404: ErrorSchema } })
+
+export const adminContract = {
+  admin: {
+    listUsers: admin
+      .route({
+        method: 'GET',
+        path: '/admin/users',
+        tags,
+        summary: 'Find users by exact email, text, role or plan; newest first',
+      })
+      .input(ListUsersQuery)
+      .output(UserListSchema),
+
+    getUser: admin
+      .route({
+        method: 'GET',
+        path: '/admin/users/{id}',
+        tags,
+        summary: 'One user with counts of their sessions, entries, results and payments',
+      })
+      .input(UserIdParams)
+      .output(AdminUserSchema),
+
+    makeUserAdmin: admin
+      .route({ method: 'POST', path: '/admin/users/{id}/make-admin', tags, summary: 'Give a user the admin role (idempotent)' })
+      .input(UserIdParams)
+      .output(ManagedUserSchema),
+
+    setUserRole: admin
+      .route({
+        method: 'POST',
+        path: '/admin/users/{id}/role',
+        tags,
+        summary: "Set a user's role to member or admin; demoting an admin ends their sessions",
+      })
+      .input(SetRoleInput)
+      .output(ManagedUserSchema),
+
+    setUserPremiumPlus: admin
+      .route({
+        method: 'POST',
+        path: '/admin/users/{id}/premium-plus',
+        tags,
+        summary: 'Put a user on premium_plus, until expiresAt or without end',
+      })
+      .input(SetPremiumPlusInput)
+      .output(ManagedUserSchema),
+
+    setUserPlan: admin
+      .route({
+        method: 'POST',
+        path: '/admin/users/{id}/plan',
+        tags,
+        summary: "Set a user's plan, until expiresAt or without end",
+      })
+      .input(SetPlanInput)
+      .output(ManagedUserSchema),
+
+    revokeUserSessions: admin
+      .route({ method: 'POST', path: '/admin/users/{id}/revoke-sessions', tags, summary: 'End every session of a user' })
+      .input(UserIdParams)
+      .output(RevokedSchema),
+
+    banUser: admin
+      .route({
+        method: 'POST',
+        path: '/admin/users/{id}/ban',
+        tags,
+        summary: 'Suspend a user until unbanned or expiresAt: every session ends, every sign-in is 403 BANNED_USER',
+      })
+      .input(BanInput)
+      .output(AdminUserSchema),
+
+    unbanUser: admin
+      .route({ method: 'POST', path: '/admin/users/{id}/unban', tags, summary: "Lift a user's suspension" })
+      .input(UserIdParams)
+      .output(AdminUserSchema),
+
+    getUsageAnalytics: admin
+      .route({
+        method: 'GET',
+        path: '/admin/analytics/usage',
+        tags,
+        summary: 'Users by role and plan, sign-ups per day, active sessions, usage and paid payments over a UTC date range',
+      })
+      .input(AnalyticsQuery)
+      .output(UsageAnalyticsSchema),
+
+    listAuditEvents: admin
+      .route({ method: 'GET', path: '/admin/audit', tags, summary: 'The audit log, newest first' })
+      .input(AuditQuery)
+      .output(AuditListSchema),
+  },
+}

@@ -1,0 +1,19 @@
+// Consent records: procedures consent.recordConsent and consent.getConsents, REST /api/v1/consent.
+import { NoInput, operation } from '../contract/operation.js'
+import { ConsentInput, ConsentRecordSchema, ConsentsSchema } from './schemas.js'
+
+const tags = ['consent']
+
+export const consentContract = {
+  consent: {
+    recordConsent: operation
+      .route({ method: 'POST', path: '/consent', successStatus: 201, tags, summary: 'Record a consent decision (append-only)' })
+      .input(ConsentInput)
+      .output(ConsentRecordSchema),
+
+    getConsents: operation
+      .route({ method: 'GET', path: '/consent', tags, summary: 'Current consent per type and the full history' })
+      .input(NoInput)
+      .output(ConsentsSchema),
+  },
+}

@@ -1,0 +1,28 @@
+// The business surface as an oRPC 1.14 contract router: what the web front end imports
+// ("insight-accounts/contract") for typed procedures, with RPCLink at {base_url}/api/v1 or
+// OpenAPILink over the REST view. Types and schemas only; no server code (operation.ts).
+//
+//   import { contract } from 'insight-accounts/contract'
+//   const client: ContractRouterClient<typeof contract> = createORPCClient(new RPCLink({ url, ... }))
+import { adminContract } from '../admin/contract.js'
+import { compatibilityContract } from '../compatibility/contract.js'
+import { consentContract } from '../consent/contract.js'
+import { journalContract } from '../journal/contract.js'
+import { paymentContract } from '../payment/contract.js'
+import { personalDataContract } from '../personal-data/contract.js'
+import { profileContract } from '../profile/contract.js'
+import { usageContract } from '../usage/contract.js'
+
+export const contract = {
+  ...profileContract,
+  ...usageContract,
+  ...journalContract,
+  ...compatibilityContract,
+  ...paymentContract,
+  ...adminContract,
+  ...consentContract,
+  ...personalDataContract,
+}
+
+export type Contract = typeof contract
+export type { OperationMeta } from './operation.js'

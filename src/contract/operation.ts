@@ -1,0 +1,31 @@
+// How a business operation is declared, once: an oRPC 1.14 contract procedure. Its key in the
+// contract router is the procedure name (RPC path /api/v1/<router>/<name>), `.route()` holds the
+// REST twin (method, path under /api/v1, success status, OpenAPI words), `.meta()` the route policy
+// and the error statuses it documents, `.input()` and `.output()` the zod schemas both protocols
+// validate with. src/plugins/operations.ts makes the procedure, the REST route and the OpenAPI
+// entry from it.
+//
+// This folder is what the web front end imports (package.json "exports": "./contract"): it and
+// every module it reaches import nothing but zod, @orpc/contract and each other
+// (test/contract/purity.test.ts walks the imports).
+import { oc } from '@orpc/contract'
+import { z } from 'zod'
+import type { RoutePolicy } from '../shared/route-policy.js'
+
+/** Statuses an operation may answer besides its success, its input's 400 and its policy's 401/403. */
+export type DocumentedError = 402 | 403 | 404 | 409 | 413 | 502 | 503
+
+export interface OperationMeta {
+  /** Who may call and how (src/shared/route-policy.ts); none is the strict default: a session. */
+  policy?: RoutePolicy
+  /** Those statuses, each with the schema of its body (ErrorSchema, or one that details `data`). */
+  errors?: { readonly [S in DocumentedError]?: z.ZodType }
+  /** The largest request body in bytes, when the operation takes more than the service's default. */
+  bodyLimit?: number
+}
+
+/** The start of every declaration. */
+export const operation = oc.$meta<OperationMeta>({})
+
+/** The input of an operation that takes none: nothing, or an empty object; any key is refused. */
+export const NoInput = z.strictObject({}).optional()

@@ -1,0 +1,254 @@
+// The business surface from one declaration per operation (src/contract/operation.ts): each
+// contract procedure becomes
+// - its oRPC procedure at /api/v1/<router path>, answered by @orpc/server's own StandardRPCHandler
+//   (the protocol the web front end's RPCLink speaks: {json, meta} in and out, Dates in meta, GET
+//   only for the procedures declared GET, oRPC's BAD_REQUEST for input that fails its schema), and
+// - its REST twin at the declared method and path, whose zod schemas make its OpenAPI entry.
+// Both are Fastify routes carrying the declaration's policy in `config.policy`, so the one
+// route-policy hook checks them alike under every spelling of their path, and every error of both
+// goes through the one error handler (plugins/errors.ts wraps a procedure's in the RPC envelope).
+// Both validate the input with the same schema and call the same handler.
+import type {
+  AnyContractProcedure,
+  AnyContractRouter,
+  ContractProcedure,
+  InferSchemaInput,
+  InferSchemaOutput,
+} from '@orpc/contract'
+import { isContractProcedure } from '@orpc/contract'
+import { implement, ORPCError, type AnyRouter } from '@orpc/server'
+import { StrictGetMethodPlugin } from '@orpc/server/plugins'
+import { type StandardHandlerInterceptorOptions, StandardRPCHandler } from '@orpc/server/standard'
+import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify'
+import { z } from 'zod'
+import type { OperationMeta } from '../contract/operation.js'
+import { ErrorSchema, InputError, type InputIssue } from '../shared/errors.js'
+import type { MaybePromise } from '../shared/maybe-async.js'
+import { validationFailed } from './errors.js'
+
+/** Where both protocols live: RPCLink's `url` and the REST paths' prefix. */
+export const API_PREFIX = '/api/v1'
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** On an oRPC procedure's route: its path ("journal.createEntry"). Errors then travel in the RPC envelope. */
+    procedure?: string
+  }
+}
+
+type Handler<P> =
+  P extends ContractProcedure<infer I, infer O, infer _E, infer _M>
+    ? (input: InferSchemaOutput<I>, request: FastifyRequest, reply: FastifyReply) => MaybePromise<InferSchemaInput<O>>
+    : never
+
+/**
+ * The handlers of a contract router: for each procedure, a function of its parsed input and the
+ * request (and its reply, for a header or a cookie; the answer itself is the returned value).
+ */
+export type Handlers<C> = { [K in keyof C]: C[K] extends AnyContractProcedure ? Handler<C[K]> : Handlers<C[K]> }
+
+type AnyHandler = (input: unknown, request: FastifyRequest, reply: FastifyReply) => MaybePromise<unknown>
+
+interface Declared {
+  path: string[]
+  procedure: AnyContractProcedure
+  handler: AnyHandler
+}
+
+interface RpcContext {
+  request: FastifyRequest
+  reply: FastifyReply
+  /** The error a call ended in, handed back to Fastify's error handler (and the policy's onError hooks). */
+  failure: { error?: unknown }
+}
+
+function declarations(contract: AnyContractRouter, handlers: object, path: string[] = []): Declared[] {
+  return Object.entries(contract).flatMap(([key, entry]) => {
+    const handler = (handlers as Record<string, unknown>)[key]
+    if (handler === undefined) throw new Error(`No handler for the operation ${[...path, key].join('.')}`)
+    if (isContractProcedure(entry)) return [{ path: [...path, key], procedure: entry, handler: handler as AnyHandler }]
+    return declarations(entry as AnyContractRouter, handler as object, [...path, key])
+  })
+}
+
+/** The oRPC router of the contract: each procedure's handler, called with the request it came in. */
+function routerOf(contract: AnyContractRouter, handlers: object): AnyRouter {
+  return Object.fromEntries(
+    Object.entries(contract).map(([key, entry]) => {
+      const handler = (handlers as Record<string, unknown>)[key]
+      if (!isContractProcedure(entry)) return [key, routerOf(entry as AnyContractRouter, handler as object)]
+      const call = handler as AnyHandler
+      const procedure = implement<AnyContractProcedure, RpcContext>(entry).handler(({ input, context }) =>
+        call(input, context.request, context.reply),
+      )
+      return [key, procedure]
+    }),
+  )
+}
+
+/** The declared route of a procedure, with what every operation must state. */
+function routeOf({ path, procedure }: Declared) {
+  const route = procedure['~orpc'].route
+  if (!route.method || !route.path) throw new Error(`Operation ${path.join('.')} declares no REST method and path`)
+  const meta = procedure['~orpc'].meta as OperationMeta
+  return { ...route, method: route.method, path: route.path, meta }
+}
+
+const PATH_KEY = /\{(\w+)\}/g
+
+/** An input schema's keys in the REST path ("/journal/entries/{id}") go to params, the rest to the body or query. */
+function restParts(input: z.ZodType | undefined, pathKeys: string[], where: 'body' | 'querystring') {
+  if (!input) return {}
+  if (pathKeys.length === 0) return { [where]: input }
+  const shape = (input as z.ZodObject).shape
+  const pick = (keep: (key: string) => boolean) =>
+    z.strictObject(Object.fromEntries(Object.entries(shape).filter(([key]) => keep(key))))
+  const params = pick((key) => pathKeys.includes(key))
+  const rest = pick((key) => !pathKeys.includes(key))
+  if (Object.keys(rest.shape).length === 0) return { params }
+  // The input's examples, without the values that travel in the path.
+  const examples = z.globalRegistry.get(input)?.examples as Array<Record<string, unknown>> | undefined
+  const withoutPath = (e: Record<string, unknown>) => Object.fromEntries(Object.entries(e).filter(([k]) => !pathKeys.includes(k)))
+  return { params, [where]: examples ? rest.meta({ examples: examples.map(withoutPath) }) : rest }
+}
+
+const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value)
+
+export function operationRoutes<C extends AnyContractRouter>(contract: C, handlersOf: (app: FastifyInstance) => Handlers<C>) {
+  return async function operations(app: FastifyInstance) {
+    const handlers = handlersOf(app)
+    const declared = declarations(contract, handlers)
+    for (const operation of declared) addRestRoute(app, operation)
+
+    const router = routerOf(contract, handlers)
+    const rpc = new StandardRPCHandler<RpcContext>(router, {
+      plugins: [new StrictGetMethodPlugin()],
+      interceptors: [captureFailure],
+    })
+    for (const operation of declared) addProcedureRoute(app, operation, rpc)
+  }
+}
+
+/**
+ * Every failure of a call, whoever raised it (the policy never: it ran before; oRPC's decoding and
+ * input validation, the strict GET rule, the handler), goes back to Fastify's one error handler.
+ */
+async function captureFailure<T>(options: StandardHandlerInterceptorOptions<RpcContext> & { next(): Promise<T> }): Promise<T> {
+  try {
+    return await options.next()
+  } catch (error) {
+    options.context.failure.error = error instanceof InputError ? orpcInputError(error.issues) : error
+    throw error
+  }
+}
+
+/** A rule the schema could not hold, broken: worded as oRPC words a failed input schema. */
+const orpcInputError = (issues: readonly InputIssue[]) =>
+  new ORPCError('BAD_REQUEST', { message: 'Input validation failed', data: { issues } })
+
+const PROCEDURE_METHODS: HTTPMethods[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE']
+
+function addProcedureRoute(app: FastifyInstance, operation: Declared, rpc: StandardRPCHandler<RpcContext>): void {
+  const { path } = operation
+  const { meta } = routeOf(operation)
+  const url = `${API_PREFIX}/${path.join('/')}`
+  app.route({
+    // RPCLink sends GET for the procedures declared GET and POST for the rest (or the contract's
+    // method); the strict GET rule refuses a GET on any other procedure with 405, nothing changed.
+    method: PROCEDURE_METHODS,
+    url,
+    // A HEAD would reach the handler as a request with a body: never a way to call a procedure.
+    exposeHeadRoute: false,
+    bodyLimit: meta.bodyLimit,
+    config: { policy: meta.policy, procedure: path.join('.') },
+    schema: { hide: true },
+    handler: async (request: FastifyRequest, reply: FastifyReply) => {
+      const context: RpcContext = { request, reply, failure: {} }
+      const query = request.url.indexOf('?')
+      const { response } = await rpc.handle(
+        {
+          method: request.method,
+          // The route's own path, not the request line: "/%61pi/v1/..." is this procedure too.
+          url: new URL(query === -1 ? url : url + request.url.slice(query), 'http://rpc'),
+          headers: request.headers,
+          body: () => Promise.resolve(request.body),
+          signal: undefined,
+        },
+        { prefix: API_PREFIX, context },
+      )
+      if (context.failure.error !== undefined) throw context.failure.error
+      if (!response) throw new Error(`The procedure ${path.join('.')} did not match its own route`)
+      return reply.code(response.status).send(response.body)
+    },
+  })
+}
+
+function addRestRoute(app: FastifyInstance, operation: Declared): void {
+  const { path, procedure, handler } = operation
+  const route = routeOf(operation)
+  const { method, meta } = route
+  const input = procedure['~orpc'].inputSchema as z.ZodType | undefined
+  const output = procedure['~orpc'].outputSchema as z.ZodType
+  const pathKeys = [...route.path.matchAll(PATH_KEY)].map((m) => m[1]!)
+  const where = method === 'GET' ? 'querystring' : 'body'
+  const success = route.successStatus ?? 200
+  const policy = meta.policy ?? {}
+  const errors = {
+    ...(input && { 400: ErrorSchema }),
+    ...(policy.access !== 'public' && { 401: ErrorSchema }),
+    ...(typeof policy.access === 'object' && { 403: ErrorSchema }),
+    ...meta.errors,
+  }
+
+  /** The request's input as one object, the path's values folded in, as the procedure takes it. */
+  const inputOf = (request: FastifyRequest): unknown => {
+    // A JSON `null` body is no body, as for a POST that sends none.
+    const rest = (where === 'body' ? request.body : request.query) ?? undefined
+    if (pathKeys.length === 0) return rest
+    if (rest !== undefined && !isPlainObject(rest)) throw validationFailed([{ path: where, message: 'Expected an object' }])
+    const params = request.params as Record<string, string>
+    const clash = pathKeys.find((key) => rest !== undefined && Object.hasOwn(rest, key))
+    if (clash) throw validationFailed([{ path: where, message: `Unrecognized key: "${clash}"` }])
+    return { ...rest, ...params }
+  }
+  /** An issue's place in the request: the path's keys are params, the rest the body or the query. */
+  const placed = (issue: InputIssue) => {
+    const part = pathKeys.includes(String(issue.path[0])) ? 'params' : where
+    return { path: [part, ...issue.path.map(String)].join('.'), message: issue.message }
+  }
+
+  app.route({
+    method,
+    url: API_PREFIX + route.path.replace(PATH_KEY, ':$1'),
+    bodyLimit: meta.bodyLimit,
+    config: { policy: meta.policy },
+    schema: {
+      operationId: route.operationId ?? path.at(-1),
+      tags: route.tags ? [...route.tags] : undefined,
+      summary: route.summary,
+      description: route.description,
+      ...restParts(input, pathKeys, where),
+      response: { [success]: success === 204 ? z.null().describe(route.successDescription ?? 'Done') : output, ...errors },
+      'x-rpc-procedure': path.join('.'),
+    },
+    // The input is validated whole, below, by the schema the procedure validates with; the parts
+    // above describe it to the OpenAPI document.
+    validatorCompiler: () => () => true,
+    handler: async (request: FastifyRequest, reply: FastifyReply) => {
+      let value: unknown
+      if (input) {
+        const parsed = input.safeParse(inputOf(request))
+        if (!parsed.success) throw validationFailed(parsed.error.issues.map(placed))
+        value = parsed.data
+      }
+      let result: unknown
+      try {
+        result = await handler(value, request, reply)
+      } catch (err) {
+        throw err instanceof InputError ? validationFailed(err.issues.map(placed)) : err
+      }
+      return success === 204 ? reply.code(204).send() : reply.code(success).send(result)
+    },
+  })
+}
