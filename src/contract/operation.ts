@@ -22,6 +22,11 @@ export interface OperationMeta {
   errors?: { readonly [S in DocumentedError]?: z.ZodType }
   /** The largest request body in bytes, when the operation takes more than the service's default. */
   bodyLimit?: number
+  /**
+   * The REST answer is a file to save under this name (Content-Disposition: attachment). Never on
+   * the procedure: oRPC's client reads an answer with that header as a file, not as its JSON.
+   */
+  download?: string
 }
 
 /** The start of every declaration. */

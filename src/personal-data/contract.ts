@@ -17,6 +17,7 @@ export const personalDataContract = {
         tags,
         summary: 'Every record held about the current user, as one JSON document (no secrets, no hashes)',
       })
+      .meta({ download: 'personal-data.json' })
       .input(NoInput)
       .output(PersonalDataSchema),
 

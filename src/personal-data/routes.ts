@@ -9,10 +9,7 @@ export default operationRoutes(personalDataContract, (app) => {
   const deps: PersonalDataDeps = { db: app.db, clock: app.clock, hasher: app.hasher }
   return {
     me: {
-      exportMyData: (_input, request, reply) => {
-        reply.header('content-disposition', 'attachment; filename="personal-data.json"')
-        return exportMyData(deps, contextOf(request), currentUser(request))
-      },
+      exportMyData: (_input, request) => exportMyData(deps, contextOf(request), currentUser(request)),
       deleteMyAccount: async (input, request, reply) => {
         await deleteMyAccount(deps, contextOf(request), currentUser(request), request.session!, input?.password)
         app.sessionCookie.clear(reply)

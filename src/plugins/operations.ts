@@ -248,6 +248,7 @@ function addRestRoute(app: FastifyInstance, operation: Declared): void {
       } catch (err) {
         throw err instanceof InputError ? validationFailed(err.issues.map(placed)) : err
       }
+      if (meta.download) reply.header('content-disposition', `attachment; filename="${meta.download}"`)
       return success === 204 ? reply.code(204).send() : reply.code(success).send(result)
     },
   })

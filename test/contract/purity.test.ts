@@ -1,0 +1,50 @@
+// The contract ships to the web front end (package.json "exports": "./contract"): a web app that
+// imports it must get types and zod schemas, never server code. Walked here from the entry, by
+// every import and re-export, type-only ones included (a type import of a server module would
+// make the front end's compiler resolve Fastify, Kysely or pg).
+import { readFileSync } from 'node:fs'
+import { dirname, join, relative } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import t from 'tap'
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '../..')
+const ENTRY = join(root, 'src/contract/index.ts')
+const ALLOWED_PACKAGES = new Set(['zod', '@orpc/contract'])
+const IMPORT =
+  /(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s+['"]([^'"]+)['"]|(?:^|\n)\s*import\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g
+
+function importsOf(file: string): string[] {
+  const source = readFileSync(file, 'utf8')
+  return [...source.matchAll(IMPORT)].map((m) => (m[1] ?? m[2] ?? m[3])!)
+}
+
+const reached = new Set<string>()
+const packages = new Map<string, string>()
+const queue = [ENTRY]
+while (queue.length > 0) {
+  const file = queue.pop()!
+  if (reached.has(file)) continue
+  reached.add(file)
+  for (const specifier of importsOf(file)) {
+    if (specifier.startsWith('.')) queue.push(join(dirname(file), specifier.replace(/\.js$/, '.ts')))
+    else packages.set(specifier, relative(root, file))
+  }
+}
+
+t.test('the contract reaches only zod, @orpc/contract and modules of its own kind', async (t) => {
+  t.ok(reached.size >= 15, `${reached.size} modules walked`)
+  for (const [name, by] of packages) t.ok(ALLOWED_PACKAGES.has(name), `${name} (imported by ${by})`)
+  t.ok(packages.has('zod') && packages.has('@orpc/contract'), 'the walk saw the packages it allows')
+  for (const file of reached) {
+    const path = relative(root, file)
+    t.ok(path.startsWith('src/') && !/\/(queries|service|routes|tables)\.ts$/.test(path), `${path} is not server code`)
+  }
+})
+
+t.test('the walk would see a server import', async (t) => {
+  t.same(
+    importsOf(join(root, 'src/app.ts')).filter((s) => s === 'fastify'),
+    ['fastify'],
+  )
+  t.ok(importsOf(join(root, 'src/profile/routes.ts')).includes('../auth/guard.js'))
+})

@@ -1,0 +1,523 @@
+// The web front end's way in: oRPC 1.14's RPCLink drives EVERY procedure of the contract the service
+// ships, over a real socket, as the front end does (url {api}/api/v1, GET for get*/list*/find*/
+// search* and POST for the rest, the session cookie, a trusted Origin). Each procedure is walked
+// from the contract itself, so a new one without a scenario here fails, and each gets its unhappy
+// paths: no session, wrong role, someone else's record, bad input, unknown keys, a foreign Origin,
+// an encoded path and a GET on a procedure that changes state. A refused call changes nothing.
+import { createORPCClient, ORPCError } from '@orpc/client'
+import { RPCLink } from '@orpc/client/fetch'
+import { type ContractRouterClient, inferRPCMethodFromContractRouter } from '@orpc/contract'
+import { traverseContractProcedures } from '@orpc/server'
+import { sql } from 'kysely'
+import t, { type Test } from 'tap'
+import { contract } from '../../src/contract/index.js'
+import { buildTestApp, signUp, signUpWithRole, type TestUser, WEB_ORIGIN } from '../helpers/app.js'
+
+const EVIL = 'https://evil.example'
+const app = await buildTestApp({
+  env: { PAYMENT_GATEWAY: 'sandbox', RATE_LIMIT_PASSWORD_CHECKS_PER_MINUTE: '1000000' },
+})
+await app.listen({ port: 0, host: '127.0.0.1' })
+const API = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`
+
+type Client = ContractRouterClient<typeof contract>
+const READ_LIKE = /^(?:get|find|list|search)(?:[A-Z].*)?$/
+
+/** The front end's client: oRPC's documented request-method rule. */
+function clientFor(user?: TestUser, options: { origin?: string; url?: string; method?: 'GET' | 'POST' | 'infer' } = {}): Client {
+  const headers: Record<string, string> = { origin: options.origin ?? WEB_ORIGIN }
+  if (user) headers.cookie = user.cookie
+  const forced = options.method
+  const method =
+    forced === 'infer'
+      ? inferRPCMethodFromContractRouter(contract)
+      : (_: unknown, path: readonly string[]) => forced ?? (READ_LIKE.test(path.at(-1)!) ? 'GET' : 'POST')
+  return createORPCClient(new RPCLink({ url: options.url ?? `${API}/api/v1`, headers, method }))
+}
+
+/** Calls the procedure at `path` of a client. */
+function callAt(client: Client, path: readonly string[], input: unknown): Promise<unknown> {
+  let node: unknown = client
+  for (const key of path) node = (node as Record<string, unknown>)[key]
+  return (node as (input: unknown) => Promise<unknown>)(input)
+}
+
+async function rejection(call: Promise<unknown>): Promise<ORPCError<string, unknown>> {
+  try {
+    await call
+  } catch (err) {
+    if (err instanceof ORPCError) return err
+    throw err
+  }
+  throw new Error('the call succeeded')
+}
+
+function refusedWith(t: Test, err: ORPCError<string, unknown>, code: string, status: number, name: string) {
+  t.same([err.code, err.status, err.defined], [code, status, false], name)
+}
+
+// Every row of every table, hashed: a refused call must leave it as it was.
+const TABLES = [
+  'user',
+  'session',
+  'account',
+  'journal_entry',
+  'compatibility_result',
+  'deep_insights_purchase',
+  'payment',
+  'usage_counter',
+  'consent_record',
+  'audit_event',
+]
+async function fingerprint(): Promise<string> {
+  const parts = await Promise.all(
+    TABLES.map(async (table) => {
+      const { rows } = await sql<{
+        h: string
+      }>`select md5(coalesce(string_agg(t::text, '|' order by t::text), '')) as h from ${sql.table(table)} t`.execute(app.db)
+      return rows[0]!.h
+    }),
+  )
+  return parts.join(',')
+}
+
+const member = await signUp(app, { name: 'Rpc Member' })
+const other = await signUp(app, { name: 'Rpc Other' })
+const admin = await signUpWithRole(app, 'admin')
+const target = await signUp(app, { name: 'Admin Target' })
+const leaving = await signUp(app, { name: 'Leaving' })
+const premium = await signUp(app, { name: 'Premium' })
+await app.db.updateTable('user').set({ plan: 'premium_plus' }).where('id', '=', premium.id).execute()
+
+const memberClient = clientFor(member)
+const otherClient = clientFor(other)
+const adminClient = clientFor(admin)
+
+// Records of the member, for the procedures that take an id, and one of someone else's each.
+const created = {
+  entry: (await memberClient.journal.createEntry({ content: 'First entry', mood: 3 })) as { id: string },
+  entryToDelete: (await memberClient.journal.createEntry({ content: 'To delete', mood: 2 })) as { id: string },
+  result: (await clientFor(premium).compatibility.createResult({
+    partner: { name: 'Bima', birthDate: '1992-11-09' },
+    systems: ['bazi'],
+    score: 71,
+    summary: { lite: true },
+  })) as { id: string },
+  payment: await memberClient.payment.createCheckout({ product: 'premium_month', returnUrl: '/done' }),
+}
+
+interface Scenario {
+  /** Who calls it when it should work. */
+  as: TestUser
+  input: unknown
+  check(t: Test, output: unknown): void
+  /** An input naming someone else's record: 404 to the caller. */
+  othersRecord?: { as: TestUser; input: unknown }
+}
+
+const ID = /^[\x21-\x7e]+$/
+const isDate = (t: Test, value: unknown, name: string) =>
+  t.ok(value instanceof Date && !Number.isNaN(value.getTime()), `${name} is a Date`)
+
+const scenarios: Record<string, Scenario> = {
+  getProfile: {
+    as: member,
+    input: undefined,
+    check: (t, p: any) => {
+      t.match(p, { id: member.id, name: 'Rpc Member', email: member.email })
+      isDate(t, p.createdAt, 'createdAt')
+    },
+  },
+  updateProfile: {
+    as: member,
+    input: { name: 'Rpc Renamed', birthDate: '1990-04-01', timezone: 'Asia/Jakarta' },
+    check: (t, p: any) => {
+      t.match(p, { name: 'Rpc Renamed', birthDate: '1990-04-01', timezone: 'Asia/Jakarta' })
+      isDate(t, p.updatedAt, 'updatedAt')
+    },
+  },
+  getPlanAndUsage: {
+    as: member,
+    input: undefined,
+    check: (t, plan: any) => {
+      t.equal(plan.plan, 'free')
+      t.equal(plan.planExpiresAt, null)
+      for (const u of plan.usage) isDate(t, u.resetsAt, `${u.metric}.resetsAt`)
+    },
+  },
+  'usage.increment': {
+    as: member,
+    input: { metric: 'aiMessages' },
+    check: (t, r: any) => {
+      t.match(r, { metric: 'aiMessages', used: 1, limit: 10, remaining: 9 })
+      isDate(t, r.resetsAt, 'resetsAt')
+    },
+  },
+  'journal.createEntry': {
+    as: member,
+    input: { content: 'Through RPCLink', mood: 4, tags: ['rpc'] },
+    check: (t, e: any) => {
+      t.match(e, { userId: member.id, content: 'Through RPCLink', mood: 4, tags: ['rpc'], entryDate: /^\d{4}-\d{2}-\d{2}$/ })
+      isDate(t, e.createdAt, 'createdAt')
+    },
+  },
+  'journal.getEntry': {
+    as: member,
+    input: { id: created.entry.id },
+    check: (t, e: any) => {
+      t.match(e, { id: created.entry.id, content: 'First entry' })
+      isDate(t, e.createdAt, 'createdAt')
+    },
+    othersRecord: { as: other, input: { id: created.entry.id } },
+  },
+  'journal.listEntries': {
+    as: member,
+    input: { limit: 1 },
+    check: (t, page: any) => {
+      t.equal(page.items.length, 1)
+      t.type(page.nextCursor, 'string')
+      isDate(t, page.items[0].createdAt, 'items[0].createdAt')
+    },
+  },
+  'journal.updateEntry': {
+    as: member,
+    input: { id: created.entry.id, mood: 5 },
+    check: (t, e: any) => t.match(e, { id: created.entry.id, mood: 5 }),
+    othersRecord: { as: other, input: { id: created.entry.id, mood: 1 } },
+  },
+  'journal.deleteEntry': {
+    as: member,
+    input: { id: created.entryToDelete.id },
+    check: (t, out) => t.equal(out, undefined),
+    othersRecord: { as: other, input: { id: created.entry.id } },
+  },
+  'journal.getTodayPrompt': {
+    as: member,
+    input: { locale: 'id', date: '2026-03-04' },
+    check: (t, p: any) => t.match(p, { date: '2026-03-04', locale: 'id', text: String, id: String }),
+  },
+  'compatibility.createResult': {
+    as: member,
+    input: { partner: { name: 'Ayu', birthDate: '1995-01-02' }, systems: ['numerology'], score: 64, summary: { a: 1 } },
+    check: (t, r: any) => {
+      t.match(r, { userId: member.id, score: 64, deepInsights: null, deepInsightsUnlocked: false })
+      isDate(t, r.createdAt, 'createdAt')
+    },
+  },
+  'compatibility.getResult': {
+    as: premium,
+    input: { id: created.result.id },
+    check: (t, r: any) => t.match(r, { id: created.result.id, score: 71 }),
+    othersRecord: { as: member, input: { id: created.result.id } },
+  },
+  'compatibility.listResults': {
+    as: premium,
+    input: {},
+    check: (t, page: any) => {
+      t.equal(page.items.length, 1)
+      isDate(t, page.items[0].updatedAt, 'items[0].updatedAt')
+    },
+  },
+  'compatibility.unlockDeepInsights': {
+    as: premium,
+    input: { id: created.result.id },
+    check: (t, r: any) => t.match(r, { id: created.result.id, deepInsightsUnlocked: true }),
+    othersRecord: { as: member, input: { id: created.result.id } },
+  },
+  'compatibility.saveDeepInsights': {
+    as: premium,
+    input: { id: created.result.id, content: { insight: 'deep' } },
+    check: (t, r: any) => t.match(r, { id: created.result.id, deepInsights: { insight: 'deep' } }),
+    othersRecord: { as: member, input: { id: created.result.id, content: {} } },
+  },
+  'payment.createCheckout': {
+    as: member,
+    input: { product: 'premium_month', returnUrl: '/done' },
+    check: (t, c: any) => {
+      t.match(c, { provider: 'sandbox', paymentId: String, redirectUrl: /^http/ })
+      isDate(t, c.expiresAt, 'expiresAt')
+    },
+    othersRecord: { as: member, input: { product: 'deep_insights', resultId: created.result.id, returnUrl: '/done' } },
+  },
+  'payment.verifyPayment': {
+    as: member,
+    input: { paymentId: created.payment.paymentId },
+    check: (t, v: any) => t.match(v, { paymentId: created.payment.paymentId, status: 'pending', grantedAt: null }),
+    othersRecord: { as: other, input: { paymentId: created.payment.paymentId } },
+  },
+  'payment.listPayments': {
+    as: member,
+    input: {},
+    check: (t, page: any) => {
+      t.ok(page.items.some((p: { id: string }) => p.id === created.payment.paymentId))
+      isDate(t, page.items[0].expiresAt, 'items[0].expiresAt')
+    },
+  },
+  'admin.listUsers': {
+    as: admin,
+    input: { email: target.email },
+    check: (t, page: any) => {
+      t.match(page.items, [{ id: target.id, banned: false }])
+      isDate(t, page.items[0].createdAt, 'items[0].createdAt')
+    },
+  },
+  'admin.getUser': {
+    as: admin,
+    input: { id: target.id },
+    check: (t, u: any) => t.match(u, { id: target.id, counts: { sessions: Number } }),
+  },
+  'admin.makeUserAdmin': {
+    as: admin,
+    input: { id: target.id },
+    check: (t, u: any) => t.match(u, { id: target.id, role: 'admin' }),
+  },
+  'admin.setUserRole': {
+    as: admin,
+    input: { id: target.id, role: 'member' },
+    check: (t, u: any) => t.match(u, { id: target.id, role: 'member' }),
+  },
+  'admin.setUserPremiumPlus': {
+    as: admin,
+    input: { id: target.id, expiresAt: '2999-01-01T00:00:00.000Z' },
+    check: (t, u: any) => {
+      t.match(u, { id: target.id, plan: 'premium_plus' })
+      isDate(t, u.planExpiresAt, 'planExpiresAt')
+    },
+  },
+  'admin.setUserPlan': {
+    as: admin,
+    input: { id: target.id, plan: 'free' },
+    check: (t, u: any) => t.match(u, { id: target.id, plan: 'free' }),
+  },
+  'admin.revokeUserSessions': {
+    as: admin,
+    input: { id: target.id },
+    check: (t, r: any) => t.match(r, { revoked: Number }),
+  },
+  'admin.banUser': {
+    as: admin,
+    input: { id: target.id, reason: 'Spam', expiresAt: '2999-01-01T00:00:00.000Z' },
+    check: (t, u: any) => {
+      t.match(u, { id: target.id, banned: true, banReason: 'Spam' })
+      isDate(t, u.banExpiresAt, 'banExpiresAt')
+    },
+  },
+  'admin.unbanUser': {
+    as: admin,
+    input: { id: target.id },
+    check: (t, u: any) => t.match(u, { id: target.id, banned: false, banExpiresAt: null }),
+  },
+  'admin.getUsageAnalytics': {
+    as: admin,
+    input: {},
+    check: (t, a: any) => t.match(a, { users: { total: Number }, activeSessions: Number }),
+  },
+  'admin.listAuditEvents': {
+    as: admin,
+    input: { targetId: target.id, limit: 100 },
+    check: (t, page: any) => {
+      t.ok(page.items.length > 0)
+      isDate(t, page.items[0].at, 'items[0].at')
+    },
+  },
+  'consent.recordConsent': {
+    as: member,
+    input: { type: 'terms', version: '2026-01', granted: true },
+    check: (t, r: any) => {
+      t.match(r, { type: 'terms', version: '2026-01', granted: true })
+      isDate(t, r.createdAt, 'createdAt')
+    },
+  },
+  'consent.getConsents': {
+    as: member,
+    input: undefined,
+    check: (t, c: any) => {
+      t.match(c.current.terms, { granted: true, version: '2026-01' })
+      isDate(t, c.current.terms.at, 'current.terms.at')
+    },
+  },
+  'me.exportMyData': {
+    as: member,
+    input: undefined,
+    check: (t, d: any) => {
+      isDate(t, d.exportedAt, 'exportedAt')
+      t.ok(d.journalEntries.length >= 1)
+      isDate(t, d.journalEntries[0].createdAt, 'journalEntries[0].createdAt')
+    },
+  },
+  'me.deleteMyAccount': {
+    as: leaving,
+    input: { password: leaving.password },
+    check: (t, out) => t.equal(out, undefined),
+  },
+}
+
+const procedures: Array<{ path: string[]; name: string; method: string; access: unknown }> = []
+traverseContractProcedures({ router: contract, path: [] }, ({ contract: procedure, path }) => {
+  const { route, meta } = procedure['~orpc'] as { route: { method?: string }; meta: { policy?: { access?: unknown } } }
+  procedures.push({ path: [...path], name: path.join('.'), method: route.method!, access: meta.policy?.access })
+})
+const readLike = (p: { path: string[] }) => READ_LIKE.test(p.path.at(-1)!)
+
+t.test('every procedure of the contract has its scenario here', async (t) => {
+  t.same(procedures.map((p) => p.name).sort(), Object.keys(scenarios).sort())
+  for (const p of procedures) {
+    // RPCLink's rule sends these by GET: the procedure must allow it, or the front end gets 405.
+    if (readLike(p)) t.equal(p.method, 'GET', `${p.name} is declared GET`)
+  }
+})
+
+t.test('the contract as written drives them too (inferRPCMethodFromContractRouter)', async (t) => {
+  const inferred = clientFor(member, { method: 'infer' })
+  const entry = await inferred.journal.createEntry({ content: 'Inferred', mood: 3 })
+  t.match(await inferred.journal.updateEntry({ id: entry.id, mood: 1 }), { mood: 1 }, 'PATCH')
+  t.equal(await inferred.journal.deleteEntry({ id: entry.id }), undefined, 'DELETE')
+  t.match(await inferred.getProfile(), { id: member.id }, 'GET')
+})
+
+t.test('no session: 401 UNAUTHORIZED on every procedure, nothing changed', async (t) => {
+  const before = await fingerprint()
+  const anonymous = clientFor()
+  for (const p of procedures) {
+    const err = await rejection(callAt(anonymous, p.path, scenarios[p.name]!.input))
+    refusedWith(t, err, 'UNAUTHORIZED', 401, p.name)
+  }
+  t.equal(await fingerprint(), before, 'nothing was written')
+})
+
+t.test('wrong role: a member gets 403 FORBIDDEN on every admin procedure, nothing changed', async (t) => {
+  const admins = procedures.filter((p) => typeof p.access === 'object')
+  t.same(
+    admins.map((p) => p.name),
+    procedures.filter((p) => p.path[0] === 'admin').map((p) => p.name),
+    'exactly the admin router declares roles',
+  )
+  const before = await fingerprint()
+  for (const p of admins) {
+    refusedWith(t, await rejection(callAt(memberClient, p.path, scenarios[p.name]!.input)), 'FORBIDDEN', 403, p.name)
+  }
+  t.equal(await fingerprint(), before, 'nothing was written')
+})
+
+t.test("someone else's record: 404 NOT_FOUND, as its REST twin says, nothing changed", async (t) => {
+  const owned = procedures.filter((p) => scenarios[p.name]!.othersRecord)
+  t.ok(owned.length >= 8, `${owned.length} procedures take a record's id`)
+  const before = await fingerprint()
+  for (const p of owned) {
+    const { as, input } = scenarios[p.name]!.othersRecord!
+    refusedWith(t, await rejection(callAt(clientFor(as), p.path, input)), 'NOT_FOUND', 404, p.name)
+  }
+  t.equal(await fingerprint(), before, 'nothing was written')
+
+  // The same error as the REST twin, field for field.
+  const rest = await fetch(`${API}/api/v1/journal/entries/${created.entry.id}`, {
+    headers: { origin: WEB_ORIGIN, cookie: other.cookie },
+  })
+  const err = await rejection(otherClient.journal.getEntry({ id: created.entry.id }))
+  const body = await rest.json()
+  t.same(
+    { code: err.code, status: err.status, message: err.message },
+    { code: body.code, status: body.status, message: body.message },
+  )
+})
+
+t.test('bad input and unknown keys: oRPC 400 BAD_REQUEST with data.issues, nothing changed', async (t) => {
+  const before = await fingerprint()
+  for (const p of procedures) {
+    const s = scenarios[p.name]!
+    const client = clientFor(s.as)
+    const wrongType = await rejection(callAt(client, p.path, 42))
+    refusedWith(t, wrongType, 'BAD_REQUEST', 400, `${p.name}: input 42`)
+    t.match(wrongType.data, { issues: [{ message: String }] }, `${p.name}: issues`)
+    const withUnknown = { ...(s.input as object | undefined), unknownKey: 1, role: 'owner' }
+    const unknown = await rejection(callAt(client, p.path, withUnknown))
+    refusedWith(t, unknown, 'BAD_REQUEST', 400, `${p.name}: unknown keys`)
+    t.match(unknown.data, { issues: [{ code: 'unrecognized_keys' }] }, `${p.name}: named as unknown keys`)
+  }
+  t.equal(await fingerprint(), before, 'nothing was written')
+})
+
+t.test('a rule the schema cannot hold reads as a failed schema too', async (t) => {
+  const err = await rejection(memberClient.updateProfile({ birthDate: '2999-01-01' }))
+  refusedWith(t, err, 'BAD_REQUEST', 400, 'a birth date in the future')
+  t.match(err.data, { issues: [{ path: ['birthDate'], message: 'Must not be in the future' }] })
+})
+
+t.test('a foreign Origin: 403 INVALID_ORIGIN on every procedure sent by POST, nothing changed', async (t) => {
+  const before = await fingerprint()
+  for (const p of procedures) {
+    const s = scenarios[p.name]!
+    const call = callAt(clientFor(s.as, { origin: EVIL, method: 'POST' }), p.path, s.input)
+    refusedWith(t, await rejection(call), 'INVALID_ORIGIN', 403, p.name)
+  }
+  t.equal(await fingerprint(), before, 'nothing was written')
+  // A GET is never state-changing; the foreign page gets no CORS grant to read the answer.
+  const res = await fetch(`${API}/api/v1/getProfile`, { headers: { origin: EVIL, cookie: member.cookie } })
+  t.equal(res.headers.get('access-control-allow-origin'), null, 'no CORS grant for a foreign Origin')
+})
+
+t.test('an encoded path is the same procedure, with the same checks', async (t) => {
+  for (const url of [`${API}/%61pi/v1`, `${API}/api/%76%31`]) {
+    t.match(await clientFor(member, { url }).getProfile(), { id: member.id }, `${url}: the procedure answers`)
+    for (const p of procedures) {
+      const s = scenarios[p.name]!
+      refusedWith(
+        t,
+        await rejection(callAt(clientFor(undefined, { url }), p.path, s.input)),
+        'UNAUTHORIZED',
+        401,
+        `${url} ${p.name}`,
+      )
+    }
+    const before = await fingerprint()
+    for (const p of procedures.filter((p) => !readLike(p))) {
+      const s = scenarios[p.name]!
+      const call = callAt(clientFor(s.as, { url, origin: EVIL }), p.path, s.input)
+      refusedWith(t, await rejection(call), 'INVALID_ORIGIN', 403, `${url} ${p.name}, foreign Origin`)
+    }
+    t.equal(await fingerprint(), before, 'nothing was written')
+  }
+})
+
+t.test('GET on a procedure that changes state: 405 METHOD_NOT_SUPPORTED, nothing changed', async (t) => {
+  const changing = procedures.filter((p) => p.method !== 'GET')
+  t.ok(changing.length >= 15, `${changing.length} procedures change state`)
+  const before = await fingerprint()
+  for (const p of changing) {
+    const s = scenarios[p.name]!
+    const err = await rejection(callAt(clientFor(s.as, { method: 'GET' }), p.path, s.input))
+    refusedWith(t, err, 'METHOD_NOT_SUPPORTED', 405, p.name)
+  }
+  t.equal(await fingerprint(), before, 'nothing was written')
+})
+
+t.test('an unknown procedure is 404 NOT_FOUND', async (t) => {
+  const client = clientFor(member) as unknown as Record<string, Record<string, (i?: unknown) => Promise<unknown>>>
+  for (const call of [client.journal!.nope!(), client.nothingHere!.atAll!()]) {
+    const err = await rejection(call)
+    t.same([err.code, err.status], ['NOT_FOUND', 404])
+  }
+})
+
+t.test('the RPC envelope, byte for byte, for an error raised before the procedure ran', async (t) => {
+  const res = await fetch(`${API}/api/v1/getProfile`, { headers: { origin: WEB_ORIGIN } })
+  t.equal(res.status, 401)
+  t.same(await res.json(), { json: { defined: false, code: 'UNAUTHORIZED', status: 401, message: 'Sign-in required' } })
+  const tooLarge = await fetch(`${API}/api/v1/updateProfile`, {
+    method: 'POST',
+    headers: { origin: WEB_ORIGIN, cookie: member.cookie, 'content-type': 'application/json' },
+    body: JSON.stringify({ json: { name: 'x'.repeat(70 * 1024) } }),
+  })
+  t.equal(tooLarge.status, 413)
+  t.match(await tooLarge.json(), { json: { defined: false, code: 'PAYLOAD_TOO_LARGE', status: 413 } })
+  const head = await fetch(`${API}/api/v1/getProfile`, { method: 'HEAD', headers: { cookie: member.cookie } })
+  t.equal(head.status, 404, 'HEAD is no way to call a procedure')
+})
+
+// Last: every refusal above left the records as they were, and these calls change them.
+t.test('each procedure answers through RPCLink, Dates as Dates', async (t) => {
+  for (const p of procedures) {
+    const s = scenarios[p.name]!
+    s.check(t, await callAt(clientFor(s.as), p.path, s.input))
+  }
+})
