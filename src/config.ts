@@ -1,5 +1,6 @@
 // The one place that reads the environment. Everything else receives a `Config`.
 import { randomBytes } from 'node:crypto'
+import { existsSync } from 'node:fs'
 import { isIP } from 'node:net'
 import { z } from 'zod'
 
@@ -166,10 +167,29 @@ export interface Config {
 
 export class ConfigError extends Error {}
 
+/**
+ * The process's environment, with the variables of a `.env` file in the working directory added
+ * when there is one; a variable set in the environment wins over the file's. For the server and
+ * the command line (tests pass their own environment to loadConfig).
+ */
+export function readEnvironment(file = '.env'): Record<string, string | undefined> {
+  if (existsSync(file)) process.loadEnvFile(file)
+  return process.env
+}
+
+export interface LoadOptions {
+  /**
+   * Outside production, without AUTH_SECRET: the key kept in the data folder (PGLITE_DIR), made on
+   * first use, so a restart of `npm run dev` keeps everyone signed in. Without it, a random key.
+   */
+  keptDevSecret?: (dataDir: string) => { secret: string; file: string }
+}
+
 /** Parses an environment into a Config. Throws ConfigError with one line naming the variable. */
 export function loadConfig(
   env: Record<string, string | undefined> = process.env,
   warn: (message: string) => void = () => {},
+  options: LoadOptions = {},
 ): Config {
   // An empty variable counts as unset (`PORT=` in an env file, `${X:-}` in compose): without
   // this, PORT= would coerce to 0 and listen on a random port.
@@ -190,15 +210,20 @@ export function loadConfig(
   if (production && (secrets.length === 0 || secrets.some((s) => s.length < 32))) {
     throw new ConfigError('Invalid AUTH_SECRET: required in production, each key at least 32 characters')
   }
-  if (secrets.length === 0) {
+  if (secrets.length === 0 && options.keptDevSecret) {
+    const kept = options.keptDevSecret(e.PGLITE_DIR)
+    warn(`AUTH_SECRET is not set: sessions are signed with the development key kept in ${kept.file} (never in production)`)
+    secrets = [kept.secret]
+  } else if (secrets.length === 0) {
     warn('AUTH_SECRET is not set: a random key was generated, sessions will not survive a restart')
     secrets = [randomBytes(32).toString('base64url')]
   }
 
   let baseUrl = e.AUTH_URL
   if (!baseUrl) {
-    warn('AUTH_URL is not set: falling back to http://localhost:8787, the OAuth callback may fail')
-    baseUrl = 'http://localhost:8787'
+    // The port actually served: a browser following the start-up lines lands where its cookie belongs.
+    baseUrl = `http://localhost:${e.PORT}`
+    warn(`AUTH_URL is not set: falling back to ${baseUrl}, the OAuth callback may fail`)
   }
   const webOrigin = e.WEB_ORIGIN ? new URL(e.WEB_ORIGIN).origin : 'http://localhost:3000'
   const trustedOrigins = [...new Set([new URL(baseUrl).origin, webOrigin, ...e.AUTH_TRUSTED_ORIGIN])]

@@ -8,7 +8,7 @@ import { openDatabase, type DatabaseHandle } from '../../db/index.js'
 import { migrateToLatest } from '../../db/migrate.js'
 import { HashPool } from '../auth/password/hash-pool.js'
 import { PasswordHasher } from '../auth/password/password.js'
-import { type Config, ConfigError, loadConfig } from '../config.js'
+import { type Config, ConfigError, loadConfig, readEnvironment } from '../config.js'
 import { dataDirHolder, dataDirInUseMessage, holdDataDirLock } from '../../db/data-dir-lock.js'
 import { ImportFileError } from '../import/parse.js'
 import { progressOn } from '../import/progress.js'
@@ -74,7 +74,7 @@ export async function main(argv: string[], io: ImportIo = {}): Promise<number> {
 
   let config: Config
   try {
-    config = loadConfig(io.env ?? process.env) // the server's warnings (AUTH_SECRET, AUTH_URL) do not concern us
+    config = loadConfig(io.env ?? readEnvironment()) // the server's warnings (AUTH_SECRET, AUTH_URL) do not concern us
   } catch (err) {
     if (err instanceof ConfigError) {
       say(stderr, `Configuration error: ${err.message}`)

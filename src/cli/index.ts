@@ -1,6 +1,6 @@
 // The command line: `npm run cli -- <command> ...` (or `node dist/src/cli/index.js <command> ...`).
 import { ROLES, type Role } from '../shared/roles.js'
-import { type Config, ConfigError, loadConfig } from '../config.js'
+import { type Config, ConfigError, loadConfig, readEnvironment } from '../config.js'
 import { dataDirHolder, dataDirInUseMessage, holdDataDirLock } from '../../db/data-dir-lock.js'
 
 const USAGE = `Usage:
@@ -19,7 +19,7 @@ async function main(argv: string[]): Promise<number> {
 
   let config: Config
   try {
-    config = loadConfig(process.env) // the server's warnings (AUTH_SECRET, AUTH_URL) do not concern us
+    config = loadConfig(readEnvironment()) // the server's warnings (AUTH_SECRET, AUTH_URL) do not concern us
   } catch (err) {
     if (err instanceof ConfigError) {
       console.error(`Configuration error: ${err.message}`)

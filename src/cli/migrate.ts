@@ -2,13 +2,13 @@
 // The server also migrates at start-up; this is for deploys that migrate before rolling out.
 import { openDatabase } from '../../db/index.js'
 import { migrateToLatest } from '../../db/migrate.js'
-import { type Config, ConfigError, loadConfig } from '../config.js'
+import { type Config, ConfigError, loadConfig, readEnvironment } from '../config.js'
 
 async function main(): Promise<number> {
   let config: Config
   try {
     // Warnings about AUTH_SECRET / AUTH_URL concern the server, not a migration run.
-    config = loadConfig(process.env)
+    config = loadConfig(readEnvironment())
   } catch (err) {
     if (err instanceof ConfigError) {
       console.error(`Configuration error: ${err.message}`)

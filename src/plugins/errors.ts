@@ -7,6 +7,13 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import fp from 'fastify-plugin'
 import { AppError, type ErrorCode } from '../shared/errors.js'
 
+declare module 'fastify' {
+  interface FastifyReply {
+    /** The code of the error this reply answers, for the request's log line; null on success. */
+    errorCode: string | null
+  }
+}
+
 export interface ErrorBody {
   code: ErrorCode
   status: number
@@ -145,6 +152,7 @@ function fromFastifyError(err: FastifyError): AppError | undefined {
 function sendError(reply: FastifyReply, error: AppError, rpc = false): FastifyReply {
   if (error.retryAfter !== undefined) reply.header('retry-after', String(error.retryAfter))
   const { code, status, message, data } = error
+  reply.errorCode = code
   const body = rpc
     ? { json: { defined: false, code, status, message, ...(data && { data }) } }
     : ({ code, status, message, ...(data && { data }), defined: false } satisfies ErrorBody)
@@ -157,6 +165,7 @@ const isProcedure = (request: FastifyRequest): boolean => !request.is404 && requ
 
 export default fp(
   async function errorHandling(app: FastifyInstance) {
+    app.decorateReply('errorCode', null)
     app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
       let error: AppError
       if (err instanceof AppError) {

@@ -101,8 +101,9 @@ export function loggerOptions(level: string, options: { pretty?: boolean } = {})
           userAgent: req.headers['user-agent'],
         }
       },
+      // An error's code beside its status: a 403 in the log says whether it was the origin, a role or a ban.
       res(reply: FastifyReply) {
-        return { statusCode: reply.statusCode }
+        return reply.errorCode ? { statusCode: reply.statusCode, code: reply.errorCode } : { statusCode: reply.statusCode }
       },
     },
   }

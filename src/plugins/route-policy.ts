@@ -118,6 +118,20 @@ export function originOf(value: string | undefined): string | null {
   }
 }
 
+/**
+ * 403 INVALID_ORIGIN naming what was refused and how to allow it: a web app on an origin that was
+ * never trusted fails here first, and a bare "not trusted" sent its developer searching.
+ */
+function untrusted(what: 'Origin' | 'Referer', origin: string | null): AppError {
+  const named = origin === null ? `The ${what} header` : `${what} ${origin.slice(0, 200)}`
+  return new AppError(
+    403,
+    'INVALID_ORIGIN',
+    `${named} is not a trusted origin: a web app's origin is trusted when it is listed in AUTH_TRUSTED_ORIGIN (comma-separated) or is WEB_ORIGIN`,
+    { data: { origin: origin?.slice(0, 200) ?? null } },
+  )
+}
+
 const STATE_CHANGING = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
 const ALLOWED_METHODS = 'GET, POST, PUT, PATCH, DELETE, OPTIONS'
 const ALLOWED_HEADERS = 'Content-Type, Authorization, X-Request-Id'
@@ -185,7 +199,7 @@ export default fp(
       if (!stateChanging && !route.authRoute) return
       if (origin !== undefined) {
         if (origin === 'null') throw new AppError(403, 'MISSING_OR_NULL_ORIGIN', 'Origin is null')
-        if (!originTrusted) throw new AppError(403, 'INVALID_ORIGIN', 'Origin is not trusted')
+        if (!originTrusted) throw untrusted('Origin', origin)
         return
       }
       // GET navigations are judged by Origin only: the identity provider's redirect carries its own Referer.
@@ -193,9 +207,7 @@ export default fp(
       const referer = request.headers.referer
       if (referer !== undefined) {
         const refererOrigin = originOf(referer)
-        if (refererOrigin === null || !trusted.has(refererOrigin)) {
-          throw new AppError(403, 'INVALID_ORIGIN', 'Referer is not a trusted origin')
-        }
+        if (refererOrigin === null || !trusted.has(refererOrigin)) throw untrusted('Referer', refererOrigin)
         return
       }
       // A browser sending cookies always sends Origin or Referer on a POST; a bare cookie is suspect.
@@ -255,7 +267,7 @@ export default fp(
       }
       reply.header('vary', 'Origin')
       if (request.method === 'OPTIONS' && request.headers['access-control-request-method']) {
-        if (!originTrusted) throw new AppError(403, 'INVALID_ORIGIN', 'Origin is not trusted')
+        if (!originTrusted) throw untrusted('Origin', origin ?? null)
         reply.header('access-control-allow-methods', ALLOWED_METHODS)
         reply.header('access-control-allow-headers', ALLOWED_HEADERS)
         reply.header('access-control-max-age', '600')

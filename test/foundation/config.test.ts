@@ -1,7 +1,11 @@
 import { spawn } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t, { type Test } from 'tap'
-import { ConfigError, ENV_VARIABLES, loadConfig } from '../../src/config.js'
+import { keptDevSecret } from '../../src/auth/session/dev-secret.js'
+import { ConfigError, ENV_VARIABLES, loadConfig, readEnvironment } from '../../src/config.js'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const SECRET_32 = 'x'.repeat(32)
@@ -112,11 +116,58 @@ t.test('outside production a missing AUTH_SECRET is generated, with a warning', 
   t.ok(a.warnings.some((w) => /AUTH_SECRET/.test(w) && /generated/.test(w)))
 })
 
-t.test('a missing AUTH_URL falls back to http://localhost:8787 with a warning', async (t) => {
+t.test('outside production, the server keeps its generated key in the data folder and reuses it', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'insight-secret-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const keep = (env: Record<string, string>) => {
+    const warnings: string[] = []
+    const config = loadConfig({ PGLITE_DIR: dir, ...env }, (m) => warnings.push(m), { keptDevSecret })
+    return { config, warnings }
+  }
+  const first = keep({ NODE_ENV: 'development' })
+  const again = keep({ NODE_ENV: 'test' })
+  t.equal(first.config.auth.secrets.length, 1)
+  t.ok(first.config.auth.secrets[0]!.length >= 32)
+  t.same(again.config.auth.secrets, first.config.auth.secrets, 'the same key on the next start')
+  const file = join(dir, 'auth-secret')
+  t.equal(readFileSync(file, 'utf8').trim(), first.config.auth.secrets[0])
+  t.equal(statSync(file).mode & 0o777, 0o600, 'readable by its owner only')
+  t.ok(
+    first.warnings.some((w) => /AUTH_SECRET/.test(w) && w.includes(file)),
+    'the warning names the file',
+  )
+  t.same(keep({ NODE_ENV: 'development', AUTH_SECRET: SECRET_32 }).config.auth.secrets, [SECRET_32], 'AUTH_SECRET wins')
+  writeFileSync(file, 'short\n')
+  t.not(keep({}).config.auth.secrets[0], 'short', 'a key too short to sign is replaced')
+  // Production never reads it: AUTH_SECRET stays required.
+  t.throws(() => loadConfig({ NODE_ENV: 'production', PGLITE_DIR: dir }, () => {}, { keptDevSecret }), /AUTH_SECRET/)
+})
+
+t.test('a .env file adds variables; the environment wins over it', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'insight-env-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const file = join(dir, '.env')
+  const name = `INSIGHT_TEST_${process.pid}`
+  writeFileSync(file, `${name}_A=from-file\n${name}_B=from-file\n`)
+  process.env[`${name}_B`] = 'from-environment'
+  t.teardown(() => {
+    delete process.env[`${name}_A`]
+    delete process.env[`${name}_B`]
+  })
+  const env = readEnvironment(file)
+  t.equal(env[`${name}_A`], 'from-file')
+  t.equal(env[`${name}_B`], 'from-environment')
+  t.equal(readEnvironment(join(dir, 'absent.env')), process.env, 'no file, no change')
+})
+
+t.test('a missing AUTH_URL falls back to http://localhost:<PORT> with a warning', async (t) => {
   const { config, warnings } = load({ AUTH_SECRET: SECRET_32 })
   t.equal(config.auth.baseUrl, 'http://localhost:8787')
   t.ok(warnings.some((w) => /AUTH_URL/.test(w) && /localhost:8787/.test(w)))
   t.equal(config.auth.secureCookies, false)
+  const onPort = load({ AUTH_SECRET: SECRET_32, PORT: '9123' })
+  t.equal(onPort.config.auth.baseUrl, 'http://localhost:9123', 'the port actually served')
+  t.ok(onPort.config.auth.trustedOrigins.includes('http://localhost:9123'))
 
   const set = load({ AUTH_SECRET: SECRET_32, AUTH_URL: 'https://api.example.com/' })
   t.equal(set.config.auth.baseUrl, 'https://api.example.com', 'trailing slash dropped')

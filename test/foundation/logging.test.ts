@@ -67,6 +67,29 @@ t.test('at info a request is one line: id, method, URL, status and time; its arr
   }
 })
 
+t.test("a refused request's line carries its error code beside the status", async (t) => {
+  lines.length = 0
+  const cases: Array<[string, Record<string, string>, number, string]> = [
+    ['log-code-1', { origin: 'https://evil.example' }, 403, 'INVALID_ORIGIN'],
+    ['log-code-2', { origin: WEB_ORIGIN }, 401, 'UNAUTHORIZED'],
+  ]
+  for (const [id, headers, status, code] of cases) {
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/v1/journal/entries',
+      headers: { ...headers, 'x-request-id': id },
+      payload: {},
+    })
+    t.equal(res.statusCode, status)
+    const done = lines.map((l) => JSON.parse(l)).find((l) => l.reqId === id && l.msg === 'request completed')
+    t.match(done, { res: { statusCode: status, code } }, `${status} ${code}`)
+  }
+  lines.length = 0
+  await app.inject({ method: 'GET', url: '/api/health/live', headers: { 'x-request-id': 'log-code-ok' } })
+  const ok = lines.map((l) => JSON.parse(l)).find((l) => l.reqId === 'log-code-ok' && l.msg === 'request completed')
+  t.same(ok.res, { statusCode: 200 }, 'a success carries no code')
+})
+
 t.test('objects logged by our own code have their secrets redacted, at the top level and nested', async (t) => {
   lines.length = 0
   app.log.info(

@@ -41,7 +41,13 @@ t.test('an untrusted Origin on a POST to /api/v1 is 403 INVALID_ORIGIN without C
   for (const method of ['POST', 'PUT', 'PATCH', 'DELETE'] as const) {
     const res = await send(method, '/api/v1/test-probe', { origin: EVIL })
     t.equal(res.statusCode, 403, method)
-    t.same(res.json(), { code: 'INVALID_ORIGIN', status: 403, message: 'Origin is not trusted', defined: false })
+    t.same(res.json(), {
+      code: 'INVALID_ORIGIN',
+      status: 403,
+      message: `Origin ${EVIL} is not a trusted origin: a web app's origin is trusted when it is listed in AUTH_TRUSTED_ORIGIN (comma-separated) or is WEB_ORIGIN`,
+      data: { origin: EVIL },
+      defined: false,
+    })
     noCors(t, res)
   }
 })
