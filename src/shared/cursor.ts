@@ -20,19 +20,38 @@ const CursorBody = z.strictObject({
     .regex(/^[\x21-\x7e]+$/),
 })
 
+// Web APIs (btoa, atob, TextEncoder), not Node's Buffer: the contract that reads this module also
+// compiles and runs in the browser.
+const utf8 = new TextEncoder()
+const fromUtf8 = new TextDecoder('utf-8', { fatal: true })
+
+function toBase64Url(bytes: Uint8Array): string {
+  let binary = ''
+  for (const byte of bytes) binary += String.fromCharCode(byte)
+  return btoa(binary).replaceAll('+', '-').replaceAll('/', '_').replace(/=+$/, '')
+}
+
+function fromBase64Url(raw: string): Uint8Array | null {
+  try {
+    return Uint8Array.from(atob(raw.replaceAll('-', '+').replaceAll('_', '/')), (c) => c.charCodeAt(0))
+  } catch {
+    return null
+  }
+}
+
 export function encodeCursor(at: Date | string, id: string): string {
   const c = typeof at === 'string' ? at : at.toISOString()
-  return Buffer.from(JSON.stringify({ c, i: id })).toString('base64url')
+  return toBase64Url(utf8.encode(JSON.stringify({ c, i: id })))
 }
 
 /** Only the exact encoding we produce is accepted: anything else is a forged or garbled cursor. */
 function decodeCursor(raw: string): Cursor | null {
   if (!BASE64URL.test(raw)) return null
-  const buffer = Buffer.from(raw, 'base64url')
-  if (buffer.toString('base64url') !== raw) return null
+  const bytes = fromBase64Url(raw)
+  if (!bytes || toBase64Url(bytes) !== raw) return null
   let parsed: unknown
   try {
-    parsed = JSON.parse(buffer.toString('utf8'))
+    parsed = JSON.parse(fromUtf8.decode(bytes))
   } catch {
     return null
   }
