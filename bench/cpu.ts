@@ -1,5 +1,5 @@
 // Server CPU time per request (user + system, from /proc/<pid>/stat) for hello-world, liveness,
-// get-session and getProfile. Unlike req/s, CPU per request hardly moves when something else runs
+// get-session and getProfile (the front end's RPC call and its REST twin). Unlike req/s, CPU per request hardly moves when something else runs
 // on the machine, so it shows what a change to the pipeline saves even on a busy host.
 // Usage: npm run bench:cpu [-- --requests 60000 --rounds 2]
 import { readFileSync } from 'node:fs'
@@ -44,7 +44,12 @@ try {
   const targets: { name: string; path: string; headers: Record<string, string> }[] = [
     { name: 'liveness', path: '/api/health/live', headers: { origin: ORIGIN } },
     { name: 'get-session', path: '/api/auth/get-session', headers: { origin: ORIGIN, cookie } },
-    { name: 'getProfile', path: '/api/v1/getProfile', headers: { origin: ORIGIN, cookie } },
+    {
+      name: 'getProfile (RPCLink GET)',
+      path: `/api/v1/getProfile?data=${encodeURIComponent(JSON.stringify({ meta: [] }))}`,
+      headers: { origin: ORIGIN, cookie },
+    },
+    { name: 'getProfile (REST)', path: '/api/v1/profile', headers: { origin: ORIGIN, cookie } },
   ]
   const rows: Record<string, string | number>[] = []
   for (let round = 1; round <= ROUNDS; round++) {

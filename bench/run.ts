@@ -224,6 +224,8 @@ try {
 
   // The 100th page's cursor, walked through the API (each page must be full and in order).
   const readerHeaders = { origin: ORIGIN, cookie: reader.cookie }
+  // Entries are written by another (premium_plus) user, so the reader's listing stays as measured.
+  const writerHeaders = { origin: ORIGIN, cookie: (counters[1] ?? reader).cookie }
   let cursor: string | null = null
   const seen = new Set<string>()
   for (let page = 1; page < DEEP_PAGE; page++) {
@@ -242,7 +244,31 @@ try {
     { group: 'foundation', name: 'liveness', method: 'GET', path: '/api/health/live', headers: { origin: ORIGIN } },
     { group: 'foundation', name: 'health (database ping)', method: 'GET', path: '/api/health', headers: { origin: ORIGIN } },
     { group: 'auth', name: 'get-session (valid cookie)', method: 'GET', path: '/api/auth/get-session', headers: readerHeaders },
-    { group: 'profile', name: 'getProfile', method: 'GET', path: '/api/v1/getProfile', headers: readerHeaders },
+    // The web front end's call: RPCLink's GET with the procedure's (empty) input in ?data=.
+    {
+      group: 'profile',
+      name: 'getProfile (RPCLink GET)',
+      method: 'GET',
+      path: `/api/v1/getProfile?data=${encodeURIComponent(JSON.stringify({ meta: [] }))}`,
+      headers: readerHeaders,
+    },
+    { group: 'profile', name: 'getProfile (REST GET /api/v1/profile)', method: 'GET', path: '/api/v1/profile', headers: readerHeaders },
+    {
+      group: 'journal',
+      name: 'journal.createEntry (RPCLink POST)',
+      method: 'POST',
+      path: '/api/v1/journal/createEntry',
+      body: { json: { content: 'A bench entry.', mood: 3 }, meta: [] },
+      headers: writerHeaders,
+    },
+    {
+      group: 'journal',
+      name: 'createEntry (REST POST /api/v1/journal/entries)',
+      method: 'POST',
+      path: '/api/v1/journal/entries',
+      body: { content: 'A bench entry.', mood: 3 },
+      headers: writerHeaders,
+    },
     {
       group: 'journal',
       name: 'listEntries page 1',
@@ -293,7 +319,8 @@ try {
       body: t.body === undefined ? undefined : JSON.stringify(t.body),
     })
     const text = await res.text()
-    if (!res.ok || (t.path === '/api/auth/get-session' && !text.includes(reader.id))) {
+    const answersTheReader = t.path === '/api/auth/get-session' || t.name.startsWith('getProfile')
+    if (!res.ok || (answersTheReader && !text.includes(reader.id))) {
       throw new Error(`${t.name}: ${res.status} ${text.slice(0, 200)}`)
     }
   }
