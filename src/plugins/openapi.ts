@@ -21,7 +21,9 @@ export default fp(
             'Accounts, sessions, roles, profile, plan and usage, journal, compatibility results, payments, ' +
             'admin and consent. Errors always have the shape {code, status, message, data?, defined: false} ' +
             "(oRPC 1.14's error JSON). " +
-            'Sessions travel in an HttpOnly cookie set by the /api/auth routes.',
+            'Sessions travel in an HttpOnly cookie set by the /api/auth routes. ' +
+            'Every business operation is also an oRPC 1.14 procedure (RPCLink at /api/v1; the procedure named in ' +
+            "each operation's x-rpc-procedure, at /api/v1/<router>/<name>), with the same input, policy and errors.",
         },
         servers: [{ url: opts.serverUrl }],
         components: {

@@ -91,6 +91,8 @@ function routeOf({ path, procedure }: Declared) {
   const route = procedure['~orpc'].route
   if (!route.method || !route.path) throw new Error(`Operation ${path.join('.')} declares no REST method and path`)
   const meta = procedure['~orpc'].meta as OperationMeta
+  // A per-email budget reads the body's email; a procedure's body is {json, meta}, where it would find none.
+  if (meta.policy?.rateLimit?.perEmail) throw new Error(`Operation ${path.join('.')}: per-email budgets are for plain routes`)
   return { ...route, method: route.method, path: route.path, meta }
 }
 
