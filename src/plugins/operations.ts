@@ -71,19 +71,20 @@ function declarations(contract: AnyContractRouter, handlers: object, path: strin
   })
 }
 
-/** The oRPC router of the contract: each procedure's handler, called with the request it came in. */
-function routerOf(contract: AnyContractRouter, handlers: object): AnyRouter {
-  return Object.fromEntries(
-    Object.entries(contract).map(([key, entry]) => {
-      const handler = (handlers as Record<string, unknown>)[key]
-      if (!isContractProcedure(entry)) return [key, routerOf(entry as AnyContractRouter, handler as object)]
-      const call = handler as AnyHandler
-      const procedure = implement<AnyContractProcedure, RpcContext>(entry).handler(({ input, context }) =>
-        call(input, context.request, context.reply),
-      )
-      return [key, procedure]
-    }),
-  )
+/** The oRPC router of the operations: each procedure's handler, called with the request it came in. */
+function routerOf(declared: Declared[]): AnyRouter {
+  const router: Record<string, unknown> = {}
+  for (const { path, procedure, handler } of declared) {
+    let node = router
+    for (const key of path.slice(0, -1)) {
+      node[key] ??= {}
+      node = node[key] as Record<string, unknown>
+    }
+    node[path.at(-1)!] = implement<AnyContractProcedure, RpcContext>(procedure).handler(({ input, context }) =>
+      handler(input, context.request, context.reply),
+    )
+  }
+  return router as AnyRouter
 }
 
 /** The declared route of a procedure, with what every operation must state. */
@@ -119,12 +120,10 @@ const isPlainObject = (value: unknown): value is Record<string, unknown> =>
 
 export function operationRoutes<C extends AnyContractRouter>(contract: C, handlersOf: (app: FastifyInstance) => Handlers<C>) {
   return async function operations(app: FastifyInstance) {
-    const handlers = handlersOf(app)
-    const declared = declarations(contract, handlers)
+    const declared = declarations(contract, handlersOf(app))
     for (const operation of declared) addRestRoute(app, operation)
 
-    const router = routerOf(contract, handlers)
-    const rpc = new StandardRPCHandler<RpcContext>(router, {
+    const rpc = new StandardRPCHandler<RpcContext>(routerOf(declared), {
       plugins: [new StrictGetMethodPlugin()],
       interceptors: [captureFailure],
     })
