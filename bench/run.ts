@@ -252,7 +252,13 @@ try {
       path: `/api/v1/getProfile?data=${encodeURIComponent(JSON.stringify({ meta: [] }))}`,
       headers: readerHeaders,
     },
-    { group: 'profile', name: 'getProfile (REST GET /api/v1/profile)', method: 'GET', path: '/api/v1/profile', headers: readerHeaders },
+    {
+      group: 'profile',
+      name: 'getProfile (REST GET /api/v1/profile)',
+      method: 'GET',
+      path: '/api/v1/profile',
+      headers: readerHeaders,
+    },
     {
       group: 'journal',
       name: 'journal.createEntry (RPCLink POST)',
