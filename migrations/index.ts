@@ -12,6 +12,7 @@ import * as m0009 from './0009_two_factor.js'
 import * as m0010 from './0010_ban.js'
 import * as m0011 from './0011_former_emails.js'
 import * as m0012 from './0012_payment_plan_expiry.js'
+import * as m0013 from './0013_credential_epoch.js'
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -26,4 +27,5 @@ export const migrations: Record<string, Migration> = {
   '0010_ban': m0010,
   '0011_former_emails': m0011,
   '0012_payment_plan_expiry': m0012,
+  '0013_credential_epoch': m0013,
 }

@@ -66,7 +66,7 @@ export const adminContract = {
         method: 'POST',
         path: '/admin/users/{id}/premium-plus',
         tags,
-        summary: 'Put a user on premium_plus, until expiresAt or without end',
+        summary: 'Put a user on premium_plus, until expiresAt or without end (never yourself: 403)',
       })
       .input(SetPremiumPlusInput)
       .output(ManagedUserSchema),
@@ -76,7 +76,7 @@ export const adminContract = {
         method: 'POST',
         path: '/admin/users/{id}/plan',
         tags,
-        summary: "Set a user's plan, until expiresAt or without end",
+        summary: "Set a user's plan, until expiresAt or without end (never your own: 403)",
       })
       .input(SetPlanInput)
       .output(ManagedUserSchema),

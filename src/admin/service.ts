@@ -125,6 +125,8 @@ export async function setUserPlan(
   change: { plan: Plan; expiresAt?: string },
   via: string,
 ): Promise<ManagedUser> {
+  // As for roles: an admin's own plan is another admin's decision (an admin must not grant themselves a paid plan).
+  if (id === ctx.actorId) throw forbidden('You cannot change your own plan')
   const { plan } = change
   const now = deps.clock.now()
   const expiry = change.expiresAt === undefined ? null : new Date(change.expiresAt)

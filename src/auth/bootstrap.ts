@@ -9,10 +9,9 @@
 // account's only login (here: two-factor, sessions and pending links go).
 import type { FastifyBaseLogger } from 'fastify'
 import type { DB, Trx } from '../../db/index.js'
-import { endSessionsOfUser, findUserByEmail, lockRoleOfVerifiedUser, waysIn } from './queries.js'
+import { takeAccountBack } from './account/take-back.js'
+import { findUserByEmail, lockRoleOfVerifiedUser, waysIn } from './queries.js'
 import { changeRole } from './roles.js'
-import { deleteTwoFactor, setTwoFactorEnabled } from './two-factor/queries.js'
-import { revokeTokens } from './verification.js'
 
 /**
  * How the address was just proven:
@@ -53,13 +52,11 @@ export async function maybeBootstrapOwner(
     return 'needs-reset'
   }
   if (proof !== 'reset') {
-    // The provider's login stays; what got in before it (perhaps through a way in given up since)
-    // goes: sessions, sign-ins waiting for a second factor, emailed links, and a second factor the
-    // owner would be asked for without ever having set it up.
-    await deleteTwoFactor(trx, user.id)
-    await setTwoFactorEnabled(trx, user.id, false, now)
-    await endSessionsOfUser(trx, user.id)
-    await revokeTokens(trx, user.id)
+    // The provider's login stays (it is the only way in); what got in before it (perhaps through a
+    // way in given up since) goes: sessions, sign-ins waiting for a second factor, emailed links, and
+    // a second factor the owner would be asked for without ever having set it up. A reset took the
+    // account back already.
+    await takeAccountBack(trx, user.id, { providerId: proof.login.provider, subject: proof.login.subject }, now)
   }
   // A promotion (never a demotion): changeRole ends no session, and audits it like every role change.
   await changeRole(trx, { userId: user.id, from: role, to: 'owner', actorId: null, ip: null, via: 'bootstrap_owner_email', now })

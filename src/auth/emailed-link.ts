@@ -32,8 +32,11 @@ export async function landAfterLink<T>(
   try {
     answer = await use()
   } catch (err) {
-    if (!callbackURL || !(err instanceof AppError) || err.code !== 'INVALID_TOKEN') throw err
-    return reply.redirect(withQuery(callbackURL, { error: invalidTokenError }), 302)
+    if (!callbackURL || !(err instanceof AppError)) throw err
+    if (err.code === 'INVALID_TOKEN') return reply.redirect(withQuery(callbackURL, { error: invalidTokenError }), 302)
+    // The web app says "sign in, then open the link again" (the link is still good).
+    if (err.code === 'SIGN_IN_TO_CONFIRM_EMAIL_CHANGE') return reply.redirect(withQuery(callbackURL, { error: err.code }), 302)
+    throw err
   }
   return callbackURL ? reply.redirect(callbackURL, 302) : answer
 }

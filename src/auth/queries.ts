@@ -23,9 +23,20 @@ export const sessionUserColumns = [
   'created_at',
   'updated_at',
 ] as const
-const userColumns = [...sessionUserColumns.map((c) => `user.${c}` as const), 'user.password_reset_required'] as const
+const userColumns = [
+  ...sessionUserColumns.map((c) => `user.${c}` as const),
+  'user.password_reset_required',
+  'user.credential_epoch',
+  'user.ways_in_unproven',
+] as const
 
-export type UserWithFlags = SessionUser & { passwordResetRequired: boolean }
+export type UserWithFlags = SessionUser & {
+  passwordResetRequired: boolean
+  /** Read with the credential a sign-in checks: its session is born only while this is unchanged (sessions.ts). */
+  credentialEpoch: number
+  /** The address was proven without the account's session: the next take-back removes its ways in (account/take-back.ts). */
+  waysInUnproven: boolean
+}
 
 export type SessionUserRow = Pick<Selectable<UserTable>, (typeof sessionUserColumns)[number]>
 
@@ -46,9 +57,13 @@ export function toSessionUser(r: SessionUserRow): SessionUser {
   }
 }
 
-const toUser = (r: SessionUserRow & { password_reset_required: boolean }): UserWithFlags => ({
+const toUser = (
+  r: SessionUserRow & { password_reset_required: boolean; credential_epoch: number; ways_in_unproven: boolean },
+): UserWithFlags => ({
   ...toSessionUser(r),
   passwordResetRequired: r.password_reset_required,
+  credentialEpoch: r.credential_epoch,
+  waysInUnproven: r.ways_in_unproven,
 })
 
 /** The profile part of the user: read with every session, written by the profile domain. */
@@ -227,11 +242,19 @@ export async function lockSessionOf(trx: Trx, userId: string, id: string): Promi
  * provider did not vouch for may be whoever registered the address first), or the provider vouching
  * for the address (only the identity just linked stays).
  */
-export async function deleteAccountsBut(trx: Trx, userId: string, keep: 'password' | { accountId: string }): Promise<string[]> {
+export async function deleteAccountsBut(
+  trx: Trx,
+  userId: string,
+  keep: 'password' | { providerId: string; subject: string },
+): Promise<string[]> {
   const removed = await trx
     .deleteFrom('account')
     .where('user_id', '=', userId)
-    .where((eb) => (keep === 'password' ? eb('provider_id', '<>', CREDENTIAL) : eb('id', '<>', keep.accountId)))
+    .where((eb) =>
+      keep === 'password'
+        ? eb('provider_id', '<>', CREDENTIAL)
+        : eb.or([eb('provider_id', '<>', keep.providerId), eb('account_id', '<>', keep.subject)]),
+    )
     .returning('provider_id')
     .execute()
   return removed.map((r) => r.provider_id)
@@ -265,6 +288,11 @@ export async function markEmailVerified(
     .where('email', '=', email)
     .returning(['id', 'email'])
     .executeTakeFirst()
+}
+
+/** The address was proven without a session of the account: its ways in are not known to be the prover's. */
+export async function markWaysInUnproven(trx: Trx, userId: string): Promise<void> {
+  await trx.updateTable('user').set({ ways_in_unproven: true }).where('id', '=', userId).execute()
 }
 
 /** The address counts as verified (an identity provider vouched for it). */
@@ -303,10 +331,46 @@ export async function replaceRole(trx: Trx, userId: string, from: Role, to: Role
  * Returns how many sessions ended.
  */
 export async function endSessionsOfUser(db: Executor, userId: string, options: { except?: string } = {}): Promise<number> {
+  // First the epoch, which waits for a sign-in holding the user row (sessions.ts) to commit; then
+  // the delete, a statement of its own so that its snapshot, taken after that wait, sees the
+  // session that sign-in inserted. (One statement with a CTE would share a snapshot taken before.)
+  await raiseCredentialEpoch(db, userId)
   let query = db.deleteFrom('session').where('user_id', '=', userId)
   if (options.except !== undefined) query = query.where('id', '!=', options.except)
   const result = await query.executeTakeFirst()
   return Number(result.numDeletedRows)
+}
+
+/**
+ * Sign-ins whose credential was checked before now can no longer start a session (sessions.ts):
+ * raised with the user row locked until the caller's transaction ends.
+ */
+export async function raiseCredentialEpoch(db: Executor, userId: string): Promise<void> {
+  await db
+    .updateTable('user')
+    .set((eb) => ({ credential_epoch: eb('credential_epoch', '+', 1) }))
+    .where('id', '=', userId)
+    .execute()
+}
+
+/** The user's credential epoch now (0 when the user is gone: no session can be born for them anyway). */
+export async function credentialEpochOf(db: Executor, userId: string): Promise<number> {
+  const row = await db.selectFrom('user').select('credential_epoch').where('id', '=', userId).executeTakeFirst()
+  return row?.credential_epoch ?? 0
+}
+
+/** The user's credential epoch and ban, the row share-locked until the transaction ends: a session is born under it. */
+export async function lockUserForSignIn(
+  trx: Trx,
+  userId: string,
+): Promise<{ credentialEpoch: number; banned: boolean; banExpiresAt: Date | null } | undefined> {
+  const row = await trx
+    .selectFrom('user')
+    .select(['credential_epoch', 'banned', 'ban_expires'])
+    .where('id', '=', userId)
+    .forShare()
+    .executeTakeFirst()
+  return row && { credentialEpoch: row.credential_epoch, banned: row.banned, banExpiresAt: row.ban_expires }
 }
 
 /** A suspension, as better-auth's admin plugin names its fields. */

@@ -4,7 +4,7 @@
 // change does is decided here, so the paths cannot disagree.
 import type { Trx } from '../../db/index.js'
 import { recordAudit } from '../shared/audit.js'
-import { endSessionsOfUser, replaceRole } from './queries.js'
+import { endSessionsOfUser, raiseCredentialEpoch, replaceRole } from './queries.js'
 import type { Role } from '../shared/roles.js'
 
 /** The privileges of each role, lowest first. A Record, so a new role must be ranked here. */
@@ -43,7 +43,9 @@ export async function changeRole(trx: Trx, change: RoleChange): Promise<{ sessio
   if (from !== to && !(await replaceRole(trx, userId, from, to, now))) {
     throw new Error(`changeRole: user ${userId} has no longer the role ${from}; lock the row first`)
   }
+  // A demotion ends every session; any change of role ends sign-ins in flight (the credential epoch).
   const sessionsRevoked = isDemotion(from, to) ? await endSessionsOfUser(trx, userId) : 0
+  if (from !== to && !isDemotion(from, to)) await raiseCredentialEpoch(trx, userId)
   await recordAudit(trx, {
     actorId: change.actorId,
     action: 'admin.user.role_changed',

@@ -49,6 +49,10 @@ export interface UserTable extends ProfileColumns {
   two_factor_enabled: Generated<boolean>
   /** Addresses before a change of email (migration 0011): erasure scrubs them from the audit log. */
   former_emails: Generated<string[]>
+  /** Raised by whatever ends the user's sessions (migration 0013); a sign-in inserts its session only while unchanged. */
+  credential_epoch: Generated<number>
+  /** The address was proven by a link opened without the account's session (migration 0013). */
+  ways_in_unproven: Generated<boolean>
   created_at: CreatedAt
   updated_at: Timestamp
 }

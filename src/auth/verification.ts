@@ -67,6 +67,23 @@ export async function peekToken(
   return row?.user_id ? { userId: row.user_id, data: row.data } : null
 }
 
+/** `peekToken` for a link that may serve any of `purposes`. */
+export async function peekTokenOf(
+  db: Executor,
+  purposes: readonly VerificationPurpose[],
+  token: string,
+  now: Date,
+): Promise<PurposedRecord | null> {
+  const row = await db
+    .selectFrom('verification')
+    .select(['purpose', 'user_id', 'data'])
+    .where('token_hash', '=', hashToken(token))
+    .where('purpose', 'in', purposes)
+    .where('expires_at', '>', now)
+    .executeTakeFirst()
+  return row?.user_id ? { purpose: row.purpose as VerificationPurpose, userId: row.user_id, data: row.data } : null
+}
+
 /**
  * Deletes the token and returns its record when it was live. The delete is the claim: of two
  * concurrent uses only one gets the row back. An expired token is deleted too, and yields null.

@@ -128,7 +128,13 @@ t.test('a session of a banned user is refused even if one exists', async (t) => 
   t.equal(await sessionCount(target.id), 0, 'and ends it')
 
   // No session is ever created for a user whose ban holds, whatever the path.
-  await t.rejects(app.sessions.create(target.id, { rememberMe: true, ipAddress: null, userAgent: null }), { code: 'BANNED_USER' })
+  const { credential_epoch: epoch } = await app.db
+    .selectFrom('user')
+    .select('credential_epoch')
+    .where('id', '=', target.id)
+    .executeTakeFirstOrThrow()
+  const options = { rememberMe: true, ipAddress: null, userAgent: null }
+  await t.rejects(app.sessions.create({ userId: target.id, epoch }, options), { code: 'BANNED_USER' })
   t.equal(await sessionCount(target.id), 0)
 })
 

@@ -88,7 +88,10 @@ export default async function emailRoutes(fastify: FastifyInstance) {
       if (requireEmailVerification || user.email === bootstrapOwnerEmail) {
         if (await mailBudgetLeft(request, user.email, 'verification')) await sendVerificationMail(deps, user, callbackURL)
       }
-      if (!requireEmailVerification) await signInBrowser(app, request, reply, user.id, body.rememberMe ?? true)
+      if (!requireEmailVerification) {
+        const credential = { userId: user.id, epoch: user.credentialEpoch }
+        await signInBrowser(app, request, reply, credential, body.rememberMe ?? true)
+      }
       return { token: null, user: toUserJson(user) }
     },
   )
@@ -251,7 +254,7 @@ export default async function emailRoutes(fastify: FastifyInstance) {
     async (request, reply) => {
       const callbackURL = callback(request.query.callbackURL)
       return landAfterLink(reply, callbackURL, 'invalid_token', async () => {
-        await verifyEmail(deps, contextOf(request), request.query.token)
+        await verifyEmail(deps, contextOf(request), request.query.token, request.user?.id ?? null)
         return { status: true as const }
       })
     },

@@ -17,7 +17,6 @@ import { isWeakHash, needsRehash, type PasswordHasher } from '../password/passwo
 import {
   clearPasswordResetRequired,
   CREDENTIAL,
-  deleteAccountsBut,
   endSessionsOfUser,
   findCredentialByEmail,
   findPasswordHash,
@@ -28,14 +27,15 @@ import {
   lockSessionOf,
   lockUser,
   markEmailVerified,
+  markWaysInUnproven,
   replacePasswordHash,
-  setEmailVerified,
   setPasswordHash,
   type UserWithFlags,
 } from '../queries.js'
 import { approveEmailChange, completeEmailChange } from '../account/service.js'
-import { deleteChallenges, deleteTwoFactor, setTwoFactorEnabled } from '../two-factor/queries.js'
-import { consumeToken, consumeTokenOf, invalidToken, issueToken, peekToken, revokeTokens } from '../verification.js'
+import { takeAccountBack, waysInUnproven } from '../account/take-back.js'
+import { deleteChallenges } from '../two-factor/queries.js'
+import { consumeToken, consumeTokenOf, invalidToken, issueToken, peekToken, peekTokenOf, revokeTokens } from '../verification.js'
 
 export interface EmailAuthDeps {
   db: DB
@@ -180,53 +180,50 @@ const EVICTED_PURPOSES = ['reset-password', ...CHANGE_OF_ADDRESS] as const
 
 /**
  * Sets the new password, ends every session of the user, every pending reset link and change of
- * address, and clears the reset requirement. The bootstrap address becomes owner (bootstrap.ts),
- * verified, with the new password as its only way in.
+ * address, and clears the reset requirement. An account whose ways in nobody proved were its
+ * mailbox holder's (take-back.ts), and the bootstrap address as it becomes owner (bootstrap.ts), is
+ * taken back: the new password is its only way in.
  */
 export async function resetPassword(deps: EmailAuthDeps, ctx: RequestContext, token: string, newPassword: string): Promise<void> {
   // A bad token is refused before the Argon2 work, so garbage tokens cost almost nothing.
-  if (!(await peekToken(deps.db, 'reset-password', token, deps.clock.now()))) throw invalidToken()
+  const peeked = await peekToken(deps.db, 'reset-password', token, deps.clock.now())
+  if (!peeked) throw invalidToken()
   const passwordHash = await deps.hasher.hashNew(newPassword)
   await deps.db.transaction().execute(async (trx) => {
     const now = deps.clock.now()
+    // The user row first, the order of every writer of the account; then the token is spent.
+    await lockUser(trx, peeked.userId)
     const record = await consumeToken(trx, 'reset-password', token, now)
-    if (!record) throw invalidToken()
-    // The owner takes the account back when its address was never proven: the identity provider's
-    // links and the second factor were set up before anyone proved it (perhaps by whoever
-    // registered it first, waiting for its owner), and must not outlive the reset: the owner would
-    // be asked for a code from the first holder's authenticator. The reset that makes the bootstrap
-    // owner does the same: the address was perhaps proven by someone who never asked for the mail.
+    if (!record || record.userId !== peeked.userId) throw invalidToken()
     const user = await findUserById(trx, record.userId)
-    const unproven = user !== undefined && !user.emailVerified
-    const becomesOwner =
-      user !== undefined && user.role !== 'owner' && isBootstrapEmail(user.email, deps.config.bootstrapOwnerEmail)
-    const takenBack = unproven || becomesOwner
-    const removedAccounts = takenBack ? await deleteAccountsBut(trx, record.userId, 'password') : []
-    if (takenBack) {
-      await deleteTwoFactor(trx, record.userId)
-      await setTwoFactorEnabled(trx, record.userId, false, now)
+    if (!user) throw invalidToken()
+    await setPasswordHash(trx, user.id, passwordHash, now)
+    await clearPasswordResetRequired(trx, user.id, now)
+    // The second factor and provider links were perhaps set up by whoever registered the address
+    // before its owner proved it; the bootstrap address was perhaps proven by someone who never asked
+    // for the mail. Either way the mailbox holder's new password becomes the only way in.
+    const becomesOwner = user.role !== 'owner' && isBootstrapEmail(user.email, deps.config.bootstrapOwnerEmail)
+    if (waysInUnproven(user) || becomesOwner) {
+      const taken = await takeAccountBack(trx, user.id, 'password', now)
+      if (becomesOwner) {
+        await maybeBootstrapOwner(trx, { ...user, emailVerified: true }, deps.config.bootstrapOwnerEmail, now, 'reset', ctx.log)
+      }
+      await recordUserEvent(trx, ctx, user.id, 'auth.password_reset', {
+        sessionsEnded: taken.sessionsEnded,
+        takenBack: true,
+        ...(taken.removedAccounts.length ? { removedAccounts: taken.removedAccounts } : {}),
+        ...(user.twoFactorEnabled ? { twoFactorRemoved: true } : {}),
+      })
+      return
     }
-    await setPasswordHash(trx, record.userId, passwordHash, now)
-    await clearPasswordResetRequired(trx, record.userId, now)
-    // Its only way in is now the mailbox holder's password, and every session ends below; the reset
-    // proved the address too.
-    if (becomesOwner) {
-      if (!user.emailVerified) await setEmailVerified(trx, user.id, now)
-      await maybeBootstrapOwner(trx, { ...user, emailVerified: true }, deps.config.bootstrapOwnerEmail, now, 'reset', ctx.log)
-    }
-    // Whoever held a session (perhaps the reason for the reset) is signed out everywhere, and a
-    // sign-in with the old password that waits for its second factor ends too.
-    const ended = await endSessionsOfUser(trx, record.userId)
-    await deleteChallenges(trx, record.userId) // sign-ins with the old password still waiting for a code
-    // Pending changes of address too: one asked for by whoever held a session would otherwise
-    // move the account away from the owner who just took it back.
-    // Every link, for the new owner: whoever registered the address first may have asked for any.
-    await revokeTokens(trx, record.userId, becomesOwner ? undefined : EVICTED_PURPOSES)
-    await recordUserEvent(trx, ctx, record.userId, 'auth.password_reset', {
-      sessionsEnded: ended,
-      ...(removedAccounts.length ? { removedAccounts } : {}),
-      ...(takenBack && user.twoFactorEnabled ? { twoFactorRemoved: true } : {}),
-    })
+    // Whoever held a session (perhaps the reason for the reset) is signed out everywhere; sign-ins
+    // with the old password still in flight or waiting for their second factor can no longer start one.
+    const ended = await endSessionsOfUser(trx, user.id)
+    await deleteChallenges(trx, user.id)
+    // Pending changes of address too: one asked for by whoever held a session would otherwise move
+    // the account away from the owner who just took it back.
+    await revokeTokens(trx, user.id, EVICTED_PURPOSES)
+    await recordUserEvent(trx, ctx, user.id, 'auth.password_reset', { sessionsEnded: ended })
   })
 }
 
@@ -234,21 +231,49 @@ export async function resetPassword(deps: EmailAuthDeps, ctx: RequestContext, to
 const VERIFY_LINK_PURPOSES = ['verify-email', 'change-email-confirmation', 'change-email-verification'] as const
 
 /**
- * Uses a verify-email link: marks the email verified (never the bootstrap owner: bootstrap.ts), or takes the
- * next step of a change of address (src/auth/account/service.ts). Throws INVALID_TOKEN.
+ * The new address's link of a change of address, opened without a session of the account: the
+ * address must not move to an account its owner does not control (the account's password, second
+ * factor and provider links are whoever asked for the change's). Nothing is spent: signed in, the
+ * same link works.
  */
-export async function verifyEmail(deps: EmailAuthDeps, ctx: RequestContext, token: string): Promise<void> {
+export const signInToConfirm = () =>
+  new AppError(
+    403,
+    'SIGN_IN_TO_CONFIRM_EMAIL_CHANGE',
+    'Open this link in the browser where you are signed in to the account whose address changes',
+  )
+
+/**
+ * Uses a verify-email link: marks the email verified (never the bootstrap owner: bootstrap.ts), or takes the
+ * next step of a change of address (src/auth/account/service.ts). `signedInAs`: the user of the
+ * session the link was opened with. Throws INVALID_TOKEN.
+ */
+export async function verifyEmail(
+  deps: EmailAuthDeps,
+  ctx: RequestContext,
+  token: string,
+  signedInAs: string | null,
+): Promise<void> {
+  // Looked at first, without spending it: whose account (its row is locked before the token is
+  // spent, so two links of one account serialise), and a new address's link needs that account's session.
+  const peeked = await peekTokenOf(deps.db, VERIFY_LINK_PURPOSES, token, deps.clock.now())
+  if (!peeked) throw invalidToken()
+  if (peeked.purpose === 'change-email-verification' && peeked.userId !== signedInAs) throw signInToConfirm()
   let mail: (() => void) | null
   try {
     mail = await deps.db.transaction().execute(async (trx) => {
       const now = deps.clock.now()
+      await lockUser(trx, peeked.userId)
       const record = await consumeTokenOf(trx, VERIFY_LINK_PURPOSES, token, now)
-      if (!record) throw invalidToken()
+      if (!record || record.userId !== peeked.userId) throw invalidToken()
       if (record.purpose === 'change-email-confirmation') return approveEmailChange(deps, trx, record)
       if (record.purpose === 'change-email-verification') return completeEmailChange(deps, ctx, trx, record)
       const verified = await markEmailVerified(trx, record.userId, String(record.data.email ?? ''), now)
       if (!verified) throw invalidToken() // the account's address changed since the mail was sent
-      await recordUserEvent(trx, ctx, verified.id, 'auth.email_verified')
+      // Opened without the account's session (a mail scanner, or an owner of the address who never
+      // made this account): the address is proven, the ways in are not the prover's (take-back.ts).
+      if (signedInAs !== record.userId) await markWaysInUnproven(trx, record.userId)
+      await recordUserEvent(trx, ctx, verified.id, 'auth.email_verified', signedInAs === record.userId ? {} : { signedIn: false })
       await maybeBootstrapOwner(
         trx,
         { ...verified, emailVerified: true },

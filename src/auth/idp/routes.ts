@@ -214,7 +214,7 @@ export default async function idpRoutes(fastify: FastifyInstance) {
       }
       const outcome = await signInWithIdentity(deps, contextOf(request), identity)
       if (!outcome.ok) return onError(outcome.error, 'account rules')
-      const user = { id: outcome.userId, twoFactorEnabled: outcome.twoFactorEnabled }
+      const user = { id: outcome.userId, twoFactorEnabled: outcome.twoFactorEnabled, credentialEpoch: outcome.credentialEpoch }
       try {
         if ((await signInOrChallenge(app, request, reply, user, true)) === 'two-factor') {
           // No session yet: the web app's two-factor page asks for the code (the `two_factor` cookie is

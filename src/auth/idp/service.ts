@@ -7,17 +7,8 @@ import type { RequestContext } from '../../shared/context.js'
 import { newId } from '../../shared/ids.js'
 import { banHolds } from '../ban.js'
 import { maybeBootstrapOwner } from '../bootstrap.js'
-import { revokeTokens } from '../verification.js'
-import {
-  deleteAccountsBut,
-  endSessionsOfUser,
-  findUserByEmail,
-  findUserById,
-  insertAccount,
-  insertUser,
-  setEmailVerified,
-} from '../queries.js'
-import { deleteTwoFactor, setTwoFactorEnabled } from '../two-factor/queries.js'
+import { credentialEpochOf, findUserByEmail, findUserById, insertAccount, insertUser, setEmailVerified } from '../queries.js'
+import { takeAccountBack, waysInUnproven } from '../account/take-back.js'
 import type { IdpIdentity } from './oauth.js'
 import { findUserBySubject, IDP } from './queries.js'
 
@@ -44,7 +35,8 @@ export type IdpLinkOutcome = { ok: true } | { ok: false; error: IdpLinkFailureCo
 
 export type IdpSignInOutcome =
   /** `twoFactorEnabled`: the sign-in still needs the second factor (or a trusted device). */
-  | { ok: true; userId: string; isNewUser: boolean; twoFactorEnabled: boolean }
+  /** `credentialEpoch`: read at the end of the transaction that judged the identity (sessions.ts). */
+  | { ok: true; userId: string; isNewUser: boolean; twoFactorEnabled: boolean; credentialEpoch: number }
   | { ok: false; error: 'email_not_verified' | 'email_missing' | 'BANNED_USER' }
 
 /**
@@ -67,6 +59,12 @@ function resolveAccount(deps: IdpDeps, ctx: RequestContext, identity: IdpIdentit
   const bootstrapEmail = deps.config.bootstrapOwnerEmail
   const { ip } = ctx
   return deps.db.transaction().execute(async (trx): Promise<IdpSignInOutcome> => {
+    const outcome = await judgeIdentity(trx)
+    // Read last, after any claim or promotion of this transaction raised it.
+    return outcome.ok ? { ...outcome, credentialEpoch: await credentialEpochOf(trx, outcome.userId) } : outcome
+  })
+
+  async function judgeIdentity(trx: Trx): Promise<Judged> {
     const now = deps.clock.now()
     const linked = await findUserBySubject(trx, identity.sub)
     if (linked) {
@@ -106,10 +104,9 @@ function resolveAccount(deps: IdpDeps, ctx: RequestContext, identity: IdpIdentit
       }
       // Only now that the provider proved the address: a ban is nobody else's business.
       if (await banHolds(trx, ctx, existing.id, now)) return { ok: false, error: 'BANNED_USER' }
-      const linkId = newId()
-      await insertAccount(trx, { id: linkId, userId: existing.id, providerId: IDP, accountId: identity.sub, passwordHash: null })
-      const claimed = !existing.emailVerified
-      if (claimed) await claimUnverifiedAccount(trx, existing.id, linkId, now, ip)
+      await insertAccount(trx, { userId: existing.id, providerId: IDP, accountId: identity.sub, passwordHash: null })
+      const claimed = waysInUnproven(existing)
+      if (claimed) await claimUnverifiedAccount(trx, existing.id, identity.sub, now, ip)
       await recordUserEvent(trx, ctx, existing.id, 'auth.idp.account_linked')
       // A claimed account's other ways in went with the claim; a verified one's may be its first holder's.
       const promoted = await maybeBootstrapOwner(
@@ -148,36 +145,30 @@ function resolveAccount(deps: IdpDeps, ctx: RequestContext, identity: IdpIdentit
       ctx.log,
     )
     return { ok: true, userId: id, isNewUser: true, twoFactorEnabled: false }
-  })
+  }
 }
 
+type Judged = Exclude<IdpSignInOutcome, { ok: true }> | Omit<Extract<IdpSignInOutcome, { ok: true }>, 'credentialEpoch'>
+
 /**
- * The provider vouches for an address nobody had proven yet. Whoever registered it first (perhaps
- * an attacker waiting for the real owner) loses every way in: the password, any other link, every
- * session, every pending emailed link. Only the provider identity just linked remains, and the address counts as verified.
+ * The provider vouches for an address whose ways in nobody had proven were its mailbox holder's.
+ * Whoever registered it first (perhaps an attacker waiting for the real owner) loses every way in
+ * (take-back.ts): only the provider identity just linked remains, and the address counts as verified.
  */
-async function claimUnverifiedAccount(
-  trx: Trx,
-  userId: string,
-  keepAccountId: string,
-  now: Date,
-  ip: string | null,
-): Promise<void> {
-  const removedAccounts = await deleteAccountsBut(trx, userId, { accountId: keepAccountId })
-  // Their second factor too: the real owner must not be asked for a code from the first holder's app.
-  const { trustedDevices } = await deleteTwoFactor(trx, userId)
-  await setTwoFactorEnabled(trx, userId, false, now)
-  await setEmailVerified(trx, userId, now)
-  const sessionsRevoked = await endSessionsOfUser(trx, userId)
-  // Pending links (reset, change of address) were asked for by the same unproven holder.
-  const tokensRevoked = await revokeTokens(trx, userId)
+async function claimUnverifiedAccount(trx: Trx, userId: string, subject: string, now: Date, ip: string | null): Promise<void> {
+  const taken = await takeAccountBack(trx, userId, { providerId: IDP, subject }, now)
   await recordAudit(trx, {
     actorId: null,
     action: 'auth.idp.unverified_account_claimed',
     targetType: 'user',
     targetId: userId,
     ip,
-    details: { removedAccounts: removedAccounts.sort(), sessionsRevoked, tokensRevoked, trustedDevicesRevoked: trustedDevices },
+    details: {
+      removedAccounts: taken.removedAccounts,
+      sessionsRevoked: taken.sessionsEnded,
+      tokensRevoked: taken.tokensRevoked,
+      trustedDevicesRevoked: taken.trustedDevicesRevoked,
+    },
   })
 }
 

@@ -9,7 +9,7 @@ import { currentUser } from '../guard.js'
 import { SessionSchema, Status, toSessionJson, toUserJson, toWhoamiJson, UserSchema, WhoamiSchema } from '../schemas.js'
 import { ErrorSchema } from '../../shared/errors.js'
 import { JsonMemo } from '../../shared/json-memo.js'
-import type { SignedInUser } from './sessions.js'
+import type { CheckedCredential, SignedInUser } from './sessions.js'
 import { revokeAllSessions, revokeOtherSessions, revokeSession, startSession } from './service.js'
 
 const tags = ['auth']
@@ -17,19 +17,19 @@ const tags = ['auth']
 const GetSessionSchema = z.object({ session: SessionSchema, user: UserSchema }).nullable()
 const getSessionJson = new JsonMemo<SignedInUser>(GetSessionSchema, 'GET', '/api/auth/get-session')
 
-/** Signs the request's browser in as `userId`: a new session, and its cookie on the reply. */
+/** Signs the request's browser in as the credential's user: a new session, and its cookie on the reply. */
 export async function signInBrowser(
   app: FastifyInstance,
   request: FastifyRequest,
   reply: FastifyReply,
-  userId: string,
+  credential: CheckedCredential,
   rememberMe: boolean,
   /** The user passed a second factor (or a trusted device skipped it) before this session. */
   twoFactorVerified = false,
 ): Promise<void> {
   const replacing = app.sessionCookie.read(request)
   const { token, session } = await startSession({ db: app.db, sessions: app.sessions }, contextOf(request), {
-    userId,
+    credential,
     rememberMe,
     replacing,
     twoFactorVerified,

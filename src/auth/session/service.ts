@@ -5,7 +5,7 @@ import { recordAudit, recordUserEvent } from '../../shared/audit.js'
 import type { RequestContext } from '../../shared/context.js'
 import { notFound } from '../../shared/errors.js'
 import { endSessionsOfUser } from '../queries.js'
-import type { SessionManager, SessionView } from './sessions.js'
+import type { CheckedCredential, SessionManager, SessionView } from './sessions.js'
 
 export interface SessionDeps {
   db: DB
@@ -19,17 +19,17 @@ export interface SessionDeps {
 export async function startSession(
   deps: SessionDeps,
   ctx: RequestContext,
-  input: { userId: string; rememberMe: boolean; replacing: string | null; twoFactorVerified?: boolean },
+  input: { credential: CheckedCredential; rememberMe: boolean; replacing: string | null; twoFactorVerified?: boolean },
 ): Promise<{ token: string; session: SessionView }> {
   if (input.replacing) await deps.sessions.revokeByToken(input.replacing)
-  const started = await deps.sessions.create(input.userId, {
+  const started = await deps.sessions.create(input.credential, {
     rememberMe: input.rememberMe,
     ipAddress: ctx.ip,
     userAgent: ctx.userAgent,
     twoFactorVerified: input.twoFactorVerified,
   })
   await recordAudit(deps.db, {
-    actorId: input.userId,
+    actorId: input.credential.userId,
     action: 'auth.sign_in',
     targetType: 'session',
     targetId: started.session.id,

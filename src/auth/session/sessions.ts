@@ -7,15 +7,16 @@
 //
 // Time is app.clock's, never lucia's: lucia reads Date.now() for a new session's expiry and in
 // validateSession, and a test that moves the clock must see sessions expire and renew. So the
-// manager dates new sessions and applies lucia's validation rule itself; lucia stores a new
-// session under our token hash and ends one.
+// manager dates new sessions and applies lucia's validation rule itself, and inserts a new session
+// itself, in the transaction that checks the user's credential epoch; lucia ends one.
 import { Lucia, TimeSpan, type Adapter, type DatabaseSession, type DatabaseUser } from 'lucia'
 import type { DB } from '../../../db/index.js'
 import type { Clock } from '../../shared/clock.js'
 import type { MaybePromise } from '../../shared/maybe-async.js'
 import { newId } from '../../shared/ids.js'
 import { bannedUser, isBanned } from '../ban.js'
-import { endSessionsOfUser, findBan, type Profile } from '../queries.js'
+import { unauthorized } from '../../shared/errors.js'
+import { endSessionsOfUser, lockUserForSignIn, type Profile } from '../queries.js'
 import type { Plan } from '../../usage/plans.js'
 import type { Role } from '../../shared/roles.js'
 import { hashToken, newToken } from '../tokens.js'
@@ -168,6 +169,19 @@ class KyselySessionAdapter implements Adapter {
   }
 }
 
+/**
+ * What a sign-in proved: whose credential it checked, and the user's credential epoch read with
+ * that credential (in the same row read as the password hash, the provider link, or the sign-in
+ * challenge that carried it). The only way to a session (SessionManager.create).
+ */
+export interface CheckedCredential {
+  userId: string
+  epoch: number
+}
+
+/** A sign-in overtaken by a reset, a change of password, a ban, a deletion...: nothing was created. */
+export const staleSignIn = () => unauthorized('The account changed while signing in: sign in again')
+
 export class SessionManager {
   private readonly lucia: Lucia<DbSessionAttributes, SignedInUser>
   private readonly ttlMs: number
@@ -192,28 +206,41 @@ export class SessionManager {
     return new Date(now.getTime() + (rememberMe ? this.ttlMs : BROWSER_SESSION_MS))
   }
 
-  /** A new session with a fresh token: called at every sign-in, so a planted token is never reused. */
+  /**
+   * A new session with a fresh token (a planted token is never reused), born only while nothing that
+   * ends sessions committed since the credential was checked: the user row is share-locked, its
+   * credential epoch compared and the session inserted in one transaction. A reset waits for that
+   * lock and then ends this session with the others; a reset that committed first has raised the
+   * epoch, and this sign-in answers 401 with nothing left behind. A deleted user is the same 401.
+   */
   async create(
-    userId: string,
+    credential: CheckedCredential,
     options: { rememberMe: boolean; ipAddress: string | null; userAgent: string | null; twoFactorVerified?: boolean },
   ): Promise<{ token: string; session: SessionView }> {
     const now = this.clock.now()
-    // Every sign-in path checks the ban first (banHolds); this is the last word, whatever the path.
-    const ban = await findBan(this.db, userId)
-    if (ban && isBanned(ban, now)) throw bannedUser()
     const token = newToken()
-    const attributes: DbSessionAttributes = {
-      publicId: newId(),
+    const { userId } = credential
+    const stored: StoredSession = {
+      id: newId(),
+      tokenHash: hashToken(token),
+      userId,
       rememberMe: options.rememberMe,
       ipAddress: options.ipAddress,
       userAgent: options.userAgent?.slice(0, 512) ?? null,
       twoFactorVerified: options.twoFactorVerified ?? false,
       createdAt: now,
+      updatedAt: now,
       expiresAt: this.expiryFrom(now, options.rememberMe),
     }
-    await this.lucia.createSession(userId, attributes, { sessionId: hashToken(token) })
-    const { publicId, ipAddress, userAgent, expiresAt } = attributes
-    return { token, session: { id: publicId, userId, expiresAt, createdAt: now, updatedAt: now, ipAddress, userAgent } }
+    await this.db.transaction().execute(async (trx) => {
+      const user = await lockUserForSignIn(trx, userId)
+      if (!user || user.credentialEpoch !== credential.epoch) throw staleSignIn()
+      // Every sign-in path checks the ban first (banHolds); this is the last word, whatever the path.
+      if (isBanned(user, now)) throw bannedUser()
+      await insertSession(trx, stored)
+    })
+    const { id, ipAddress, userAgent, expiresAt } = stored
+    return { token, session: { id, userId, expiresAt, createdAt: now, updatedAt: now, ipAddress, userAgent } }
   }
 
   /**

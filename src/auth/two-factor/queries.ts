@@ -26,14 +26,21 @@ export async function findTwoFactor(db: Executor, userId: string): Promise<TwoFa
 }
 
 /** A new, unconfirmed secret for the user, replacing any earlier unconfirmed one. */
-export async function putPendingSecret(trx: Trx, userId: string, secret: string, now: Date): Promise<void> {
-  await trx
+export async function putPendingSecret(trx: Trx, userId: string, secret: string, now: Date): Promise<boolean> {
+  // The row is locked by the upsert and judged as it is then: a setup confirmed meanwhile is never
+  // replaced (two-factor on with a secret nobody has would lock its holder out). False then.
+  const written = await trx
     .insertInto('two_factor')
     .values({ user_id: userId, secret, verified: false, last_step: null, failed_attempts: 0, created_at: now, updated_at: now })
     .onConflict((oc) =>
-      oc.column('user_id').doUpdateSet({ secret, verified: false, last_step: null, failed_attempts: 0, updated_at: now }),
+      oc
+        .column('user_id')
+        .doUpdateSet({ secret, verified: false, last_step: null, failed_attempts: 0, updated_at: now })
+        .where('two_factor.verified', '=', false),
     )
-    .execute()
+    .returning('user_id')
+    .executeTakeFirst()
+  return written !== undefined
 }
 
 /** The user's backup codes become exactly these (hashes). */
@@ -182,9 +189,12 @@ export async function clearSessionsTwoFactorVerified(trx: Trx, userId: string): 
 export interface Challenge {
   userId: string
   rememberMe: boolean
+  /** The credential epoch read with the first factor: the session it leads to is born only while unchanged. */
+  epoch: number
 }
 
-export async function issueChallenge(db: Executor, userId: string, rememberMe: boolean, expiresAt: Date): Promise<string> {
+export async function issueChallenge(db: Executor, challenge: Challenge, expiresAt: Date): Promise<string> {
+  const { userId, rememberMe, epoch } = challenge
   const token = newToken()
   await db
     .insertInto('verification')
@@ -193,7 +203,7 @@ export async function issueChallenge(db: Executor, userId: string, rememberMe: b
       purpose: CHALLENGE,
       token_hash: hashToken(token),
       user_id: userId,
-      data: json({ attempts: 0, rememberMe }),
+      data: json({ attempts: 0, rememberMe, epoch }),
       expires_at: expiresAt,
     })
     .execute()
@@ -223,7 +233,11 @@ export async function claimChallengeAttempt(
     .where(attemptsOf, '<', max)
     .returning(['user_id', 'data'])
     .executeTakeFirst()
-  if (row?.user_id) return { userId: row.user_id, rememberMe: row.data.rememberMe !== false }
+  if (row?.user_id) {
+    // A challenge without an epoch (issued before migration 0013) can start no session.
+    const epoch = typeof row.data.epoch === 'number' ? row.data.epoch : -1
+    return { userId: row.user_id, rememberMe: row.data.rememberMe !== false, epoch }
+  }
   const spent = await db
     .deleteFrom('verification')
     .where('token_hash', '=', tokenHash)

@@ -59,12 +59,13 @@ export async function signInOrChallenge(
   app: FastifyInstance,
   request: FastifyRequest,
   reply: FastifyReply,
-  user: { id: string; twoFactorEnabled: boolean },
+  user: { id: string; twoFactorEnabled: boolean; credentialEpoch: number },
   rememberMe: boolean,
 ): Promise<'signed-in' | 'two-factor'> {
   const { deps, cookies } = kitOf(app)
+  const credential = { userId: user.id, epoch: user.credentialEpoch }
   const step = await beginSignIn(deps, contextOf(request), {
-    userId: user.id,
+    credential,
     twoFactorEnabled: user.twoFactorEnabled,
     rememberMe,
     trustedDevice: cookies.trustedDevice.read(request),
@@ -72,7 +73,7 @@ export async function signInOrChallenge(
   if (step.trustedDevice) cookies.trustedDevice.set(reply, step.trustedDevice)
   else if (step.trustedDevice === null) cookies.trustedDevice.clear(reply)
   if (step.kind === 'session') {
-    await signInBrowser(app, request, reply, user.id, rememberMe, step.twoFactorVerified)
+    await signInBrowser(app, request, reply, credential, rememberMe, step.twoFactorVerified)
     return 'signed-in'
   }
   const replacing = app.sessionCookie.read(request)
@@ -189,7 +190,7 @@ export default async function twoFactorRoutes(fastify: FastifyInstance) {
       throw err
     }
     cookies.challenge.clear(reply)
-    await signInBrowser(app, request, reply, verified.user.id, verified.rememberMe, true)
+    await signInBrowser(app, request, reply, verified.credential, verified.rememberMe, true)
     if (trust) cookies.trustedDevice.set(reply, await trustDevice(deps, verified.user.id))
     return { token: null, user: toUserJson(verified.user) }
   }

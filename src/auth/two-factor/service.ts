@@ -6,6 +6,7 @@ import type { Clock } from '../../shared/clock.js'
 import type { RequestContext } from '../../shared/context.js'
 import { AppError, unauthorized } from '../../shared/errors.js'
 import type { PasswordHasher } from '../password/password.js'
+import type { CheckedCredential } from '../session/sessions.js'
 import { findPasswordHash, findUserById, lockSessionOf, type UserWithFlags } from '../queries.js'
 import { CHALLENGE_TTL_MS, TRUSTED_DEVICE_TTL_MS } from './cookies.js'
 import { matchingStep, newBackupCodes, newTotpSecret, totpUri, type TwoFactorKeys } from './crypto.js'
@@ -85,14 +86,16 @@ export async function enableTwoFactor(
   input: { password: string; issuer?: string },
 ): Promise<{ totpURI: string; backupCodes: string[] }> {
   await checkPassword(deps, user.id, input.password)
-  // Replacing the secret of a working setup would lock out whoever has not rescanned: turn it off first.
-  if (user.twoFactorEnabled)
-    throw new AppError(400, 'TWO_FACTOR_ALREADY_ENABLED', 'Two factor is already enabled: disable it first to set it up again')
+  // Replacing the secret of a working setup would lock out whoever has not rescanned: turn it off
+  // first. Judged again where the secret is written (putPendingSecret): a confirmation racing this.
+  const alreadyEnabled = () =>
+    new AppError(400, 'TWO_FACTOR_ALREADY_ENABLED', 'Two factor is already enabled: disable it first to set it up again')
+  if (user.twoFactorEnabled) throw alreadyEnabled()
   const secret = newTotpSecret()
   const backupCodes = newBackupCodes()
   await deps.db.transaction().execute(async (trx) => {
     const now = deps.clock.now()
-    await putPendingSecret(trx, user.id, deps.keys.encrypt(secret), now)
+    if (!(await putPendingSecret(trx, user.id, deps.keys.encrypt(secret), now))) throw alreadyEnabled()
     await replaceBackupCodes(trx, user.id, hashCodes(deps, backupCodes))
     // A password reset while the password was checked ended this session: no setup from it. After
     // the setup's rows, as resetPassword goes, so the two never deadlock.
@@ -231,7 +234,7 @@ export async function verifyForSignIn(
   challengeToken: string,
   method: Method,
   code: string,
-): Promise<{ user: UserWithFlags; rememberMe: boolean }> {
+): Promise<{ user: UserWithFlags; rememberMe: boolean; credential: CheckedCredential }> {
   const challenge = await claimChallengeAttempt(deps.db, challengeToken, MAX_ATTEMPTS, deps.clock.now())
   if (challenge === null) throw invalidChallenge()
   if (challenge === 'exhausted') throw tooManyAttempts()
@@ -262,7 +265,7 @@ export async function verifyForSignIn(
   }
   const user = await findUserById(deps.db, challenge.userId)
   if (!user) throw invalidChallenge()
-  return { user, rememberMe: challenge.rememberMe }
+  return { user, rememberMe: challenge.rememberMe, credential: { userId: user.id, epoch: challenge.epoch } }
 }
 
 export type SignInStep =
@@ -278,23 +281,25 @@ export type SignInStep =
 export async function beginSignIn(
   deps: Pick<TwoFactorDeps, 'db' | 'clock'>,
   ctx: RequestContext,
-  input: { userId: string; twoFactorEnabled: boolean; rememberMe: boolean; trustedDevice: string | null },
+  input: { credential: CheckedCredential; twoFactorEnabled: boolean; rememberMe: boolean; trustedDevice: string | null },
 ): Promise<SignInStep> {
+  const { userId } = input.credential
   if (!input.twoFactorEnabled) return { kind: 'session', twoFactorVerified: false }
   const now = deps.clock.now()
   if (input.trustedDevice) {
     const token = input.trustedDevice
     const renewed = await deps.db.transaction().execute(async (trx) => {
-      if (!(await consumeTrustedDevice(trx, token, input.userId, now))) return null
-      return issueTrustedDevice(trx, input.userId, new Date(now.getTime() + TRUSTED_DEVICE_TTL_MS))
+      if (!(await consumeTrustedDevice(trx, token, userId, now))) return null
+      return issueTrustedDevice(trx, userId, new Date(now.getTime() + TRUSTED_DEVICE_TTL_MS))
     })
     if (renewed) {
-      await recordUserEvent(deps.db, ctx, input.userId, 'auth.two_factor.trusted_device_used')
+      await recordUserEvent(deps.db, ctx, userId, 'auth.two_factor.trusted_device_used')
       // That browser passed a second factor earlier: the session counts as having passed one.
       return { kind: 'session', twoFactorVerified: true, trustedDevice: renewed }
     }
   }
-  const token = await issueChallenge(deps.db, input.userId, input.rememberMe, new Date(now.getTime() + CHALLENGE_TTL_MS))
+  const challenge = { userId, rememberMe: input.rememberMe, epoch: input.credential.epoch }
+  const token = await issueChallenge(deps.db, challenge, new Date(now.getTime() + CHALLENGE_TTL_MS))
   return { kind: 'challenge', token, ...(input.trustedDevice ? { trustedDevice: null } : {}) }
 }
 
