@@ -15,6 +15,10 @@ import twoFactorRoutes from './auth/two-factor/routes.js'
 import mailer from './plugins/mailer.js'
 import purge from './maintenance/purge.js'
 import { SessionCookie } from './auth/session/cookies.js'
+import { SignInCookies } from './auth/session/sign-in.js'
+import { TwoFactorCookies } from './auth/two-factor/cookies.js'
+import { TwoFactorKeys } from './auth/two-factor/crypto.js'
+import type { TwoFactorDeps } from './auth/two-factor/service.js'
 import compatibilityRoutes from './compatibility/routes.js'
 import paymentRoutes from './payment/routes.js'
 import { HashPool } from './auth/password/hash-pool.js'
@@ -61,6 +65,10 @@ declare module 'fastify' {
     sessions: SessionManager
     sessionCache: SessionCache
     sessionCookie: SessionCookie
+    /** The cookies of a sign-in's outcome (auth/session/sign-in.ts). */
+    signInCookies: SignInCookies
+    /** Two-factor's dependencies and cookies, shared by its routes and the sign-in routes. */
+    twoFactor: { deps: TwoFactorDeps; cookies: TwoFactorCookies }
     /** True once shutdown began: new requests get 503. */
     closing: boolean
     /** Runs work after the reply is sent (running-handlers.ts); `settled()` waits for it and the mail it sends. */
@@ -140,6 +148,12 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   app.decorate('sessions', sessions)
   app.decorate('sessionCache', sessionCache)
   app.decorate('sessionCookie', sessionCookie)
+  const twoFactorCookies = new TwoFactorCookies(config.auth)
+  app.decorate('signInCookies', new SignInCookies(sessionCookie, twoFactorCookies))
+  app.decorate('twoFactor', {
+    deps: { db: database.db, clock: app.clock, hasher: app.hasher, keys: new TwoFactorKeys(config.auth.secrets) },
+    cookies: twoFactorCookies,
+  })
   app.decorate('closing', false)
 
   // Closing: handlers still running (their client may have gone) finish first, then what they use.

@@ -107,3 +107,10 @@ export function toWhoamiJson(u: Omit<WhoamiJson, 'sessionExpiresAt'>, s: { expir
     sessionExpiresAt: s.expiresAt,
   }
 }
+
+/** What a sign-in answers instead of the user when the second factor is awaited (better-auth's shape). */
+export const TwoFactorRedirectSchema = z.object({
+  twoFactorRedirect: z.literal(true),
+  twoFactorMethods: z.array(z.literal('totp')),
+})
+export const twoFactorRedirect = () => ({ twoFactorRedirect: true as const, twoFactorMethods: ['totp' as const] })

@@ -12,10 +12,20 @@ import { resolveOptionalRedirect, withQuery } from '../../shared/redirect.js'
 import { SingleLine } from '../../shared/validation.js'
 import { landAfterLink } from '../emailed-link.js'
 import { currentUser } from '../guard.js'
-import { CallbackUrl, CurrentPassword, Email, EmailedToken, Password, Status, UserSchema, toUserJson } from '../schemas.js'
+import {
+  CallbackUrl,
+  CurrentPassword,
+  Email,
+  EmailedToken,
+  Password,
+  Status,
+  toUserJson,
+  TwoFactorRedirectSchema,
+  twoFactorRedirect,
+  UserSchema,
+} from '../schemas.js'
 import { ErrorSchema } from '../../shared/errors.js'
-import { signInBrowser } from '../session/routes.js'
-import { signInOrChallenge, twoFactorRedirect, TwoFactorRedirectSchema } from '../two-factor/routes.js'
+import { afterFirstFactor, signInWith } from '../session/sign-in.js'
 import {
   changePassword,
   invalidCredentials,
@@ -43,6 +53,7 @@ const redirectOf = (field: RedirectField) =>
 export default async function emailRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>()
   const deps: EmailAuthDeps = { db: app.db, clock: app.clock, hasher: app.hasher, mailer: app.mailer, config: app.config.auth }
+  const signInDeps = { db: app.db, clock: app.clock, sessions: app.sessions }
 
   const callback = (url: string | undefined, field = 'callbackURL') => resolveOptionalRedirect(url, app.redirectRules, field)
   /**
@@ -89,8 +100,12 @@ export default async function emailRoutes(fastify: FastifyInstance) {
         if (await mailBudgetLeft(request, user.email, 'verification')) await sendVerificationMail(deps, user, callbackURL)
       }
       if (!requireEmailVerification) {
-        const credential = { userId: user.id, epoch: user.credentialEpoch }
-        await signInBrowser(app, request, reply, credential, body.rememberMe ?? true)
+        const outcome = await signInWith(signInDeps, contextOf(request), {
+          credential: { userId: user.id, epoch: user.credentialEpoch },
+          rememberMe: body.rememberMe ?? true,
+          browser: app.signInCookies.browserOf(request),
+        })
+        app.signInCookies.set(request, reply, outcome)
       }
       return { token: null, user: toUserJson(user) }
     },
@@ -136,7 +151,13 @@ export default async function emailRoutes(fastify: FastifyInstance) {
           await sendVerificationMail(deps, outcome.user, callbackURL)
         throw new AppError(403, 'EMAIL_NOT_VERIFIED', 'Verify your email address before signing in')
       }
-      if ((await signInOrChallenge(app, request, reply, outcome.user, rememberMe)) === 'two-factor') return twoFactorRedirect()
+      const signedIn = await afterFirstFactor(signInDeps, contextOf(request), {
+        user: outcome.user,
+        rememberMe,
+        browser: app.signInCookies.browserOf(request),
+      })
+      app.signInCookies.set(request, reply, signedIn)
+      if (signedIn.kind === 'challenge') return twoFactorRedirect()
       const user = toUserJson(outcome.user)
       return callbackURL ? { redirect: true, url: callbackURL, token: null, user } : { redirect: false, token: null, user }
     },

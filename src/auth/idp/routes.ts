@@ -5,20 +5,18 @@ import type { FastifyInstance, FastifyReply } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import { PUBLIC } from '../../shared/route-policy.js'
-import { recordAudit } from '../../shared/audit.js'
 import { contextOf } from '../../shared/context.js'
 import { AppError, serviceUnavailable } from '../../shared/errors.js'
 import { resolveRedirect, withQuery } from '../../shared/redirect.js'
 import { currentUser } from '../guard.js'
 import { CallbackUrl } from '../schemas.js'
 import { ErrorSchema } from '../../shared/errors.js'
-import { signInOrChallenge } from '../two-factor/routes.js'
+import { completeCallback } from './callback.js'
 import { FlowCookie } from './flow-cookie.js'
-import { IdentityProvider, IdpError, safeEqual, type AuthorizationRequest, type IdpIdentity } from './oauth.js'
-import { linkIdentity, signInWithIdentity, type IdpDeps, type IdpFailureCode } from './service.js'
+import { IdentityProvider, IdpError, type AuthorizationRequest } from './oauth.js'
+import type { IdpDeps } from './service.js'
 
 const tags = ['auth']
-const PROVIDER_ERROR = /^[a-z_]{1,64}$/
 
 const callbackFields = {
   callbackURL: CallbackUrl.optional(),
@@ -173,62 +171,22 @@ export default async function idpRoutes(fastify: FastifyInstance) {
     },
     async (request, reply) => {
       const provider = configured()
-      const flow = flowCookie.take(request, reply)
-      const fail = async (code: IdpFailureCode | string, why: string, errorUrl = `${webOrigin}/auth/error`) => {
-        request.log.info({ error: code, why }, 'identity provider sign-in failed')
-        await recordAudit(app.db, { actorId: null, action: 'auth.idp.sign_in_failed', ip: request.ip, details: { error: code } })
-        return reply.redirect(withQuery(errorUrl, { error: code }), 302)
+      const result = await completeCallback(
+        { ...deps, sessions: app.sessions, provider, issuer: app.config.idp.issuer, webOrigin },
+        { ...contextOf(request), userId: request.user?.id ?? null },
+        {
+          flow: flowCookie.take(request, reply),
+          query: request.query,
+          browser: app.signInCookies.browserOf(request),
+          urlsOf: flowUrls,
+        },
+      )
+      if (result.kind === 'failed') {
+        request.log.info({ error: result.error, why: result.why }, 'identity provider sign-in failed')
+        return reply.redirect(withQuery(result.errorUrl, { error: result.error }), 302)
       }
-      const { code, state, error, iss } = request.query
-      if (!flow) return fail('state_mismatch', 'no valid flow cookie')
-      // Judged again, not trusted because the cookie is signed: a cookie from before a change of
-      // trusted origins (or of these rules) must not redirect anywhere they no longer allow.
-      let urls: ReturnType<typeof flowUrls>
-      try {
-        urls = flowUrls(flow)
-      } catch {
-        return fail('state_mismatch', 'flow cookie holds an untrusted URL')
-      }
-      const onError = (c: IdpFailureCode | string, why: string) => fail(c, why, urls.errorCallbackURL)
-      if (app.clock.now().getTime() > flow.expiresAt) return onError('state_mismatch', 'flow expired')
-      // Constant time: the state is the CSRF token of the whole flow.
-      if (!state || !safeEqual(state, flow.state)) return onError('state_mismatch', 'state does not match the flow')
-      // RFC 9207: an `iss` naming another issuer means a mix-up between providers.
-      if (iss !== undefined && iss !== app.config.idp.issuer) return onError('issuer_mismatch', 'iss parameter is another issuer')
-      if (error !== undefined) return onError(PROVIDER_ERROR.test(error) ? error : 'provider_error', 'provider answered an error')
-      if (!code) return onError('invalid_code', 'no code')
-
-      let identity: IdpIdentity
-      try {
-        identity = await provider.exchange(code, flow.codeVerifier, flow.nonce, app.clock.now())
-      } catch (err) {
-        if (err instanceof IdpError) return onError(err.code, err.message)
-        throw err
-      }
-      if (flow.linkUserId !== undefined) {
-        // Linking needs the very user who started it still signed in in this browser.
-        if (request.user?.id !== flow.linkUserId) return onError('unable_to_link_account', 'not signed in as the linking user')
-        const linked = await linkIdentity(deps, contextOf(request), flow.linkUserId, identity)
-        if (!linked.ok) return onError(linked.error, 'link rules')
-        return reply.redirect(urls.callbackURL, 302)
-      }
-      const outcome = await signInWithIdentity(deps, contextOf(request), identity)
-      if (!outcome.ok) return onError(outcome.error, 'account rules')
-      const user = { id: outcome.userId, twoFactorEnabled: outcome.twoFactorEnabled, credentialEpoch: outcome.credentialEpoch }
-      try {
-        if ((await signInOrChallenge(app, request, reply, user, true)) === 'two-factor') {
-          // No session yet: the web app's two-factor page asks for the code (the `two_factor` cookie is
-          // set), then sends the browser on to where the sign-in was going.
-          const page = new URL('/two-factor', webOrigin)
-          page.searchParams.set('callbackURL', urls.callbackURL)
-          return reply.redirect(page.toString(), 302)
-        }
-      } catch (err) {
-        // A ban that landed after the account rules passed: the browser still goes to the error URL.
-        if (err instanceof AppError && err.code === 'BANNED_USER') return onError(err.code, 'banned meanwhile')
-        throw err
-      }
-      return reply.redirect(outcome.isNewUser ? urls.newUserCallbackURL : urls.callbackURL, 302)
+      if (result.kind === 'signed-in') app.signInCookies.set(request, reply, result.outcome)
+      return reply.redirect(result.to, 302)
     },
   )
 }

@@ -1,6 +1,6 @@
 // The current session: read it, end it, list and revoke the user's sessions, and whoami. Under
 // /api/auth/* with better-auth 1.6's names and JSON shapes, so its client keeps working.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import { PUBLIC } from '../../shared/route-policy.js'
@@ -9,33 +9,13 @@ import { currentUser } from '../guard.js'
 import { SessionSchema, Status, toSessionJson, toUserJson, toWhoamiJson, UserSchema, WhoamiSchema } from '../schemas.js'
 import { ErrorSchema } from '../../shared/errors.js'
 import { JsonMemo } from '../../shared/json-memo.js'
-import type { CheckedCredential, SignedInUser } from './sessions.js'
-import { revokeAllSessions, revokeOtherSessions, revokeSession, startSession } from './service.js'
+import type { SignedInUser } from './sessions.js'
+import { revokeAllSessions, revokeOtherSessions, revokeSession } from './service.js'
 
 const tags = ['auth']
 
 const GetSessionSchema = z.object({ session: SessionSchema, user: UserSchema }).nullable()
 const getSessionJson = new JsonMemo<SignedInUser>(GetSessionSchema, 'GET', '/api/auth/get-session')
-
-/** Signs the request's browser in as the credential's user: a new session, and its cookie on the reply. */
-export async function signInBrowser(
-  app: FastifyInstance,
-  request: FastifyRequest,
-  reply: FastifyReply,
-  credential: CheckedCredential,
-  rememberMe: boolean,
-  /** The user passed a second factor (or a trusted device skipped it) before this session. */
-  twoFactorVerified = false,
-): Promise<void> {
-  const replacing = app.sessionCookie.read(request)
-  const { token, session } = await startSession({ db: app.db, sessions: app.sessions }, contextOf(request), {
-    credential,
-    rememberMe,
-    replacing,
-    twoFactorVerified,
-  })
-  app.sessionCookie.set(reply, token, { rememberMe, expiresAt: session.expiresAt })
-}
 
 export default async function sessionRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>()

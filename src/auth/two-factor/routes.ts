@@ -1,6 +1,6 @@
 // Two-factor authentication under /api/auth/two-factor/*, in better-auth 1.6's twoFactor plugin's
 // paths, bodies, answers, cookie names and error codes, so the web client adds `twoFactorClient()`
-// and nothing else. Also `signInOrChallenge`, the step every sign-in takes once the first factor passed.
+// and nothing else. The step every sign-in takes once the first factor passed is session/sign-in.ts.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
@@ -10,11 +10,8 @@ import { REVERIFIES_PASSWORD, type RoutePolicy } from '../../shared/route-policy
 import { PlainText } from '../../shared/validation.js'
 import { currentUser } from '../guard.js'
 import { CurrentPassword, Status, toUserJson, UserSchema } from '../schemas.js'
-import { signInBrowser } from '../session/routes.js'
-import { TwoFactorCookies } from './cookies.js'
-import { TwoFactorKeys } from './crypto.js'
+import { signInWith } from '../session/sign-in.js'
 import {
-  beginSignIn,
   disableTwoFactor,
   enableTwoFactor,
   getTotpUri,
@@ -24,75 +21,14 @@ import {
   verifyForSession,
   verifyForSignIn,
   type Method,
-  type TwoFactorDeps,
 } from './service.js'
 
 const tags = ['two-factor']
 
-interface TwoFactorKit {
-  deps: TwoFactorDeps
-  cookies: TwoFactorCookies
-}
-
-// One kit per app (its keys are derived once), shared by these routes and the sign-in routes that
-// call signInOrChallenge.
-const kits = new WeakMap<FastifyInstance, TwoFactorKit>()
-function kitOf(app: FastifyInstance): TwoFactorKit {
-  let kit = kits.get(app)
-  if (!kit) {
-    kit = {
-      deps: { db: app.db, clock: app.clock, hasher: app.hasher, keys: new TwoFactorKeys(app.config.auth.secrets) },
-      cookies: new TwoFactorCookies(app.config.auth),
-    }
-    kits.set(app, kit)
-  }
-  return kit
-}
-
-/**
- * After a correct first factor (password or identity provider): the session, or, when the user has
- * two-factor on and this browser is not one of their trusted devices, no session but a `two_factor`
- * challenge cookie. Whatever session the browser held ends either way: a sign-in replaces it, and a
- * verify-totp must not find another user's session.
- */
-export async function signInOrChallenge(
-  app: FastifyInstance,
-  request: FastifyRequest,
-  reply: FastifyReply,
-  user: { id: string; twoFactorEnabled: boolean; credentialEpoch: number },
-  rememberMe: boolean,
-): Promise<'signed-in' | 'two-factor'> {
-  const { deps, cookies } = kitOf(app)
-  const credential = { userId: user.id, epoch: user.credentialEpoch }
-  const step = await beginSignIn(deps, contextOf(request), {
-    credential,
-    twoFactorEnabled: user.twoFactorEnabled,
-    rememberMe,
-    trustedDevice: cookies.trustedDevice.read(request),
-  })
-  if (step.trustedDevice) cookies.trustedDevice.set(reply, step.trustedDevice)
-  else if (step.trustedDevice === null) cookies.trustedDevice.clear(reply)
-  if (step.kind === 'session') {
-    await signInBrowser(app, request, reply, credential, rememberMe, step.twoFactorVerified)
-    return 'signed-in'
-  }
-  const replacing = app.sessionCookie.read(request)
-  if (replacing) await app.sessions.revokeByToken(replacing)
-  if (app.sessionCookie.present(request)) app.sessionCookie.clear(reply)
-  cookies.challenge.set(reply, step.token)
-  return 'two-factor'
-}
-
-/** What a sign-in answers instead of the user when the second factor is awaited (better-auth's shape). */
-export const TwoFactorRedirectSchema = z.object({
-  twoFactorRedirect: z.literal(true),
-  twoFactorMethods: z.array(z.literal('totp')),
-})
-export const twoFactorRedirect = () => ({ twoFactorRedirect: true as const, twoFactorMethods: ['totp' as const] })
-
 export default async function twoFactorRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>()
-  const { deps, cookies } = kitOf(app)
+  const { deps, cookies } = app.twoFactor
+  const signInDeps = { db: app.db, clock: app.clock, sessions: app.sessions }
 
   // The code is short; anything longer is not a typo of one.
   const Code = z.string().min(1).max(64)
@@ -190,7 +126,13 @@ export default async function twoFactorRoutes(fastify: FastifyInstance) {
       throw err
     }
     cookies.challenge.clear(reply)
-    await signInBrowser(app, request, reply, verified.credential, verified.rememberMe, true)
+    const outcome = await signInWith(signInDeps, ctx, {
+      credential: verified.credential,
+      rememberMe: verified.rememberMe,
+      browser: app.signInCookies.browserOf(request),
+      twoFactorVerified: true,
+    })
+    app.signInCookies.set(request, reply, outcome)
     if (trust) cookies.trustedDevice.set(reply, await trustDevice(deps, verified.user.id))
     return { token: null, user: toUserJson(verified.user) }
   }

@@ -1,0 +1,94 @@
+// The step every sign-in takes once its first factor passed (a password, the identity provider's
+// answer): a session at once, or, with two-factor on and no trusted device, a challenge for the
+// second factor. And the one place that turns either outcome into cookies on the reply.
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { DB } from '../../../db/index.js'
+import type { Clock } from '../../shared/clock.js'
+import type { RequestContext } from '../../shared/context.js'
+import type { TwoFactorCookies } from '../two-factor/cookies.js'
+import { beginSignIn } from '../two-factor/service.js'
+import type { SessionCookie } from './cookies.js'
+import { startSession } from './service.js'
+import type { CheckedCredential, SessionManager, SessionView } from './sessions.js'
+
+export interface SignInDeps {
+  db: DB
+  clock: Clock
+  sessions: SessionManager
+}
+
+/** What the browser brought: the session it may already hold (it ends) and its trusted-device token. */
+export interface BrowserState {
+  replacing: string | null
+  trustedDevice: string | null
+}
+
+export type SignInOutcome =
+  /** Signed in. `trustedDevice`: the rotated trusted-device token, or null to clear a stale one. */
+  | { kind: 'session'; token: string; session: SessionView; rememberMe: boolean; trustedDevice?: string | null }
+  /** The second factor is awaited: the challenge token for the `two_factor` cookie, no session. */
+  | { kind: 'challenge'; token: string; trustedDevice?: null }
+
+/** A session for a credential that needs no further step: a sign-up, or a second factor just passed. */
+export async function signInWith(
+  deps: SignInDeps,
+  ctx: RequestContext,
+  input: { credential: CheckedCredential; rememberMe: boolean; browser: BrowserState; twoFactorVerified?: boolean },
+): Promise<Extract<SignInOutcome, { kind: 'session' }>> {
+  const { credential, rememberMe, twoFactorVerified } = input
+  const started = await startSession(deps, ctx, { credential, rememberMe, replacing: input.browser.replacing, twoFactorVerified })
+  return { kind: 'session', ...started, rememberMe }
+}
+
+/**
+ * After a correct first factor: the session, or, when the user has two-factor on and this browser
+ * is not one of their trusted devices, a challenge. Whatever session the browser held ends either
+ * way: a sign-in replaces it, and a verify-totp must not find another user's session.
+ */
+export async function afterFirstFactor(
+  deps: SignInDeps,
+  ctx: RequestContext,
+  input: {
+    user: { id: string; twoFactorEnabled: boolean; credentialEpoch: number }
+    rememberMe: boolean
+    browser: BrowserState
+  },
+): Promise<SignInOutcome> {
+  const { user, rememberMe, browser } = input
+  const credential = { userId: user.id, epoch: user.credentialEpoch }
+  const step = await beginSignIn(deps, ctx, {
+    credential,
+    twoFactorEnabled: user.twoFactorEnabled,
+    rememberMe,
+    trustedDevice: browser.trustedDevice,
+  })
+  if (step.kind === 'challenge') {
+    if (browser.replacing) await deps.sessions.revokeByToken(browser.replacing)
+    return step
+  }
+  const signedIn = await signInWith(deps, ctx, { credential, rememberMe, browser, twoFactorVerified: step.twoFactorVerified })
+  return { ...signedIn, trustedDevice: step.trustedDevice }
+}
+
+/** The cookies of a sign-in: the one place that reads what the browser brought and sets what it gets. */
+export class SignInCookies {
+  constructor(
+    private readonly session: SessionCookie,
+    private readonly twoFactor: TwoFactorCookies,
+  ) {}
+
+  browserOf(request: FastifyRequest): BrowserState {
+    return { replacing: this.session.read(request), trustedDevice: this.twoFactor.trustedDevice.read(request) }
+  }
+
+  set(request: FastifyRequest, reply: FastifyReply, outcome: SignInOutcome): void {
+    if (outcome.trustedDevice) this.twoFactor.trustedDevice.set(reply, outcome.trustedDevice)
+    else if (outcome.trustedDevice === null) this.twoFactor.trustedDevice.clear(reply)
+    if (outcome.kind === 'session') {
+      this.session.set(reply, outcome.token, { rememberMe: outcome.rememberMe, expiresAt: outcome.session.expiresAt })
+      return
+    }
+    if (this.session.present(request)) this.session.clear(reply)
+    this.twoFactor.challenge.set(reply, outcome.token)
+  }
+}
