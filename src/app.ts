@@ -8,7 +8,7 @@ import { openDatabase, type DatabaseHandle, type DB } from '../db/index.js'
 import { migrateToLatest } from '../db/migrate.js'
 import adminRoutes from './admin/routes.js'
 import accountRoutes from './auth/account/routes.js'
-import { reportBootstrapOwner } from './auth/bootstrap.js'
+import { reportBootstrapOwner } from './auth/account/bootstrap.js'
 import emailRoutes from './auth/email/routes.js'
 import idpRoutes from './auth/idp/routes.js'
 import twoFactorRoutes from './auth/two-factor/routes.js'
@@ -183,7 +183,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   await app.register(errorHandling)
   await app.register(redisConnection, { url: config.redisUrl })
   await app.register(rateLimits)
-  // Cookies are parsed when read (auth/cookies.ts), not on every request.
+  // Cookies are parsed when read (auth/session/cookie-attributes.ts), not on every request.
   await app.register(cookie, { secret: config.auth.secrets, hook: false })
   // request.user / request.session (declared in auth/session/request.ts), filled by the policy hook.
   app.decorateRequest('user', null)

@@ -32,7 +32,7 @@ import {
   type UserCounts,
   type UserFilters,
 } from './queries.js'
-import { changeRole } from '../auth/roles.js'
+import { changeRole } from '../auth/account/roles.js'
 
 export interface AdminDeps {
   db: DB
@@ -165,7 +165,7 @@ const banJson = (u: ManagedUser) => ({ banned: u.banned, banReason: u.banReason,
 
 /**
  * Suspends a user: every session ends in the same transaction, and no sign-in of any kind
- * succeeds (src/auth/ban.ts) until the ban is lifted or `expiresAt` passes. Banning again replaces
+ * succeeds (src/auth/account/ban.ts) until the ban is lifted or `expiresAt` passes. Banning again replaces
  * the reason and the expiry. Nobody bans an owner or themselves.
  */
 export async function banUser(

@@ -19,7 +19,7 @@ export const Password = z.string().min(PASSWORD_MIN).max(PASSWORD_MAX)
 // A password as typed to be checked against the stored one (not the rules for a new one).
 export const CurrentPassword = z.string().min(1).max(1024)
 export const CallbackUrl = z.string().min(1).max(2048)
-/** The token of an emailed link (verification.ts), as the link's route takes it back. */
+/** The token of an emailed link (links/verification.ts), as the link's route takes it back. */
 export const EmailedToken = z.string().min(1).max(256)
 
 export const UserSchema = z

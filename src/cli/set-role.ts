@@ -1,10 +1,10 @@
 // `set-role <email> <member|admin|owner>`: the way to make the first owner from a shell. Any role,
-// owner included. The change is changeRole's (auth/roles.ts), like the admin API's: one
+// owner included. The change is changeRole's (auth/account/roles.ts), like the admin API's: one
 // transaction with its audit event; a promotion applies from the user's next request, a demotion
 // ends every session of the user.
 import type { DB } from '../../db/index.js'
 import { findUserForUpdate } from '../admin/queries.js'
-import { changeRole } from '../auth/roles.js'
+import { changeRole } from '../auth/account/roles.js'
 import type { Role } from '../shared/roles.js'
 import { systemClock } from '../shared/clock.js'
 

@@ -1,5 +1,5 @@
 // The personal-data operations (contract.ts): the signed-in user's data, and erasure.
-import { currentUser } from '../auth/guard.js'
+import { currentUser } from '../auth/session/guard.js'
 import { operationRoutes } from '../plugins/operations.js'
 import { contextOf } from '../shared/context.js'
 import { personalDataContract } from './contract.js'

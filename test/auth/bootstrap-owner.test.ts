@@ -1,6 +1,6 @@
 // BOOTSTRAP_OWNER_EMAIL against whoever registers the owner's address first, with a real OpenID
 // Connect provider and SMTP server on loopback: the account becomes owner only when the one who
-// proves the mailbox holds every way in (src/auth/bootstrap.ts). Each attacker here holds a way in
+// proves the mailbox holds every way in (src/auth/account/bootstrap.ts). Each attacker here holds a way in
 // (a provider login, a password) and waits for the real owner to open a mail they never asked for.
 import t, { type Test } from 'tap'
 import { buildTestApp, call, uniqueEmail, WEB_ORIGIN } from '../helpers/app.js'

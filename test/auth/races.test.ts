@@ -8,7 +8,7 @@
 // RACE_TRIALS=n runs every pair n times (default 1; the issue's note reports longer runs).
 import type { LightMyRequestResponse } from 'fastify'
 import t, { type Test } from 'tap'
-import { issueToken } from '../../src/auth/verification.js'
+import { issueToken } from '../../src/auth/links/verification.js'
 import { newId } from '../../src/shared/ids.js'
 import { buildTestApp, call, sessionCookieOf, signUp, signUpWithRole, type TestUser } from '../helpers/app.js'
 import { codeAt, secretOf } from '../helpers/two-factor.js'

@@ -1,6 +1,6 @@
 import { sql } from 'kysely'
 import t from 'tap'
-import { issueToken } from '../../src/auth/verification.js'
+import { issueToken } from '../../src/auth/links/verification.js'
 import { EXPORTED_TABLES } from '../../src/personal-data/queries.js'
 import { EXAMPLE_PROFILE } from '../../src/profile/schemas.js'
 import { buildTestApp, call, signUp, signUpWithRole, type TestUser } from '../helpers/app.js'

@@ -3,7 +3,7 @@
 import type { LightMyRequestResponse } from 'fastify'
 import t from 'tap'
 import { buildTestApp, call, signUp, signUpWithRole, type TestUser, uniqueEmail } from '../helpers/app.js'
-import { issueToken } from '../../src/auth/verification.js'
+import { issueToken } from '../../src/auth/links/verification.js'
 import { auditEvents } from '../helpers/expect.js'
 import { createResult } from '../helpers/gateways.js'
 import { linkIn, startSmtpServer } from '../helpers/smtp.js'

@@ -9,8 +9,8 @@ import { contextOf } from '../../shared/context.js'
 import { ErrorSchema } from '../../shared/errors.js'
 import { resolveOptionalRedirect, resolveRedirect, withQuery } from '../../shared/redirect.js'
 import { PUBLIC, REVERIFIES_PASSWORD } from '../../shared/route-policy.js'
-import { landAfterLink } from '../emailed-link.js'
-import { currentUser } from '../guard.js'
+import { landAfterLink } from '../links/emailed-link.js'
+import { currentUser } from '../session/guard.js'
 import { CallbackUrl, CurrentPassword, Email, EmailedToken, Status } from '../schemas.js'
 import {
   assertNewEmail,

@@ -9,9 +9,16 @@ import { recordUserEvent } from '../../shared/audit.js'
 import type { Clock } from '../../shared/clock.js'
 import type { RequestContext } from '../../shared/context.js'
 import { AppError } from '../../shared/errors.js'
-import { maybeBootstrapOwner } from '../bootstrap.js'
-import { verifyEmailLink } from '../emailed-link.js'
-import { consumeToken, invalidToken, issueToken, peekToken, revokeTokens, type VerificationRecord } from '../verification.js'
+import { maybeBootstrapOwner } from './bootstrap.js'
+import { verifyEmailLink } from '../links/emailed-link.js'
+import {
+  consumeToken,
+  invalidToken,
+  issueToken,
+  peekToken,
+  revokeTokens,
+  type VerificationRecord,
+} from '../links/verification.js'
 import type { PasswordHasher } from '../password/password.js'
 import { findPasswordHash, findUserById, lockSessionOf, lockUser } from '../queries.js'
 import type { SessionUser, SignedInUser } from '../session/sessions.js'

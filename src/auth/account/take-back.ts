@@ -6,7 +6,7 @@
 import type { Trx } from '../../../db/index.js'
 import { deleteAccountsBut, endSessionsOfUser, lockUser } from '../queries.js'
 import { deleteTwoFactor } from '../two-factor/queries.js'
-import { revokeTokens } from '../verification.js'
+import { revokeTokens } from '../links/verification.js'
 
 /** The way in that stays: the password just set by a reset, or the provider login just used. */
 export type KeptWayIn = 'password' | { providerId: string; subject: string }

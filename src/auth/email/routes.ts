@@ -10,8 +10,8 @@ import { contextOf } from '../../shared/context.js'
 import { AppError } from '../../shared/errors.js'
 import { resolveOptionalRedirect, withQuery } from '../../shared/redirect.js'
 import { SingleLine } from '../../shared/validation.js'
-import { landAfterLink } from '../emailed-link.js'
-import { currentUser } from '../guard.js'
+import { landAfterLink } from '../links/emailed-link.js'
+import { currentUser } from '../session/guard.js'
 import {
   CallbackUrl,
   CurrentPassword,

@@ -10,9 +10,9 @@ import type { Clock } from '../../shared/clock.js'
 import type { RequestContext } from '../../shared/context.js'
 import { AppError, unauthorized } from '../../shared/errors.js'
 import { newId } from '../../shared/ids.js'
-import { banHolds, bannedUser } from '../ban.js'
-import { isBootstrapEmail, maybeBootstrapOwner } from '../bootstrap.js'
-import { verifyEmailLink } from '../emailed-link.js'
+import { banHolds, bannedUser } from '../account/ban.js'
+import { isBootstrapEmail, maybeBootstrapOwner } from '../account/bootstrap.js'
+import { verifyEmailLink } from '../links/emailed-link.js'
 import { isWeakHash, needsRehash, type PasswordHasher } from '../password/password.js'
 import {
   clearPasswordResetRequired,
@@ -35,7 +35,15 @@ import {
 import { approveEmailChange, completeEmailChange } from '../account/service.js'
 import { takeAccountBack, waysInUnproven } from '../account/take-back.js'
 import { deleteChallenges } from '../two-factor/queries.js'
-import { consumeToken, consumeTokenOf, invalidToken, issueToken, peekToken, peekTokenOf, revokeTokens } from '../verification.js'
+import {
+  consumeToken,
+  consumeTokenOf,
+  invalidToken,
+  issueToken,
+  peekToken,
+  peekTokenOf,
+  revokeTokens,
+} from '../links/verification.js'
 
 export interface EmailAuthDeps {
   db: DB
@@ -181,7 +189,7 @@ const EVICTED_PURPOSES = ['reset-password', ...CHANGE_OF_ADDRESS] as const
 /**
  * Sets the new password, ends every session of the user, every pending reset link and change of
  * address, and clears the reset requirement. An account whose ways in nobody proved were its
- * mailbox holder's (take-back.ts), and the bootstrap address as it becomes owner (bootstrap.ts), is
+ * mailbox holder's (take-back.ts), and the bootstrap address as it becomes owner (account/bootstrap.ts), is
  * taken back: the new password is its only way in.
  */
 export async function resetPassword(deps: EmailAuthDeps, ctx: RequestContext, token: string, newPassword: string): Promise<void> {
@@ -244,7 +252,7 @@ export const signInToConfirm = () =>
   )
 
 /**
- * Uses a verify-email link: marks the email verified (never the bootstrap owner: bootstrap.ts), or takes the
+ * Uses a verify-email link: marks the email verified (never the bootstrap owner: account/bootstrap.ts), or takes the
  * next step of a change of address (src/auth/account/service.ts). `signedInAs`: the user of the
  * session the link was opened with. Throws INVALID_TOKEN.
  */

@@ -4,7 +4,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Config } from '../../config.js'
 import type { Clock } from '../../shared/clock.js'
-import { cookieName, cookiesOf } from '../cookies.js'
+import { cookieName, cookiesOf } from '../session/cookie-attributes.js'
 
 const FLOW_TTL_MS = 10 * 60 * 1000
 const BASE_NAME = 'idp_flow'

@@ -14,12 +14,12 @@ import type { DB } from '../../../db/index.js'
 import type { Clock } from '../../shared/clock.js'
 import type { MaybePromise } from '../../shared/maybe-async.js'
 import { newId } from '../../shared/ids.js'
-import { bannedUser, isBanned } from '../ban.js'
+import { bannedUser, isBanned } from '../account/ban.js'
 import { unauthorized } from '../../shared/errors.js'
 import { endSessionsOfUser, lockUserForSignIn, type Profile } from '../queries.js'
 import type { Plan } from '../../usage/plans.js'
 import type { Role } from '../../shared/roles.js'
-import { hashToken, newToken } from '../tokens.js'
+import { hashToken, newToken } from './tokens.js'
 import type { CachedSession, SessionCache } from './cache.js'
 import {
   deleteExpiredSessions,
@@ -56,7 +56,7 @@ export interface SessionUser {
  */
 export interface SignedInUser extends SessionUser {
   profile: Profile
-  /** The suspension (src/auth/ban.ts): a session of a user whose ban holds is refused. */
+  /** The suspension (src/auth/account/ban.ts): a session of a user whose ban holds is refused. */
   banned: boolean
   banExpiresAt: Date | null
 }

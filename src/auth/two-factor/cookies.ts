@@ -4,7 +4,7 @@
 // `verification` row, so the server decides what it is worth and can revoke it.
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Config } from '../../config.js'
-import { cookieAttributes, cookieName, cookiesOf, readSignedCookie } from '../cookies.js'
+import { cookieAttributes, cookieName, cookiesOf, readSignedCookie } from '../session/cookie-attributes.js'
 
 export const CHALLENGE_TTL_MS = 10 * 60 * 1000
 export const TRUSTED_DEVICE_TTL_MS = 30 * 24 * 60 * 60 * 1000

@@ -4,7 +4,7 @@
 import { sql } from 'kysely'
 import { json, type Executor, type Trx } from '../../../db/index.js'
 import { newId } from '../../shared/ids.js'
-import { hashToken, newToken } from '../tokens.js'
+import { hashToken, newToken } from '../session/tokens.js'
 
 const CHALLENGE = 'two-factor-challenge'
 const TRUSTED_DEVICE = 'two-factor-trusted-device'

@@ -2,8 +2,8 @@
 // it opens a link that does its work on the GET (verify-email, the deletion link). Email accounts and
 // account self-service mail the same link and land the same way.
 import type { FastifyReply } from 'fastify'
-import { AppError } from '../shared/errors.js'
-import { withQuery } from '../shared/redirect.js'
+import { AppError } from '../../shared/errors.js'
+import { withQuery } from '../../shared/redirect.js'
 
 /**
  * The one link better-auth mails for a verification and every step of a change of address: this

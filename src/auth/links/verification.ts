@@ -1,10 +1,10 @@
 // Single-use tokens for password reset, email verification, the change of address and account deletion. The token (256 random bits) goes
 // only into the emailed link; the `verification` table holds its SHA-256, so a database dump
 // yields no working link. Using a token deletes its row, inside the caller's transaction.
-import { json, type Executor, type Trx } from '../../db/index.js'
-import { AppError } from '../shared/errors.js'
-import { newId } from '../shared/ids.js'
-import { hashToken, newToken } from './tokens.js'
+import { json, type Executor, type Trx } from '../../../db/index.js'
+import { AppError } from '../../shared/errors.js'
+import { newId } from '../../shared/ids.js'
+import { hashToken, newToken } from '../session/tokens.js'
 
 export type VerificationPurpose =
   | 'reset-password'

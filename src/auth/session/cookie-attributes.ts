@@ -1,7 +1,7 @@
 // What the service's auth cookies share (docs/http-contract.md, "Sessions and cookies"): the
 // `__Secure-` prefix over HTTPS, the attributes, and reading a signed value back.
 import type { FastifyRequest } from 'fastify'
-import type { Config } from '../config.js'
+import type { Config } from '../../config.js'
 
 /** better-auth's cookie name, with the `__Secure-` prefix when cookies are secure. */
 export const cookieName = (config: Config['auth'], baseName: string): string =>

@@ -1,9 +1,9 @@
 // The signed-in user of a request. Who may call a route is declared in its policy and enforced by
 // plugins/route-policy.ts before the handler runs; this is only how a handler reads the result.
 import type { FastifyRequest } from 'fastify'
-import { unauthorized } from '../shared/errors.js'
-import type { Viewer } from '../shared/moderation.js'
-import type { SignedInUser } from './session/sessions.js'
+import { unauthorized } from '../../shared/errors.js'
+import type { Viewer } from '../../shared/moderation.js'
+import type { SignedInUser } from './sessions.js'
 
 /** The signed-in user of a route whose policy requires a session. */
 export function currentUser(request: FastifyRequest): SignedInUser {

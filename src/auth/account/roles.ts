@@ -2,10 +2,10 @@
 // command line, BOOTSTRAP_OWNER_EMAIL). Who may ask for what is the caller's business (the admin
 // service refuses owner changes through the API; the command line may set any role); what a
 // change does is decided here, so the paths cannot disagree.
-import type { Trx } from '../../db/index.js'
-import { recordAudit } from '../shared/audit.js'
-import { endSessionsOfUser, raiseCredentialEpoch, replaceRole } from './queries.js'
-import type { Role } from '../shared/roles.js'
+import type { Trx } from '../../../db/index.js'
+import { recordAudit } from '../../shared/audit.js'
+import { endSessionsOfUser, raiseCredentialEpoch, replaceRole } from '../queries.js'
+import type { Role } from '../../shared/roles.js'
 
 /** The privileges of each role, lowest first. A Record, so a new role must be ranked here. */
 const RANK: Record<Role, number> = { member: 0, admin: 1, owner: 2 }

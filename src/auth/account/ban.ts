@@ -2,12 +2,12 @@
 // and lifts bans (src/admin/service.ts); this module is the one gate that reads them, with
 // better-auth's admin plugin's rules: a banned user gets 403 BANNED_USER and no session, and a ban
 // whose expiry has passed no longer applies and is lifted.
-import type { Executor } from '../../db/index.js'
-import { recordAudit } from '../shared/audit.js'
-import type { RequestContext } from '../shared/context.js'
-import { iso } from '../shared/dates.js'
-import { AppError } from '../shared/errors.js'
-import { type Ban, findBan, liftExpiredBan } from './queries.js'
+import type { Executor } from '../../../db/index.js'
+import { recordAudit } from '../../shared/audit.js'
+import type { RequestContext } from '../../shared/context.js'
+import { iso } from '../../shared/dates.js'
+import { AppError } from '../../shared/errors.js'
+import { type Ban, findBan, liftExpiredBan } from '../queries.js'
 
 /** better-auth's admin plugin's code and default message. */
 export const bannedUser = () =>

@@ -8,9 +8,9 @@
 // logins and two-factor, ends every session and pending link), or a provider sign-in through the
 // account's only login (here: two-factor, sessions and pending links go).
 import type { FastifyBaseLogger } from 'fastify'
-import type { DB, Trx } from '../../db/index.js'
-import { takeAccountBack } from './account/take-back.js'
-import { findUserByEmail, lockRoleOfVerifiedUser, waysIn } from './queries.js'
+import type { DB, Trx } from '../../../db/index.js'
+import { takeAccountBack } from './take-back.js'
+import { findUserByEmail, lockRoleOfVerifiedUser, waysIn } from '../queries.js'
 import { changeRole } from './roles.js'
 
 /**
