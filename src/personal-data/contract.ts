@@ -1,6 +1,7 @@
-// The signed-in user's personal data: procedures me.exportMyData and me.deleteMyAccount, REST
-// GET /api/v1/me/export and DELETE /api/v1/me.
+// The signed-in user's personal data: procedures me.exportMyData, me.listSecurityEvents and
+// me.deleteMyAccount, REST GET /api/v1/me/export, GET /api/v1/me/security-events and DELETE /api/v1/me.
 import { z } from 'zod'
+import { ListSecurityEventsQuery, SecurityEventPageSchema } from '../auth/security/schemas.js'
 import { NoInput, operation } from '../contract/operation.js'
 import { ErrorSchema } from '../shared/errors.js'
 import { REVERIFIES_PASSWORD } from '../shared/route-policy.js'
@@ -20,6 +21,17 @@ export const personalDataContract = {
       .meta({ download: 'personal-data.json' })
       .input(NoInput)
       .output(PersonalDataSchema),
+
+    listSecurityEvents: operation
+      .route({
+        method: 'GET',
+        path: '/me/security-events',
+        tags,
+        summary:
+          "The security activity of the user's own account, newest first, by cursor: sign-ins (browser, address, time), changes to the password, address, two-factor and provider links, sessions ended",
+      })
+      .input(ListSecurityEventsQuery)
+      .output(SecurityEventPageSchema),
 
     deleteMyAccount: operation
       .route({

@@ -20,6 +20,8 @@ const SECTIONS = [
   // The secret and the backup codes' hashes are never exported (secret-like column names); what is: whether and since when.
   { key: 'twoFactor', table: 'two_factor', owner: 'user_id', order: 'created_at' },
   { key: 'twoFactorBackupCodes', table: 'two_factor_backup_code', owner: 'user_id', order: 'code_hash' },
+  // The devices the account signed in from: when first and last seen (the hash is never exported).
+  { key: 'knownDevices', table: 'known_device', owner: 'user_id', order: 'first_seen_at' },
 ] as const satisfies ReadonlyArray<{ key: SectionKey; table: string; owner: string | readonly string[]; order: string }>
 
 // Every section of the export's schema (schemas.ts) has its table here.

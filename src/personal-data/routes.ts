@@ -1,4 +1,5 @@
-// The personal-data operations (contract.ts): the signed-in user's data, and erasure.
+// The personal-data operations (contract.ts): the signed-in user's data, their security activity, and erasure.
+import { listSecurityEvents } from '../auth/security/events.js'
 import { currentUser } from '../auth/session/guard.js'
 import { operationRoutes } from '../plugins/operations.js'
 import { contextOf } from '../shared/context.js'
@@ -10,6 +11,7 @@ export default operationRoutes(personalDataContract, (app) => {
   return {
     me: {
       exportMyData: (_input, request) => exportMyData(deps, contextOf(request), currentUser(request)),
+      listSecurityEvents: (input, request) => listSecurityEvents(deps, contextOf(request), input),
       deleteMyAccount: async (input, request, reply) => {
         await deleteMyAccount(deps, contextOf(request), currentUser(request), request.session!, input?.password)
         app.sessionCookie.clear(reply)

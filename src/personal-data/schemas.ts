@@ -15,6 +15,7 @@ export const SECTION_KEYS = [
   'auditEvents',
   'twoFactor',
   'twoFactorBackupCodes',
+  'knownDevices',
 ] as const
 export type SectionKey = (typeof SECTION_KEYS)[number]
 
