@@ -12,6 +12,8 @@ import { reportBootstrapOwner } from './auth/account/bootstrap.js'
 import emailRoutes from './auth/email/routes.js'
 import idpRoutes from './auth/idp/routes.js'
 import twoFactorRoutes from './auth/two-factor/routes.js'
+import securityNotices from './auth/security/plugin.js'
+import securityRoutes from './auth/security/routes.js'
 import mailer from './plugins/mailer.js'
 import purge from './maintenance/purge.js'
 import { SessionCookie } from './auth/session/cookies.js'
@@ -196,6 +198,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
     loadSession: sessionLoader(sessions, sessionCookie),
   })
   await app.register(mailer)
+  await app.register(securityNotices)
   await app.register(purge)
   await app.register(openapi, { serverUrl: config.auth.baseUrl })
   await app.register(metrics, { requestLog })
@@ -206,6 +209,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   await app.register(idpRoutes)
   await app.register(accountRoutes)
   await app.register(twoFactorRoutes)
+  await app.register(securityRoutes)
   await app.register(profileRoutes)
   await app.register(usageRoutes)
   await app.register(journalRoutes)

@@ -15,6 +15,8 @@ export type VerificationPurpose =
   | 'change-email-verification'
   /** An account without a password confirms its deletion. */
   | 'delete-account'
+  /** A security notice's "this wasn't me" link (src/auth/security/notices.ts). */
+  | 'security-notice'
 
 /** An emailed link whose token is unknown, used or expired; 404 where better-auth answers so (the deletion link). */
 export const invalidToken = (status = 400) => new AppError(status, 'INVALID_TOKEN', 'The link is invalid, used or expired')

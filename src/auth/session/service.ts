@@ -34,7 +34,8 @@ export async function startSession(
     targetType: 'session',
     targetId: started.session.id,
     ip: ctx.ip,
-    ...(input.twoFactorVerified ? { details: { twoFactor: true } } : {}),
+    // The browser, as it names itself: the owner's security activity shows it (me.listSecurityEvents).
+    details: { userAgent: started.session.userAgent, ...(input.twoFactorVerified ? { twoFactor: true } : {}) },
   })
   return started
 }

@@ -1,0 +1,76 @@
+// The "this wasn't me" link of a security notice: GET /api/auth/security-notice shows what the notice
+// was about and asks (it changes nothing, so a mail scanner that opens the link does no harm), and
+// POST /api/auth/secure-account, sent by that page's button or by the web front end, secures the account.
+import type { FastifyInstance, FastifyReply } from 'fastify'
+import type { ZodTypeProvider } from 'fastify-type-provider-zod'
+import { z } from 'zod'
+import { contextOf } from '../../shared/context.js'
+import { ErrorSchema } from '../../shared/errors.js'
+import type { RoutePolicy } from '../../shared/route-policy.js'
+import { sendPasswordResetMail, type EmailAuthDeps } from '../email/service.js'
+import { EmailedToken, Status } from '../schemas.js'
+import { renderConfirmPage, renderInvalidPage, SECURE_ACCOUNT_PATH, type Page } from './page.js'
+import { findNotice, secureAccount } from './secure.js'
+
+const tags = ['auth']
+// No session: the link is opened wherever the mail is read. Per IP, like a sign-in.
+const LINK: RoutePolicy = { access: 'public', rateLimit: { perIp: 'signIn' } }
+
+const sendPage = (reply: FastifyReply, page: Page, status: number) =>
+  reply
+    .code(status)
+    .header('content-security-policy', page.csp)
+    .header('x-frame-options', 'DENY')
+    // The token is in the page's address: no other site may see it.
+    .header('referrer-policy', 'no-referrer')
+    .type('text/html; charset=utf-8')
+    .serializer((payload: unknown) => String(payload)) // HTML as is, not a JSON string
+    .send(page.html)
+
+export default async function securityRoutes(fastify: FastifyInstance) {
+  const app = fastify.withTypeProvider<ZodTypeProvider>()
+  const deps: EmailAuthDeps = { db: app.db, clock: app.clock, hasher: app.hasher, mailer: app.mailer, config: app.config.auth }
+
+  app.get(
+    '/api/auth/security-notice',
+    {
+      config: { policy: LINK },
+      schema: {
+        operationId: 'securityNoticePage',
+        tags,
+        summary: `A security notice's "this wasn't me" link: an HTML page that says what happened and asks; only its button (POST ${SECURE_ACCOUNT_PATH}) acts`,
+        querystring: z.strictObject({ token: EmailedToken }),
+        response: { 200: z.string().describe('text/html'), 400: z.string().describe('text/html') },
+      },
+    },
+    async (request, reply) => {
+      const notice = await findNotice(deps, request.query.token)
+      return notice
+        ? sendPage(reply, renderConfirmPage(notice, request.query.token), 200)
+        : sendPage(reply, renderInvalidPage(), 400)
+    },
+  )
+
+  app.post(
+    SECURE_ACCOUNT_PATH,
+    {
+      config: { policy: LINK },
+      schema: {
+        operationId: 'secureAccount',
+        tags,
+        summary:
+          'Secure the account a security notice was mailed about (its token, single-use, 7 days): every session, provider link, pending link and trusted device ends, a password reset is required and its link mailed',
+        body: z.strictObject({ token: EmailedToken }),
+        response: { 200: Status, 400: ErrorSchema, 409: ErrorSchema },
+      },
+    },
+    async (request, reply) => {
+      const user = await secureAccount(deps, contextOf(request), request.body.token)
+      // The link to choose the new password, to the account's address (put back if the notice was of its change).
+      await sendPasswordResetMail(deps, user)
+      // This browser's session, if it was one of the account's, is gone with the others.
+      if (request.user?.id === user.id) app.sessionCookie.clear(reply)
+      return { status: true as const }
+    },
+  )
+}

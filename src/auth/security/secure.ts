@@ -1,0 +1,94 @@
+// "This wasn't me": what a security notice's link does once its page is confirmed (a POST; opening
+// the link, as a mail scanner does, only shows the page). The account is secured against whoever
+// made the change: every session ends, every provider link goes (a provider sign-in would skip the
+// password reset), every pending emailed link, sign-in awaiting a second factor and trusted device
+// stops working, and the password must be reset before it signs in again; an address change is
+// undone. Two-factor stays: a link in a mail must never take a factor away, or whoever reads the
+// mailbox could use it to get past the second factor.
+//
+// It cannot lock a stranger out: the token names the one account it was issued for and the address
+// it was mailed to, and works only while the account still has that address, so what its holder can
+// do is what that address's holder could already do with a password reset.
+import type { DB } from '../../../db/index.js'
+import { recordUserEvent } from '../../shared/audit.js'
+import type { Clock } from '../../shared/clock.js'
+import type { RequestContext } from '../../shared/context.js'
+import { conflict } from '../../shared/errors.js'
+import { emailTaken, replaceEmail } from '../account/queries.js'
+import { deleteAccountsBut, endSessionsOfUser, findUserById, lockUser, type UserWithFlags } from '../queries.js'
+import { consumeToken, invalidToken, peekToken, revokeTokens, type VerificationRecord } from '../verification.js'
+import { NOTICE_PURPOSE, type NoticeData, type NoticeEvent } from './notices.js'
+import { requirePasswordReset } from './queries.js'
+
+export interface SecureAccountDeps {
+  db: DB
+  clock: Clock
+}
+
+const EVENTS: readonly NoticeEvent[] = [
+  'password_reset',
+  'password_changed',
+  'email_changed',
+  'two_factor_enabled',
+  'two_factor_disabled',
+  'provider_linked',
+  'provider_unlinked',
+  'new_device',
+]
+
+function noticeOf(record: VerificationRecord): NoticeData | null {
+  const { event, at, email, restore } = record.data
+  if (!EVENTS.includes(event as NoticeEvent) || typeof at !== 'string' || typeof email !== 'string') return null
+  return { event: event as NoticeEvent, at, email, ...(typeof restore === 'string' ? { restore } : {}) }
+}
+
+/** The notice of a live link whose account still has the address it was mailed to; null otherwise. Changes nothing. */
+export async function findNotice(deps: SecureAccountDeps, token: string): Promise<NoticeData | null> {
+  const record = await peekToken(deps.db, NOTICE_PURPOSE, token, deps.clock.now())
+  const notice = record && noticeOf(record)
+  if (!record || !notice) return null
+  const user = await findUserById(deps.db, record.userId)
+  return user?.email === notice.email ? notice : null
+}
+
+/**
+ * Secures the account of the notice's link (used up here). Returns the account, whose owner is
+ * then mailed a link to choose the new password.
+ */
+export async function secureAccount(deps: SecureAccountDeps, ctx: RequestContext, token: string): Promise<UserWithFlags> {
+  try {
+    return await deps.db.transaction().execute(async (trx) => {
+      const now = deps.clock.now()
+      const record = await consumeToken(trx, NOTICE_PURPOSE, token, now)
+      const notice = record && noticeOf(record)
+      if (!record || !notice) throw invalidToken()
+      const userId = record.userId
+      // The user row first, as a reset takes it: whatever else changes the account waits.
+      const current = await lockUser(trx, userId)
+      // The account moved to another address since: the link's holder no longer speaks for it.
+      if (current?.email !== notice.email) throw invalidToken()
+      const restored =
+        notice.restore !== undefined &&
+        !(await emailTaken(trx, notice.restore)) &&
+        (await replaceEmail(trx, userId, notice.email, notice.restore, now)) !== undefined
+      const removedAccounts = await deleteAccountsBut(trx, userId, 'password')
+      await requirePasswordReset(trx, userId, now)
+      const sessionsEnded = await endSessionsOfUser(trx, userId)
+      // Every row of `verification` of the account: emailed links (this kind too), sign-ins waiting
+      // for their second factor, trusted devices.
+      const tokensRevoked = await revokeTokens(trx, userId)
+      await recordUserEvent(trx, ctx, userId, 'auth.account_secured', {
+        notice: notice.event,
+        sessionsEnded,
+        tokensRevoked,
+        ...(removedAccounts.length ? { removedAccounts } : {}),
+        ...(restored ? { addressRestored: true } : {}),
+      })
+      return (await findUserById(trx, userId))!
+    })
+  } catch (err) {
+    // The address to put back was taken between the check and the change; the link was not used up.
+    if ((err as { code?: string }).code === '23505') throw conflict('The account changed meanwhile: please try again')
+    throw err
+  }
+}
