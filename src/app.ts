@@ -18,6 +18,7 @@ import mailer from './plugins/mailer.js'
 import purge from './maintenance/purge.js'
 import { SessionCookie } from './auth/session/cookies.js'
 import { SignInCookies } from './auth/session/sign-in.js'
+import { DeviceCookie } from './auth/security/devices.js'
 import { TwoFactorCookies } from './auth/two-factor/cookies.js'
 import { TwoFactorKeys } from './auth/two-factor/crypto.js'
 import type { TwoFactorDeps } from './auth/two-factor/service.js'
@@ -151,7 +152,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   app.decorate('sessionCache', sessionCache)
   app.decorate('sessionCookie', sessionCookie)
   const twoFactorCookies = new TwoFactorCookies(config.auth)
-  app.decorate('signInCookies', new SignInCookies(sessionCookie, twoFactorCookies))
+  app.decorate('signInCookies', new SignInCookies(sessionCookie, twoFactorCookies, new DeviceCookie(config.auth)))
   app.decorate('twoFactor', {
     deps: { db: database.db, clock: app.clock, hasher: app.hasher, keys: new TwoFactorKeys(config.auth.secrets) },
     cookies: twoFactorCookies,

@@ -6,6 +6,7 @@ import { assertDeletable, eraseAccount } from '../../personal-data/service.js'
 import type { Mailer } from '../../plugins/mailer.js'
 import { updateProfile } from '../../profile/service.js'
 import { recordUserEvent } from '../../shared/audit.js'
+import type { SecurityNotices } from '../security/notices.js'
 import type { Clock } from '../../shared/clock.js'
 import type { RequestContext } from '../../shared/context.js'
 import { AppError } from '../../shared/errors.js'
@@ -37,6 +38,7 @@ export interface AccountDeps {
   hasher: PasswordHasher
   mailer: Mailer
   config: Config['auth']
+  notices: SecurityNotices
 }
 
 /** better-auth's defaults: a change-of-address link and a deletion link live 24 hours. */
@@ -172,6 +174,7 @@ export async function completeEmailChange(
   const { email, newEmail } = dataOf(record)
   const now = deps.clock.now()
   if (await emailTaken(trx, newEmail)) throw invalidToken()
+  const fromVerified = (await findUserById(trx, record.userId))?.emailVerified === true
   const changed = await replaceEmail(trx, record.userId, email, newEmail, now)
   if (!changed) throw invalidToken() // the address changed since the mail was sent
   const tokensRevoked = await revokeTokens(trx, changed.id)
@@ -185,12 +188,15 @@ export async function completeEmailChange(
     'mailbox',
     ctx.log,
   )
-  return () =>
+  const notice = await deps.notices.prepareAddressChange(trx, ctx, changed.id, { from: email, to: newEmail, fromVerified })
+  return () => {
+    notice()
     deps.mailer.sendInBackground({
       to: email,
       subject: 'Your email address was changed',
       text: `Hello ${changed.name},\n\nThe email address of your account was changed from ${email} to ${newEmail}; this address no longer signs in to it.\n\nIf this was not you, reply to this email at once.\n`,
     })
+  }
 }
 
 // ---- delete-user -------------------------------------------------------------------------------
@@ -270,12 +276,12 @@ const lastAccount = () => new AppError(400, 'FAILED_TO_UNLINK_LAST_ACCOUNT', "Yo
  * signs in. Someone else's account is simply not among the user's: ACCOUNT_NOT_FOUND, as better-auth.
  */
 export async function unlinkAccount(
-  deps: Pick<AccountDeps, 'db'>,
+  deps: Pick<AccountDeps, 'db' | 'notices'>,
   ctx: RequestContext,
   userId: string,
   input: { providerId: string; accountId?: string },
 ): Promise<void> {
-  await deps.db.transaction().execute(async (trx) => {
+  const notice = await deps.db.transaction().execute(async (trx) => {
     const accounts = await lockAccountsOfUser(trx, userId)
     if (accounts.length <= 1) throw lastAccount()
     const target = accounts.find(
@@ -285,5 +291,7 @@ export async function unlinkAccount(
     if (!accounts.some((a) => a !== target && a.signsIn)) throw lastAccount()
     await deleteAccountOfUser(trx, userId, target.id)
     await recordUserEvent(trx, ctx, userId, 'auth.account_unlinked', { providerId: target.providerId })
+    return deps.notices.prepare(trx, ctx, userId, 'provider_unlinked')
   })
+  notice()
 }

@@ -52,8 +52,15 @@ const redirectOf = (field: RedirectField) =>
 
 export default async function emailRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>()
-  const deps: EmailAuthDeps = { db: app.db, clock: app.clock, hasher: app.hasher, mailer: app.mailer, config: app.config.auth }
-  const signInDeps = { db: app.db, clock: app.clock, sessions: app.sessions }
+  const deps: EmailAuthDeps = {
+    db: app.db,
+    clock: app.clock,
+    hasher: app.hasher,
+    mailer: app.mailer,
+    config: app.config.auth,
+    notices: app.securityNotices,
+  }
+  const signInDeps = { db: app.db, clock: app.clock, sessions: app.sessions, devices: app.knownDevices }
 
   const callback = (url: string | undefined, field = 'callbackURL') => resolveOptionalRedirect(url, app.redirectRules, field)
   /**

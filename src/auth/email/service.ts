@@ -6,6 +6,7 @@ import type { ConsentInput } from '../../consent/schemas.js'
 import { recordConsents } from '../../consent/service.js'
 import type { Mailer } from '../../plugins/mailer.js'
 import { recordUserEvent } from '../../shared/audit.js'
+import type { SecurityNotices } from '../security/notices.js'
 import type { Clock } from '../../shared/clock.js'
 import type { RequestContext } from '../../shared/context.js'
 import { AppError, unauthorized } from '../../shared/errors.js'
@@ -51,6 +52,7 @@ export interface EmailAuthDeps {
   hasher: PasswordHasher
   mailer: Mailer
   config: Config['auth']
+  notices: SecurityNotices
 }
 
 const RESET_TOKEN_TTL_MS = 60 * 60 * 1000
@@ -197,7 +199,7 @@ export async function resetPassword(deps: EmailAuthDeps, ctx: RequestContext, to
   const peeked = await peekToken(deps.db, 'reset-password', token, deps.clock.now())
   if (!peeked) throw invalidToken()
   const passwordHash = await deps.hasher.hashNew(newPassword)
-  await deps.db.transaction().execute(async (trx) => {
+  const notice = await deps.db.transaction().execute(async (trx) => {
     const now = deps.clock.now()
     // The user row first, the order of every writer of the account; then the token is spent.
     await lockUser(trx, peeked.userId)
@@ -222,7 +224,7 @@ export async function resetPassword(deps: EmailAuthDeps, ctx: RequestContext, to
         ...(taken.removedAccounts.length ? { removedAccounts: taken.removedAccounts } : {}),
         ...(user.twoFactorEnabled ? { twoFactorRemoved: true } : {}),
       })
-      return
+      return deps.notices.prepare(trx, ctx, user.id, 'password_reset')
     }
     // Whoever held a session (perhaps the reason for the reset) is signed out everywhere; sign-ins
     // with the old password still in flight or waiting for their second factor can no longer start one.
@@ -232,7 +234,9 @@ export async function resetPassword(deps: EmailAuthDeps, ctx: RequestContext, to
     // the account away from the owner who just took it back.
     await revokeTokens(trx, user.id, EVICTED_PURPOSES)
     await recordUserEvent(trx, ctx, user.id, 'auth.password_reset', { sessionsEnded: ended })
+    return deps.notices.prepare(trx, ctx, user.id, 'password_reset')
   })
+  notice()
 }
 
 /** What a verify-email link may be: better-auth mails that one link for every step of a change of address too. */
@@ -316,7 +320,7 @@ export async function changePassword(
   if (!(await deps.hasher.verify(stored, input.currentPassword)))
     throw new AppError(401, 'INVALID_PASSWORD', 'The current password is wrong')
   const passwordHash = await deps.hasher.hashNew(input.newPassword)
-  await deps.db.transaction().execute(async (trx) => {
+  const notice = await deps.db.transaction().execute(async (trx) => {
     const now = deps.clock.now()
     // Checked again where it is written: a password reset while the hashes ran ended this session
     // and replaced the password, and a stale change must not undo it (nor end the resetter's sessions).
@@ -331,6 +335,8 @@ export async function changePassword(
     await deleteChallenges(trx, input.userId) // sign-ins with the old password still waiting for a code
     await revokeTokens(trx, input.userId, CHANGE_OF_ADDRESS)
     await recordUserEvent(trx, ctx, input.userId, 'auth.password_changed', { otherSessionsEnded: ended })
+    return deps.notices.prepare(trx, ctx, input.userId, 'password_changed')
   })
+  notice()
   return (await findUserById(deps.db, input.userId))!
 }

@@ -27,7 +27,7 @@ const callbackFields = {
 export default async function idpRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>()
   const { webOrigin, baseUrl } = app.config.auth
-  const deps: IdpDeps = { db: app.db, clock: app.clock, config: app.config.auth }
+  const deps: IdpDeps = { db: app.db, clock: app.clock, config: app.config.auth, notices: app.securityNotices }
   const flowCookie = new FlowCookie(app.config.auth, app.clock)
   // One client per app: it caches the provider's discovery document and keys.
   const { issuer, clientId, clientSecret } = app.config.idp
@@ -172,7 +172,7 @@ export default async function idpRoutes(fastify: FastifyInstance) {
     async (request, reply) => {
       const provider = configured()
       const result = await completeCallback(
-        { ...deps, sessions: app.sessions, provider, issuer: app.config.idp.issuer, webOrigin },
+        { ...deps, sessions: app.sessions, devices: app.knownDevices, provider, issuer: app.config.idp.issuer, webOrigin },
         { ...contextOf(request), userId: request.user?.id ?? null },
         {
           flow: flowCookie.take(request, reply),

@@ -9,6 +9,7 @@ import { banHolds } from '../account/ban.js'
 import { maybeBootstrapOwner } from '../account/bootstrap.js'
 import { credentialEpochOf, findUserByEmail, findUserById, insertAccount, insertUser, setEmailVerified } from '../queries.js'
 import { takeAccountBack, waysInUnproven } from '../account/take-back.js'
+import type { PendingNotice, SecurityNotices } from '../security/notices.js'
 import type { IdpIdentity } from './oauth.js'
 import { findUserBySubject, IDP } from './queries.js'
 
@@ -16,6 +17,7 @@ export interface IdpDeps {
   db: DB
   clock: Clock
   config: Config['auth']
+  notices: SecurityNotices
 }
 
 export type IdpFailureCode =
@@ -46,16 +48,32 @@ export type IdpSignInOutcome =
  * (better-auth redirects with its admin plugin's code, `error=BANNED_USER`).
  */
 export async function signInWithIdentity(deps: IdpDeps, ctx: RequestContext, identity: IdpIdentity): Promise<IdpSignInOutcome> {
-  try {
-    return await resolveAccount(deps, ctx, identity)
-  } catch (err) {
-    // Two callbacks for the same new subject raced; the loser finds the winner's rows.
-    if ((err as { code?: string }).code === '23505') return resolveAccount(deps, ctx, identity)
-    throw err
-  }
+  return afterCommit(async (notices) => {
+    try {
+      return await resolveAccount(deps, ctx, identity, notices)
+    } catch (err) {
+      // Two callbacks for the same new subject raced; the loser finds the winner's rows.
+      if ((err as { code?: string }).code !== '23505') throw err
+      notices.length = 0 // the failed attempt's, rolled back with it
+      return resolveAccount(deps, ctx, identity, notices)
+    }
+  })
 }
 
-function resolveAccount(deps: IdpDeps, ctx: RequestContext, identity: IdpIdentity): Promise<IdpSignInOutcome> {
+/** Runs `work`, then sends the security notices its committed transaction prepared. */
+async function afterCommit<T>(work: (notices: PendingNotice[]) => Promise<T>): Promise<T> {
+  const notices: PendingNotice[] = []
+  const result = await work(notices)
+  for (const notice of notices) notice()
+  return result
+}
+
+function resolveAccount(
+  deps: IdpDeps,
+  ctx: RequestContext,
+  identity: IdpIdentity,
+  notices: PendingNotice[],
+): Promise<IdpSignInOutcome> {
   const bootstrapEmail = deps.config.bootstrapOwnerEmail
   const { ip } = ctx
   return deps.db.transaction().execute(async (trx): Promise<IdpSignInOutcome> => {
@@ -108,6 +126,7 @@ function resolveAccount(deps: IdpDeps, ctx: RequestContext, identity: IdpIdentit
       const claimed = waysInUnproven(existing)
       if (claimed) await claimUnverifiedAccount(trx, existing.id, identity.sub, now, ip)
       await recordUserEvent(trx, ctx, existing.id, 'auth.idp.account_linked')
+      notices.push(await deps.notices.prepare(trx, ctx, existing.id, 'provider_linked'))
       // A claimed account's other ways in went with the claim; a verified one's may be its first holder's.
       const promoted = await maybeBootstrapOwner(
         trx,
@@ -183,16 +202,25 @@ export async function linkIdentity(
   userId: string,
   identity: IdpIdentity,
 ): Promise<IdpLinkOutcome> {
-  try {
-    return await linkAccount(deps, ctx, userId, identity)
-  } catch (err) {
-    // The same subject was linked concurrently; the retry finds it and judges it.
-    if ((err as { code?: string }).code === '23505') return linkAccount(deps, ctx, userId, identity)
-    throw err
-  }
+  return afterCommit(async (notices) => {
+    try {
+      return await linkAccount(deps, ctx, userId, identity, notices)
+    } catch (err) {
+      // The same subject was linked concurrently; the retry finds it and judges it.
+      if ((err as { code?: string }).code !== '23505') throw err
+      notices.length = 0 // the failed attempt's, rolled back with it
+      return linkAccount(deps, ctx, userId, identity, notices)
+    }
+  })
 }
 
-function linkAccount(deps: IdpDeps, ctx: RequestContext, userId: string, identity: IdpIdentity): Promise<IdpLinkOutcome> {
+function linkAccount(
+  deps: IdpDeps,
+  ctx: RequestContext,
+  userId: string,
+  identity: IdpIdentity,
+  notices: PendingNotice[],
+): Promise<IdpLinkOutcome> {
   return deps.db.transaction().execute(async (trx): Promise<IdpLinkOutcome> => {
     const now = deps.clock.now()
     const linked = await findUserBySubject(trx, identity.sub)
@@ -204,6 +232,7 @@ function linkAccount(deps: IdpDeps, ctx: RequestContext, userId: string, identit
     // The provider vouches for the address the signed-in user holds.
     if (!user.emailVerified) await setEmailVerified(trx, userId, now)
     await recordUserEvent(trx, ctx, userId, 'auth.idp.account_linked', { via: 'link-social' })
+    notices.push(await deps.notices.prepare(trx, ctx, userId, 'provider_linked'))
     // The provider vouches for the address, not for who else holds a way into the account.
     await maybeBootstrapOwner(
       trx,

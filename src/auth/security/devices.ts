@@ -6,38 +6,49 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { DB } from '../../../db/index.js'
 import type { Config } from '../../config.js'
 import type { Clock } from '../../shared/clock.js'
-import { contextOf } from '../../shared/context.js'
-import { cookieAttributes, cookieName, readSignedCookie } from '../cookies.js'
-import { hashToken, newToken } from '../tokens.js'
+import type { RequestContext } from '../../shared/context.js'
+import { cookieAttributes, cookieName, readSignedCookie } from '../session/cookie-attributes.js'
+import { hashToken, newToken } from '../session/tokens.js'
 import type { SecurityNotices } from './notices.js'
 import { rememberDevice, signedInBefore } from './queries.js'
 
 const DEVICE_COOKIE_MAX_AGE_S = 400 * 24 * 60 * 60
 
-export class KnownDevices {
-  private readonly cookieName: string
+/** The `insight.device` cookie (session/sign-in.ts reads it with what the browser brought, and sets it with a session). */
+export class DeviceCookie {
+  private readonly name: string
 
-  constructor(private readonly deps: { db: DB; clock: Clock; notices: SecurityNotices; config: Config['auth'] }) {
-    this.cookieName = cookieName(deps.config, 'insight.device')
+  constructor(private readonly config: Config['auth']) {
+    this.name = cookieName(config, 'insight.device')
   }
 
+  read(request: FastifyRequest): string | null {
+    return readSignedCookie(request, this.name)
+  }
+
+  set(reply: FastifyReply, deviceId: string): void {
+    reply.setCookie(this.name, deviceId, { ...cookieAttributes(this.config), signed: true, maxAge: DEVICE_COOKIE_MAX_AGE_S })
+  }
+}
+
+export class KnownDevices {
+  constructor(private readonly deps: { db: DB; clock: Clock; notices: SecurityNotices }) {}
+
   /**
-   * After a session started for `userId` in this browser: the browser is remembered for the account
-   * (its cookie is set, or renewed), and one the account had not used before is mailed about. Not on
-   * the account's first sign-in (at sign-up): there is no other device to tell it from.
+   * After a session started for `userId` on the browser with device id `deviceId` (null: it has
+   * none yet): the device is remembered for the account, and one the account had not used before
+   * is mailed about, but not on the account's first sign-in (at sign-up): there is no other device
+   * to tell it from. Returns the device id for the cookie.
    */
-  async signedIn(request: FastifyRequest, reply: FastifyReply, userId: string): Promise<void> {
-    const deviceId = readSignedCookie(request, this.cookieName) ?? newToken()
-    reply.setCookie(this.cookieName, deviceId, {
-      ...cookieAttributes(this.deps.config),
-      signed: true,
-      maxAge: DEVICE_COOKIE_MAX_AGE_S,
-    })
+  async signedIn(ctx: RequestContext, userId: string, deviceId: string | null): Promise<string> {
+    const id = deviceId ?? newToken()
     const { db, clock, notices } = this.deps
     // Per account: the same browser is a different row for each account, and the rows do not show it.
-    const isNew = await rememberDevice(db, userId, hashToken(`${userId}:${deviceId}`), clock.now())
-    if (!isNew || !(await signedInBefore(db, userId))) return
-    const mail = await notices.prepare(db, contextOf(request), userId, 'new_device')
-    mail()
+    const isNew = await rememberDevice(db, userId, hashToken(`${userId}:${id}`), clock.now())
+    if (isNew && (await signedInBefore(db, userId))) {
+      const mail = await notices.prepare(db, ctx, userId, 'new_device')
+      mail()
+    }
+    return id
   }
 }

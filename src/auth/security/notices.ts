@@ -13,7 +13,7 @@ import type { Config } from '../../config.js'
 import type { Mailer } from '../../plugins/mailer.js'
 import type { Clock } from '../../shared/clock.js'
 import type { RequestContext } from '../../shared/context.js'
-import { issueToken, type VerificationPurpose } from '../verification.js'
+import { issueToken, type VerificationPurpose } from '../links/verification.js'
 import { addressOf, countLinksExpiringAfter } from './queries.js'
 
 export type NoticeEvent =

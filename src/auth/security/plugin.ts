@@ -16,7 +16,7 @@ export default fp(
   async function securityNotices(app: FastifyInstance) {
     const notices = new SecurityNotices({ clock: app.clock, mailer: app.mailer, config: app.config.auth })
     app.decorate('securityNotices', notices)
-    app.decorate('knownDevices', new KnownDevices({ db: app.db, clock: app.clock, notices, config: app.config.auth }))
+    app.decorate('knownDevices', new KnownDevices({ db: app.db, clock: app.clock, notices }))
   },
   { name: 'security-notices', dependencies: ['mailer'] },
 )

@@ -29,7 +29,14 @@ const sendPage = (reply: FastifyReply, page: Page, status: number) =>
 
 export default async function securityRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>()
-  const deps: EmailAuthDeps = { db: app.db, clock: app.clock, hasher: app.hasher, mailer: app.mailer, config: app.config.auth }
+  const deps: EmailAuthDeps = {
+    db: app.db,
+    clock: app.clock,
+    hasher: app.hasher,
+    mailer: app.mailer,
+    config: app.config.auth,
+    notices: app.securityNotices,
+  }
 
   app.get(
     '/api/auth/security-notice',

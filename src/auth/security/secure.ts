@@ -16,7 +16,7 @@ import type { RequestContext } from '../../shared/context.js'
 import { conflict } from '../../shared/errors.js'
 import { emailTaken, replaceEmail } from '../account/queries.js'
 import { deleteAccountsBut, endSessionsOfUser, findUserById, lockUser, type UserWithFlags } from '../queries.js'
-import { consumeToken, invalidToken, peekToken, revokeTokens, type VerificationRecord } from '../verification.js'
+import { consumeToken, invalidToken, peekToken, revokeTokens, type VerificationRecord } from '../links/verification.js'
 import { NOTICE_PURPOSE, type NoticeData, type NoticeEvent } from './notices.js'
 import { requirePasswordReset } from './queries.js'
 

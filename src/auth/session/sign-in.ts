@@ -5,6 +5,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { DB } from '../../../db/index.js'
 import type { Clock } from '../../shared/clock.js'
 import type { RequestContext } from '../../shared/context.js'
+import type { DeviceCookie, KnownDevices } from '../security/devices.js'
 import type { TwoFactorCookies } from '../two-factor/cookies.js'
 import { beginSignIn } from '../two-factor/service.js'
 import type { SessionCookie } from './cookies.js'
@@ -15,17 +16,29 @@ export interface SignInDeps {
   db: DB
   clock: Clock
   sessions: SessionManager
+  /** A browser the account has not used before is mailed about (src/auth/security/devices.ts). */
+  devices: KnownDevices
 }
 
 /** What the browser brought: the session it may already hold (it ends) and its trusted-device token. */
 export interface BrowserState {
   replacing: string | null
   trustedDevice: string | null
+  /** The id of its `insight.device` cookie, null when it has none. */
+  device: string | null
 }
 
 export type SignInOutcome =
   /** Signed in. `trustedDevice`: the rotated trusted-device token, or null to clear a stale one. */
-  | { kind: 'session'; token: string; session: SessionView; rememberMe: boolean; trustedDevice?: string | null }
+  | {
+      kind: 'session'
+      token: string
+      session: SessionView
+      rememberMe: boolean
+      /** The browser's device id, for its `insight.device` cookie. */
+      device: string
+      trustedDevice?: string | null
+    }
   /** The second factor is awaited: the challenge token for the `two_factor` cookie, no session. */
   | { kind: 'challenge'; token: string; trustedDevice?: null }
 
@@ -37,7 +50,8 @@ export async function signInWith(
 ): Promise<Extract<SignInOutcome, { kind: 'session' }>> {
   const { credential, rememberMe, twoFactorVerified } = input
   const started = await startSession(deps, ctx, { credential, rememberMe, replacing: input.browser.replacing, twoFactorVerified })
-  return { kind: 'session', ...started, rememberMe }
+  const device = await deps.devices.signedIn(ctx, credential.userId, input.browser.device)
+  return { kind: 'session', ...started, rememberMe, device }
 }
 
 /**
@@ -75,10 +89,15 @@ export class SignInCookies {
   constructor(
     private readonly session: SessionCookie,
     private readonly twoFactor: TwoFactorCookies,
+    private readonly device: DeviceCookie,
   ) {}
 
   browserOf(request: FastifyRequest): BrowserState {
-    return { replacing: this.session.read(request), trustedDevice: this.twoFactor.trustedDevice.read(request) }
+    return {
+      replacing: this.session.read(request),
+      trustedDevice: this.twoFactor.trustedDevice.read(request),
+      device: this.device.read(request),
+    }
   }
 
   set(request: FastifyRequest, reply: FastifyReply, outcome: SignInOutcome): void {
@@ -86,6 +105,7 @@ export class SignInCookies {
     else if (outcome.trustedDevice === null) this.twoFactor.trustedDevice.clear(reply)
     if (outcome.kind === 'session') {
       this.session.set(reply, outcome.token, { rememberMe: outcome.rememberMe, expiresAt: outcome.session.expiresAt })
+      this.device.set(reply, outcome.device)
       return
     }
     if (this.session.present(request)) this.session.clear(reply)

@@ -27,8 +27,10 @@ const tags = ['two-factor']
 
 export default async function twoFactorRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>()
-  const { deps, cookies } = app.twoFactor
-  const signInDeps = { db: app.db, clock: app.clock, sessions: app.sessions }
+  const { cookies } = app.twoFactor
+  // Turning it on or off mails the owner a security notice (src/auth/security/notices.ts).
+  const deps = { ...app.twoFactor.deps, notices: app.securityNotices }
+  const signInDeps = { db: app.db, clock: app.clock, sessions: app.sessions, devices: app.knownDevices }
 
   // The code is short; anything longer is not a typo of one.
   const Code = z.string().min(1).max(64)

@@ -2,6 +2,7 @@
 // sign-in, and the trusted devices that skip it. Rules in better-auth's twoFactor plugin's terms.
 import type { DB } from '../../../db/index.js'
 import { recordUserEvent } from '../../shared/audit.js'
+import type { PendingNotice, SecurityNotices } from '../security/notices.js'
 import type { Clock } from '../../shared/clock.js'
 import type { RequestContext } from '../../shared/context.js'
 import { AppError, unauthorized } from '../../shared/errors.js'
@@ -38,6 +39,9 @@ export interface TwoFactorDeps {
   hasher: PasswordHasher
   keys: TwoFactorKeys
 }
+
+/** What turning two-factor on or off also needs: the owner is mailed a security notice. */
+type Noticing = TwoFactorDeps & { notices: SecurityNotices }
 
 /** The issuer an authenticator app shows next to the account, unless enable names another. */
 export const DEFAULT_ISSUER = 'Insight'
@@ -142,21 +146,18 @@ export async function regenerateBackupCodes(
  * Turns two-factor off: the secret, the backup codes, pending sign-in challenges and every trusted
  * device go, and no session of the user counts as having passed a second factor any more.
  */
-export async function disableTwoFactor(
-  deps: TwoFactorDeps,
-  ctx: RequestContext,
-  userId: string,
-  password: string,
-): Promise<void> {
+export async function disableTwoFactor(deps: Noticing, ctx: RequestContext, userId: string, password: string): Promise<void> {
   await checkPassword(deps, userId, password)
-  await deps.db.transaction().execute(async (trx) => {
+  const notice = await deps.db.transaction().execute(async (trx) => {
     const now = deps.clock.now()
     await lockUser(trx, userId) // first, as every writer of the account
     const { trustedDevices } = await deleteTwoFactor(trx, userId)
     await setTwoFactorEnabled(trx, userId, false, now)
     await clearSessionsTwoFactorVerified(trx, userId)
     await recordUserEvent(trx, ctx, userId, 'auth.two_factor.disabled', { trustedDevicesRevoked: trustedDevices })
+    return deps.notices.prepare(trx, ctx, userId, 'two_factor_disabled')
   })
+  notice()
 }
 
 /**
@@ -193,7 +194,7 @@ async function auditFailure(deps: TwoFactorDeps, ctx: RequestContext, userId: st
  * in a row and the setup must start again (enable) or, once on, wait for disable and enable.
  */
 export async function verifyForSession(
-  deps: TwoFactorDeps,
+  deps: Noticing,
   ctx: RequestContext,
   user: Pick<UserWithFlags, 'id' | 'twoFactorEnabled'>,
   sessionId: string,
@@ -205,6 +206,7 @@ export async function verifyForSession(
   // A backup code proves nothing about the authenticator app: it cannot confirm a setup.
   if (method === 'backup-code' && !row.verified) throw notEnabled()
   if (!(await claimCodeAttempt(deps.db, user.id, MAX_ATTEMPTS, deps.clock.now()))) throw tooManyAttempts()
+  let notice: PendingNotice | undefined
   try {
     await deps.db.transaction().execute(async (trx) => {
       // Read before the transaction: a reset (or disable) since then ended the setup or the session,
@@ -221,12 +223,14 @@ export async function verifyForSession(
         await markSecretVerified(trx, user.id, now)
         await setTwoFactorEnabled(trx, user.id, true, now)
         await recordUserEvent(trx, ctx, user.id, 'auth.two_factor.enabled')
+        notice = await deps.notices.prepare(trx, ctx, user.id, 'two_factor_enabled')
       }
     })
   } catch (err) {
     await auditFailure(deps, ctx, user.id, method, err)
     throw err
   }
+  notice?.()
   return (await findUserById(deps.db, user.id))!
 }
 
