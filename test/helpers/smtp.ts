@@ -27,7 +27,7 @@ function parse(raw: string, to: string[]): ReceivedMail {
   return { to, raw, subject, text: qp ? decodeQuotedPrintable(body) : body }
 }
 
-export class Inbox {
+export class Mailbox {
   readonly mails: ReceivedMail[] = []
   private waiters: Array<{ to: string; resolve: (m: ReceivedMail) => void }> = []
 
@@ -60,6 +60,20 @@ export class Inbox {
   /** Mails received for `to` and not yet taken. */
   for(to: string): ReceivedMail[] {
     return this.mails.filter((m) => m.to.includes(to))
+  }
+}
+
+/**
+ * What the server received. The security notices (src/auth/security/notices.ts: a mail on every
+ * change to the ways in and on a sign-in from a new device) are kept apart in `notices`, so a test
+ * that waits for the next mail to an address gets the mail its flow sends.
+ */
+export class Inbox extends Mailbox {
+  readonly notices = new Mailbox()
+
+  override deliver(mail: ReceivedMail): void {
+    if (mail.subject.startsWith('Security notice:')) this.notices.deliver(mail)
+    else super.deliver(mail)
   }
 }
 
