@@ -44,7 +44,11 @@ const whoami = (cookie: string) => call(app, 'GET', '/api/v1/whoami', { cookie }
 async function noticesTo(email: string): Promise<ReceivedMail[]> {
   await app.settled()
   const mails = smtp.inbox.notices.for(email)
-  smtp.inbox.notices.mails.splice(0, smtp.inbox.notices.mails.length, ...smtp.inbox.notices.mails.filter((m) => !mails.includes(m)))
+  smtp.inbox.notices.mails.splice(
+    0,
+    smtp.inbox.notices.mails.length,
+    ...smtp.inbox.notices.mails.filter((m) => !mails.includes(m)),
+  )
   return mails
 }
 async function oneNoticeTo(t: Test, email: string, subject: string): Promise<string> {
@@ -155,7 +159,9 @@ t.test("each change to the account's ways in is mailed, with its own link", asyn
   await call(app, 'POST', '/api/auth/request-password-reset', { body: { email: user.email } })
   await app.settled()
   const resetToken = linkIn(await smtp.inbox.next(user.email)).searchParams.get('token')!
-  const reset = await call(app, 'POST', '/api/auth/reset-password', { body: { token: resetToken, newPassword: 'reset to this one' } })
+  const reset = await call(app, 'POST', '/api/auth/reset-password', {
+    body: { token: resetToken, newPassword: 'reset to this one' },
+  })
   t.equal(reset.statusCode, 200, reset.body)
   await oneNoticeTo(t, user.email, 'your password was reset')
 
@@ -240,71 +246,80 @@ t.test('opening the link, as a mail scanner does, only shows the page', async (t
   t.same(await auditEvents(app.db, { action: 'auth.account_secured', targetId: user.id }), [])
 })
 
-t.test('the link secures the account: sessions, trusted devices, links and second-factor sign-ins end; a reset is required and works', async (t) => {
-  const user = await member()
-  await app.db.updateTable('user').set({ email_verified: true }).where('id', '=', user.id).execute()
-  const { secret } = await enableTotp(app, user, clock.now())
-  const token = await oneNoticeTo(t, user.email, 'two-factor authentication was turned on')
-  // A trusted device: a sign-in that passed its second factor with trustDevice.
-  const first = await signIn(user, user.device)
-  const challenge = cookieOf(first, 'better-auth.two_factor')!
-  offsetMs += 30_000
-  const verified = await call(app, 'POST', '/api/auth/two-factor/verify-totp', {
-    cookie: cookies(challenge, user.device),
-    body: { code: codeAt(secret, clock.now()), trustDevice: true },
-  })
-  t.equal(verified.statusCode, 200, verified.body)
-  const trusted = cookieOf(verified, 'better-auth.trust_device')!
-  const second = sessionCookieOf(verified)!
-  // A sign-in waiting for its second factor, and a pending reset link.
-  const waiting = cookieOf(await signIn(user), 'better-auth.two_factor')!
-  await call(app, 'POST', '/api/auth/request-password-reset', { body: { email: user.email } })
-  await app.settled()
-  const pendingReset = linkIn(await smtp.inbox.next(user.email)).searchParams.get('token')!
-  t.ok(await countRows(app.db, 'verification', 'user_id', user.id), 'links, a challenge and a trusted device are pending')
+t.test(
+  'the link secures the account: sessions, trusted devices, links and second-factor sign-ins end; a reset is required and works',
+  async (t) => {
+    const user = await member()
+    await app.db.updateTable('user').set({ email_verified: true }).where('id', '=', user.id).execute()
+    const { secret } = await enableTotp(app, user, clock.now())
+    const token = await oneNoticeTo(t, user.email, 'two-factor authentication was turned on')
+    // A trusted device: a sign-in that passed its second factor with trustDevice.
+    const first = await signIn(user, user.device)
+    const challenge = cookieOf(first, 'better-auth.two_factor')!
+    offsetMs += 30_000
+    const verified = await call(app, 'POST', '/api/auth/two-factor/verify-totp', {
+      cookie: cookies(challenge, user.device),
+      body: { code: codeAt(secret, clock.now()), trustDevice: true },
+    })
+    t.equal(verified.statusCode, 200, verified.body)
+    const trusted = cookieOf(verified, 'better-auth.trust_device')!
+    const second = sessionCookieOf(verified)!
+    // A sign-in waiting for its second factor, and a pending reset link.
+    const waiting = cookieOf(await signIn(user), 'better-auth.two_factor')!
+    await call(app, 'POST', '/api/auth/request-password-reset', { body: { email: user.email } })
+    await app.settled()
+    const pendingReset = linkIn(await smtp.inbox.next(user.email)).searchParams.get('token')!
+    t.ok(await countRows(app.db, 'verification', 'user_id', user.id), 'links, a challenge and a trusted device are pending')
 
-  const done = await secure(token)
-  t.equal(done.statusCode, 200, done.body)
-  t.same(done.json(), { status: true })
+    const done = await secure(token)
+    t.equal(done.statusCode, 200, done.body)
+    t.same(done.json(), { status: true })
 
-  for (const cookie of [user.cookie, second]) t.equal((await whoami(cookie)).statusCode, 401, 'every session ended')
-  t.equal(await countRows(app.db, 'session', 'user_id', user.id), 0)
-  const left = await app.db.selectFrom('verification').select('purpose').where('user_id', '=', user.id).execute()
-  t.same(
-    left.map((r) => r.purpose),
-    ['reset-password'],
-    'only the reset link mailed after it: no trusted device, challenge, older link or notice',
-  )
-  const oldReset = await call(app, 'POST', '/api/auth/reset-password', { body: { token: pendingReset, newPassword: NEW_PASSWORD } })
-  t.equal(oldReset.json().code, 'INVALID_TOKEN', 'a reset link mailed before is gone')
-  offsetMs += 30_000
-  const late = await call(app, 'POST', '/api/auth/two-factor/verify-totp', {
-    cookie: waiting,
-    body: { code: codeAt(secret, clock.now()) },
-  })
-  t.equal(late.statusCode, 401, 'the sign-in waiting for its second factor ended')
-  const withTrust = await signIn(user, cookies(trusted, user.device))
-  t.equal(withTrust.statusCode, 403)
-  t.equal(withTrust.json().code, 'PASSWORD_RESET_REQUIRED', 'the password signs in no more, trusted device or not')
-  t.notOk(sessionCookieOf(withTrust), 'no session')
-  t.equal((await userRow(app.db, user.id)).two_factor_enabled, true, 'two-factor stays: a mail never takes a factor away')
+    for (const cookie of [user.cookie, second]) t.equal((await whoami(cookie)).statusCode, 401, 'every session ended')
+    t.equal(await countRows(app.db, 'session', 'user_id', user.id), 0)
+    const left = await app.db.selectFrom('verification').select('purpose').where('user_id', '=', user.id).execute()
+    t.same(
+      left.map((r) => r.purpose),
+      ['reset-password'],
+      'only the reset link mailed after it: no trusted device, challenge, older link or notice',
+    )
+    const oldReset = await call(app, 'POST', '/api/auth/reset-password', {
+      body: { token: pendingReset, newPassword: NEW_PASSWORD },
+    })
+    t.equal(oldReset.json().code, 'INVALID_TOKEN', 'a reset link mailed before is gone')
+    offsetMs += 30_000
+    const late = await call(app, 'POST', '/api/auth/two-factor/verify-totp', {
+      cookie: waiting,
+      body: { code: codeAt(secret, clock.now()) },
+    })
+    t.equal(late.statusCode, 401, 'the sign-in waiting for its second factor ended')
+    const withTrust = await signIn(user, cookies(trusted, user.device))
+    t.equal(withTrust.statusCode, 403)
+    t.equal(withTrust.json().code, 'PASSWORD_RESET_REQUIRED', 'the password signs in no more, trusted device or not')
+    t.notOk(sessionCookieOf(withTrust), 'no session')
+    t.equal((await userRow(app.db, user.id)).two_factor_enabled, true, 'two-factor stays: a mail never takes a factor away')
 
-  const audit = await auditEvents(app.db, { action: 'auth.account_secured', targetId: user.id })
-  t.equal(audit.length, 1)
-  t.match(audit[0], { actor_id: user.id, ip: String, details: { notice: 'two_factor_enabled', sessionsEnded: 2 } })
-  t.notMatch(JSON.stringify(audit[0]!.details), token)
+    const audit = await auditEvents(app.db, { action: 'auth.account_secured', targetId: user.id })
+    t.equal(audit.length, 1)
+    t.match(audit[0], { actor_id: user.id, ip: String, details: { notice: 'two_factor_enabled', sessionsEnded: 2 } })
+    t.notMatch(JSON.stringify(audit[0]!.details), token)
 
-  // The reset mail: sent when the account was secured (and again by the refused sign-in).
-  await app.settled()
-  const resetMails = smtp.inbox.for(user.email)
-  t.ok(resetMails.length >= 1 && resetMails.every((m) => m.subject === 'Reset your password'), 'a reset link was mailed')
-  const resetToken = linkIn(resetMails[0]!).searchParams.get('token')!
-  smtp.inbox.mails.splice(0)
-  const reset = await call(app, 'POST', '/api/auth/reset-password', { body: { token: resetToken, newPassword: NEW_PASSWORD } })
-  t.equal(reset.statusCode, 200, reset.body)
-  const back = await signIn({ email: user.email, password: NEW_PASSWORD }, user.device)
-  t.same(back.json(), { twoFactorRedirect: true, twoFactorMethods: ['totp'] }, 'the new password signs in, to its second factor')
-})
+    // The reset mail: sent when the account was secured (and again by the refused sign-in).
+    await app.settled()
+    const resetMails = smtp.inbox.for(user.email)
+    t.ok(resetMails.length >= 1 && resetMails.every((m) => m.subject === 'Reset your password'), 'a reset link was mailed')
+    const resetToken = linkIn(resetMails[0]!).searchParams.get('token')!
+    smtp.inbox.mails.splice(0)
+    const reset = await call(app, 'POST', '/api/auth/reset-password', { body: { token: resetToken, newPassword: NEW_PASSWORD } })
+    t.equal(reset.statusCode, 200, reset.body)
+    const back = await signIn({ email: user.email, password: NEW_PASSWORD }, user.device)
+    t.same(
+      back.json(),
+      { twoFactorRedirect: true, twoFactorMethods: ['totp'] },
+      'the new password signs in, to its second factor',
+    )
+  },
+)
 
 t.test('the link works once', async (t) => {
   const user = await member()
@@ -360,7 +375,7 @@ t.test("a forged token, another link's token, another account's: each is refused
   t.equal((await whoami(alice.cookie)).statusCode, 401)
 })
 
-t.test("a link stops working once the account no longer has the address it was mailed to", async (t) => {
+t.test('a link stops working once the account no longer has the address it was mailed to', async (t) => {
   const user = await member()
   await signIn(user)
   const token = await oneNoticeTo(t, user.email, 'a sign-in from a new device')
@@ -390,4 +405,3 @@ t.test('the notices of one account are limited per hour', async (t) => {
   await signIn(user)
   t.equal((await noticesTo(user.email)).length, 1, 'an hour later, the next one is mailed')
 })
-

@@ -351,6 +351,16 @@ const scenarios: Record<string, Scenario> = {
       isDate(t, at(d, 'journalEntries', 0, 'createdAt'), 'journalEntries[0].createdAt')
     },
   },
+  'me.listSecurityEvents': {
+    as: member,
+    input: { limit: 1 },
+    check: (t, page) => {
+      t.match(at(page, 'items'), [{ kind: String, byAdministrator: false }])
+      t.equal(at(page, 'items', 'length'), 1)
+      t.type(at(page, 'nextCursor'), 'string')
+      isDate(t, at(page, 'items', 0, 'at'), 'items[0].at')
+    },
+  },
   'me.deleteMyAccount': {
     as: leaving,
     input: { password: leaving.password },

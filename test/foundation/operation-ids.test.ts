@@ -29,6 +29,7 @@ const OPERATION_IDS: Record<string, string> = {
   'POST /api/v1/consent': 'recordConsent',
   'GET /api/v1/consent': 'getConsents',
   'GET /api/v1/me/export': 'exportMyData',
+  'GET /api/v1/me/security-events': 'listSecurityEvents',
   'DELETE /api/v1/me': 'deleteMyAccount',
   'GET /api/v1/admin/users': 'listUsers',
   'GET /api/v1/admin/users/{id}': 'getUser',
@@ -55,6 +56,8 @@ const OPERATION_IDS: Record<string, string> = {
   'POST /api/auth/two-factor/disable': 'disableTwoFactor',
   'POST /api/auth/two-factor/verify-totp': 'verifyTotp',
   'POST /api/auth/two-factor/verify-backup-code': 'verifyBackupCode',
+  'GET /api/auth/security-notice': 'securityNoticePage',
+  'POST /api/auth/secure-account': 'secureAccount',
   'POST /api/v1/admin/users/{id}/ban': 'banUser',
   'POST /api/v1/admin/users/{id}/unban': 'unbanUser',
 }
