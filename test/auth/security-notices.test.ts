@@ -183,10 +183,14 @@ t.test('a change of address is mailed to the old address, whose link puts the ad
   const asked = await call(app, 'POST', '/api/auth/change-email', { cookie: user.cookie, body: { newEmail } })
   t.equal(asked.statusCode, 200, asked.body)
   await app.settled()
-  // The old address approves (as its mail scanner may), the new one confirms.
-  for (const to of [user.email, newEmail]) {
+  // The old address approves (as its mail scanner may), the new one confirms in the account's session.
+  for (const [to, cookie] of [
+    [user.email, undefined],
+    [newEmail, user.cookie],
+  ] as const) {
     const link = linkIn(await smtp.inbox.next(to))
-    t.equal((await app.inject({ method: 'GET', url: `${link.pathname}${link.search}` })).statusCode, 302, `${to}'s link`)
+    const opened = await app.inject({ method: 'GET', url: `${link.pathname}${link.search}`, headers: cookie ? { cookie } : {} })
+    t.equal(opened.statusCode, 302, `${to}'s link`)
   }
   t.equal((await userRow(app.db, user.id)).email, newEmail, 'the address changed')
   const token = await oneNoticeTo(t, user.email, 'your email address was changed')
@@ -384,7 +388,12 @@ t.test('a link stops working once the account no longer has the address it was m
   await call(app, 'POST', '/api/auth/change-email', { cookie: user.cookie, body: { newEmail } })
   await app.settled()
   const confirm = linkIn(await smtp.inbox.next(newEmail))
-  t.equal((await app.inject({ method: 'GET', url: `${confirm.pathname}${confirm.search}` })).statusCode, 302)
+  const opened = await app.inject({
+    method: 'GET',
+    url: `${confirm.pathname}${confirm.search}`,
+    headers: { cookie: user.cookie },
+  })
+  t.equal(opened.statusCode, 302)
   t.same(await noticesTo(user.email), [], 'an address nobody had proven gets no notice of its change')
   const before = await stateOf(user.id)
   t.equal((await openLink(token)).statusCode, 400)

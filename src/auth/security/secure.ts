@@ -1,10 +1,14 @@
 // "This wasn't me": what a security notice's link does once its page is confirmed (a POST; opening
 // the link, as a mail scanner does, only shows the page). The account is secured against whoever
-// made the change: every session ends, every provider link goes (a provider sign-in would skip the
-// password reset), every pending emailed link, sign-in awaiting a second factor and trusted device
-// stops working, and the password must be reset before it signs in again; an address change is
-// undone. Two-factor stays: a link in a mail must never take a factor away, or whoever reads the
-// mailbox could use it to get past the second factor.
+// made the change: every session ends (and every sign-in in flight: the credential epoch rises),
+// every provider link goes (a provider sign-in would skip the password reset), every pending emailed
+// link, sign-in awaiting a second factor and trusted device stops working, and the password must be
+// reset before it signs in again; an address change is undone.
+//
+// Not the take-back (account/take-back.ts): that one also removes the second factor, and a link any
+// reader of the mailbox can use must never take a factor away, or a mailbox alone would get past
+// it (secure, then reset, then sign in without the code). The reset that follows takes the account
+// back when its ways in were never proven its mailbox holder's, as every reset does.
 //
 // It cannot lock a stranger out: the token names the one account it was issued for and the address
 // it was mailed to, and works only while the account still has that address, so what its holder can
@@ -56,15 +60,18 @@ export async function findNotice(deps: SecureAccountDeps, token: string): Promis
  * then mailed a link to choose the new password.
  */
 export async function secureAccount(deps: SecureAccountDeps, ctx: RequestContext, token: string): Promise<UserWithFlags> {
+  // Looked at first, without spending it: whose account, so that its row is locked before the token is spent.
+  const peeked = await peekToken(deps.db, NOTICE_PURPOSE, token, deps.clock.now())
+  if (!peeked) throw invalidToken()
+  const userId = peeked.userId
   try {
     return await deps.db.transaction().execute(async (trx) => {
       const now = deps.clock.now()
+      // The user row first, the order of every writer of the account.
+      const current = await lockUser(trx, userId)
       const record = await consumeToken(trx, NOTICE_PURPOSE, token, now)
       const notice = record && noticeOf(record)
-      if (!record || !notice) throw invalidToken()
-      const userId = record.userId
-      // The user row first, as a reset takes it: whatever else changes the account waits.
-      const current = await lockUser(trx, userId)
+      if (!record || record.userId !== userId || !notice) throw invalidToken()
       // The account moved to another address since: the link's holder no longer speaks for it.
       if (current?.email !== notice.email) throw invalidToken()
       const restored =
@@ -73,6 +80,7 @@ export async function secureAccount(deps: SecureAccountDeps, ctx: RequestContext
         (await replaceEmail(trx, userId, notice.email, notice.restore, now)) !== undefined
       const removedAccounts = await deleteAccountsBut(trx, userId, 'password')
       await requirePasswordReset(trx, userId, now)
+      // Sign-ins in flight end too: the credential epoch rises with it.
       const sessionsEnded = await endSessionsOfUser(trx, userId)
       // Every row of `verification` of the account: emailed links (this kind too), sign-ins waiting
       // for their second factor, trusted devices.
