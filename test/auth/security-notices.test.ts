@@ -316,11 +316,11 @@ t.test(
     smtp.inbox.mails.splice(0)
     const reset = await call(app, 'POST', '/api/auth/reset-password', { body: { token: resetToken, newPassword: NEW_PASSWORD } })
     t.equal(reset.statusCode, 200, reset.body)
-    const back = await signIn({ email: user.email, password: NEW_PASSWORD }, user.device)
+    const back = await signIn({ email: user.email, password: NEW_PASSWORD }, cookies(trusted, user.device))
     t.same(
       back.json(),
       { twoFactorRedirect: true, twoFactorMethods: ['totp'] },
-      'the new password signs in, to its second factor',
+      'the new password signs in, to its second factor: the trusted device skips it no more',
     )
   },
 )
