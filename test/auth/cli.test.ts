@@ -10,7 +10,7 @@ import { freshPostgresUrl, usingPostgres } from '../helpers/db.js'
 import { runCli } from '../helpers/cli.js'
 import { auditEvents } from '../helpers/expect.js'
 
-// Each run of the command line starts a fresh Node process with tsx: seconds each on a busy machine.
+// Each run of the command line starts a fresh Node process: seconds each on a busy machine.
 t.setTimeout(240_000)
 t.test('usage errors: unknown command, unknown role', async (t) => {
   for (const args of [

@@ -6,13 +6,12 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:http'
 import { join, relative } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { buildTestApp, uniqueEmail } from '../helpers/app.js'
 import { CHROMIUM, launchChromium } from '../helpers/chromium.js'
+import { ROOT } from '../helpers/paths.js'
 import { freePort } from '../helpers/port.js'
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const NO_CHROMIUM = `${CHROMIUM} is absent: install Debian's chromium (apt-get install -y chromium) to run the browser test`
 const CONTRACT = join(ROOT, 'src/contract/index.ts')
 

@@ -4,10 +4,10 @@
 // make the front end's compiler resolve Fastify, Kysely or pg).
 import { readFileSync } from 'node:fs'
 import { dirname, join, relative } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import t from 'tap'
+import { ROOT } from '../helpers/paths.js'
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '../..')
+const root = ROOT
 const ENTRY = join(root, 'src/contract/index.ts')
 const ALLOWED_PACKAGES = new Set(['zod', '@orpc/contract'])
 const IMPORT =

@@ -2,12 +2,11 @@ import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import t, { type Test } from 'tap'
 import { keptDevSecret } from '../../src/auth/session/dev-secret.js'
 import { ConfigError, ENV_VARIABLES, loadConfig, readEnvironment } from '../../src/config.js'
+import { entryPoint, ROOT } from '../helpers/paths.js'
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const SECRET_32 = 'x'.repeat(32)
 
 function load(env: Record<string, string>) {
@@ -226,7 +225,7 @@ t.test('ENV_VARIABLES lists what the schema reads', async (t) => {
 
 function runServer(env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+    const child = spawn(process.execPath, entryPoint('src/server.ts'), {
       cwd: ROOT,
       env: { PATH: process.env.PATH, PGLITE_DIR: 'memory://', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],

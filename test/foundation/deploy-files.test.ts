@@ -1,11 +1,10 @@
 // What can be checked about the deployment files without a container engine.
 import { readFileSync } from 'node:fs'
-import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { parse } from 'yaml'
 import { ENV_VARIABLES } from '../../src/config.js'
+import { ROOT } from '../helpers/paths.js'
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const read = (file: string) => readFileSync(`${ROOT}${file}`, 'utf8')
 
 const envExample = read('.env.example')

@@ -3,19 +3,17 @@ import { spawn } from 'node:child_process'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { migrations } from '../../migrations/index.js'
 import { freshPostgresUrl, usingPostgres } from '../helpers/db.js'
+import { entryPoint, ROOT } from '../helpers/paths.js'
 
-// Spawns real processes (tsx compiles on start): slow on a loaded machine, not a hang.
+// Spawns real processes: slow on a loaded machine, not a hang.
 t.setTimeout(240_000)
-
-const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 
 function migrate(env: Record<string, string>): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/migrate.ts'], {
+    const child = spawn(process.execPath, entryPoint('src/cli/migrate.ts'), {
       cwd: ROOT,
       env: { PATH: process.env.PATH, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -12,7 +12,7 @@ import { call, signUp, TEST_ENV, WEB_ORIGIN, uniqueEmail } from '../helpers/app.
 import { freshPostgresUrl, usingPostgres } from '../helpers/db.js'
 import { startServer } from '../helpers/server-process.js'
 
-// Spawns real processes (tsx compiles on start): slow on a loaded machine, not a hang.
+// Spawns real processes: slow on a loaded machine, not a hang.
 t.setTimeout(240_000)
 
 async function databaseEnv(): Promise<Record<string, string>> {

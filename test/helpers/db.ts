@@ -1,38 +1,49 @@
-// One database per test file (PGlite takes seconds to start): in-memory PGlite by default, or a
-// fresh database on the PostgreSQL server of DATABASE_URL, dropped when the file ends.
+// One database per test file (PGlite takes seconds to start): in-memory PGlite from the run's
+// migrated snapshot by default, or on the PostgreSQL server of DATABASE_URL a copy of the run's
+// migrated template database, dropped when the file ends.
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import t from 'tap'
 import { openDatabase, type DatabaseHandle } from '../../db/index.js'
 import { migrateToLatest } from '../../db/migrate.js'
+import { databaseUrl, readPgTemplate } from './pg-template.js'
 import { readPgliteSnapshot } from './pglite-snapshot.js'
 
 let shared: Promise<DatabaseHandle> | undefined
 
 export const usingPostgres = (): boolean => Boolean(process.env.DATABASE_URL)
 
-/** The URL of a fresh, empty database on the server of DATABASE_URL; dropped at the end of the file. */
-export async function freshPostgresUrl(): Promise<string> {
+/**
+ * The URL of a fresh database on the server of DATABASE_URL, dropped at the end of the file: empty,
+ * or with `template` a copy of that database.
+ */
+export async function freshPostgresUrl(template?: string): Promise<string> {
   const adminUrl = process.env.DATABASE_URL!
   const name = `t_${process.pid}_${randomBytes(4).toString('hex')}`
   const admin = new pg.Client({ connectionString: adminUrl })
   await admin.connect()
-  await admin.query(`create database "${name}"`)
-  await admin.end()
+  try {
+    await admin.query(`create database "${name}"${template ? ` template "${template}"` : ''}`)
+  } catch (err) {
+    // A template a crashed run left recorded but dropped: start empty (the caller migrates).
+    if (!template || (err as { code?: string }).code !== '3D000') throw err
+    await admin.query(`create database "${name}"`)
+  } finally {
+    await admin.end()
+  }
   t.teardown(async () => {
     const c = new pg.Client({ connectionString: adminUrl })
     await c.connect()
     await c.query(`drop database if exists "${name}" with (force)`)
     await c.end()
   })
-  const url = new URL(adminUrl)
-  url.pathname = `/${name}`
-  return url.toString()
+  return databaseUrl(adminUrl, name)
 }
 
 export function testDatabase(): Promise<DatabaseHandle> {
   shared ??= (async () => {
-    const url = usingPostgres() ? await freshPostgresUrl() : undefined
+    // Outside a tap run (no template made) the database starts empty; migrateToLatest fills it.
+    const url = usingPostgres() ? await freshPostgresUrl(readPgTemplate()?.name) : undefined
     const handle = await openDatabase({
       url,
       pgliteDir: 'memory://',

@@ -3,13 +3,13 @@
 // takes well under one. Each file still runs migrateToLatest on its copy, so a snapshot that
 // missed a migration could not hide it.
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
-import { dirname } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { dirname, join } from 'node:path'
 import { PGlite } from '@electric-sql/pglite'
 import { Kysely, PGliteDialect } from 'kysely'
 import { migrateToLatest } from '../../db/migrate.js'
+import { ROOT } from './paths.js'
 
-export const PGLITE_SNAPSHOT = fileURLToPath(new URL('../../.tap/pglite-migrated.tar', import.meta.url))
+export const PGLITE_SNAPSHOT = join(ROOT, '.tap/pglite-migrated.tar')
 
 export async function writePgliteSnapshot(): Promise<void> {
   const pglite = await PGlite.create()

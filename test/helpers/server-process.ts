@@ -1,11 +1,9 @@
-// The real server as a child process (src/server.ts through tsx), for tests that need real
-// sockets, several instances or signals.
+// The real server as a child process (src/server.ts, compiled as the tests are), for tests that
+// need real sockets, several instances or signals.
 import { spawn, type ChildProcess } from 'node:child_process'
-import { fileURLToPath } from 'node:url'
 import { TEST_ENV } from './app.js'
+import { entryPoint, ROOT } from './paths.js'
 import { freePort } from './port.js'
-
-const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 
 export interface ServerProcess {
   url: string
@@ -18,7 +16,7 @@ export interface ServerProcess {
 export async function startServer(env: Record<string, string | undefined>, timeoutMs = 30_000): Promise<ServerProcess> {
   const port = await freePort()
   let output = ''
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+  const child = spawn(process.execPath, entryPoint('src/server.ts'), {
     cwd: ROOT,
     env: { PATH: process.env.PATH, ...TEST_ENV, LOG_LEVEL: 'warn', ...env, PORT: String(port), HOST: '127.0.0.1' },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -4,17 +4,16 @@ import { execFile } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { openDatabase } from '../../db/index.js'
 import { LOCK_FILE } from '../../db/data-dir-lock.js'
 import type { ImportReport } from '../../src/import/report.js'
 import { freshPostgresUrl, usingPostgres } from '../helpers/db.js'
+import { entryPoint, ROOT } from '../helpers/paths.js'
 
 // A fresh embedded data directory takes a while to initialise on a busy 2-core machine.
 t.setTimeout(300_000)
-const ROOT = fileURLToPath(new URL('../../', import.meta.url))
-const FIXTURE = fileURLToPath(new URL('../fixtures/import/previous-system.json', import.meta.url))
+const FIXTURE = join(ROOT, 'test/fixtures/import/previous-system.json')
 
 const dir = mkdtempSync(join(tmpdir(), 'insight-import-'))
 t.teardown(() => rmSync(dir, { recursive: true, force: true }))
@@ -25,7 +24,7 @@ function runImport(args: string[]): Promise<{ code: number; stdout: string; stde
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['--import', 'tsx', 'src/cli/import.ts', ...args],
+      [...entryPoint('src/cli/import.ts'), ...args],
       { cwd: ROOT, env: { PATH: process.env.PATH!, NODE_ENV: 'test', ...env }, maxBuffer: 64 * 1024 * 1024 },
       (err, stdout, stderr) => resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     )

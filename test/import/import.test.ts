@@ -1,8 +1,8 @@
 // The import command end to end: the real CLI code path (main) against the file's database, then
 // the real app signs the imported users in.
 import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { Writable } from 'node:stream'
-import { fileURLToPath } from 'node:url'
 import { verifyPassword } from 'better-auth/crypto'
 import { sql } from 'kysely'
 import t from 'tap'
@@ -10,10 +10,11 @@ import { EXIT, main } from '../../src/cli/import.js'
 import type { ImportReport } from '../../src/import/report.js'
 import { linkIn, startSmtpServer } from '../helpers/smtp.js'
 import { buildTestApp, call, signUp, TEST_ENV } from '../helpers/app.js'
+import { ROOT } from '../helpers/paths.js'
 
 const smtp = await startSmtpServer()
 const app = await buildTestApp({ env: { SMTP_URL: smtp.url } })
-const FIXTURE = fileURLToPath(new URL('../fixtures/import/previous-system.json', import.meta.url))
+const FIXTURE = join(ROOT, 'test/fixtures/import/previous-system.json')
 const fixture = JSON.parse(readFileSync(FIXTURE, 'utf8'))
 
 /** The passwords behind the fixture's hashes (generated with node:crypto, @node-rs/argon2, bcryptjs). */
