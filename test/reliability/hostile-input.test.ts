@@ -1,10 +1,13 @@
 // Property-based: every route of the generated OpenAPI document, fed random and hostile bodies,
 // query strings, path parameters, headers and cookies, never answers 5xx, always answers errors in
 // the one shape, and a refused request leaves every table's row count as it was.
+import { traverseContractProcedures } from '@orpc/server'
 import fc from 'fast-check'
 import { sql } from 'kysely'
 import t from 'tap'
+import { contract } from '../../src/contract/index.js'
 import { buildTestApp, signUp, signUpWithRole, WEB_ORIGIN } from '../helpers/app.js'
+import { routeTable, type TableRoute } from '../helpers/routes.js'
 
 const app = await buildTestApp()
 const member = await signUp(app)
@@ -13,6 +16,36 @@ const admin = await signUpWithRole(app, 'admin')
 const RUNS = Number(process.env.HOSTILE_RUNS ?? 15)
 // These end the caller's own session when they succeed, which would blind the rest of the run.
 const SKIP = new Set(['POST /api/auth/sign-out', 'POST /api/auth/revoke-other-sessions', 'POST /api/auth/revoke-session'])
+const WEBHOOK = 'POST /api/v1/payments/webhook/:provider'
+// Routes that take no input: the API document, its page and the metrics.
+const NO_INPUT = new Set([
+  'GET /api/v1/openapi.json',
+  'GET /api/v1/docs',
+  'GET /api/v1/docs/',
+  'GET /api/v1/docs/json',
+  'GET /api/v1/docs/yaml',
+  'GET /api/v1/docs/static/*',
+  'GET /api/v1/docs/static/index.html',
+  'GET /api/v1/docs/static/swagger-initializer.js',
+  'GET /metrics',
+])
+const key = (r: { method: string; pattern: string }) => `${r.method} ${r.pattern}`
+
+/**
+ * The routes of the route table this file does not feed hostile input to, each with the reason. All
+ * the others must be exercised: a new route is either in the OpenAPI document or named here.
+ */
+const NOT_EXERCISED: Array<[reason: string, applies: (r: TableRoute) => boolean]> = [
+  ["ends the caller's own session", (r) => SKIP.has(key(r))],
+  ['answers only a signed body (the payment tests forge and replay its signatures)', (r) => key(r) === WEBHOOK],
+  ['takes no input', (r) => NO_INPUT.has(key(r))],
+  ["is Fastify's HEAD twin of a GET route: the GET's handler, exercised", (r) => r.method === 'HEAD'],
+  [
+    "is an oRPC procedure's route: the handler and input schema of its REST twin, exercised (rpc-link.test.ts drives each procedure's unhappy paths)",
+    (r) => r.procedure !== undefined,
+  ],
+]
+const exception = (r: TableRoute) => NOT_EXERCISED.find(([, applies]) => applies(r))?.[0]
 
 interface Operation {
   method: string
@@ -173,4 +206,29 @@ for (const op of operations) {
 
 t.test('the document covers the routes', async (t) => {
   t.ok(operations.length >= 5, `${operations.length} operations exercised`)
+})
+
+t.test('the operations exercised are every route of the app but the named exceptions', async (t) => {
+  const routes = routeTable(app)
+  const exercised = operations.map((op) => `${op.method} ${op.path.replace(/\{([^}]+)\}/g, ':$1')}`).sort()
+  const expected = [...new Set(routes.filter((r) => !exception(r)).map(key))].sort()
+  t.same(exercised, expected, `${exercised.length} operations exercised of ${routes.length} method/route pairs`)
+  for (const [reason, applies] of NOT_EXERCISED) {
+    t.ok(routes.some(applies), `the exception "${reason}" still names a route`)
+  }
+  for (const r of routes.filter((r) => r.method === 'HEAD')) {
+    t.ok(exercised.includes(`GET ${r.pattern}`) || exception({ ...r, method: 'GET' }), `${key(r)}: its GET is exercised or named`)
+  }
+  // Each procedure's REST twin is exercised, and every procedure route is one of the contract's.
+  const twins: Array<[name: string, rest: string]> = []
+  traverseContractProcedures({ router: contract, path: [] }, ({ contract: procedure, path }) => {
+    const { route } = procedure['~orpc'] as { route: { method?: string; path?: string } }
+    twins.push([path.join('.'), `${route.method} /api/v1${route.path!.replace(/\{(\w+)\}/g, ':$1')}`])
+  })
+  for (const [name, rest] of twins) t.ok(exercised.includes(rest), `${name}: its REST twin ${rest} is exercised`)
+  t.same(
+    [...new Set(routes.flatMap((r) => (r.procedure ? [r.procedure] : [])))].sort(),
+    twins.map(([name]) => name).sort(),
+    'the procedure routes are exactly the contract procedures',
+  )
 })
