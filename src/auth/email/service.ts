@@ -12,7 +12,7 @@ import { AppError, unauthorized } from '../../shared/errors.js'
 import { newId } from '../../shared/ids.js'
 import { banHolds, bannedUser } from '../account/ban.js'
 import { isBootstrapEmail, maybeBootstrapOwner } from '../account/bootstrap.js'
-import { verifyEmailLink } from '../links/emailed-link.js'
+import { LINK_LIFETIME_MS, passwordResetMail, verificationMail } from '../links/mails.js'
 import { isWeakHash, needsRehash, type PasswordHasher } from '../password/password.js'
 import {
   clearPasswordResetRequired,
@@ -53,10 +53,7 @@ export interface EmailAuthDeps {
   config: Config['auth']
 }
 
-const RESET_TOKEN_TTL_MS = 60 * 60 * 1000
-const VERIFY_TOKEN_TTL_MS = 24 * 60 * 60 * 1000
-
-type Recipient = Pick<UserWithFlags, 'id' | 'email' | 'name'>
+type Recipient = Pick<UserWithFlags, 'id' | 'email'>
 
 export const invalidCredentials = () => new AppError(401, 'INVALID_EMAIL_OR_PASSWORD', 'Invalid email or password')
 
@@ -127,35 +124,22 @@ export async function verifyEmailPassword(
   return { ok: true, user }
 }
 
-/**
- * Issues a reset token and mails its link. The link opens the web front end, which asks for the new
- * password and posts it with the token to /api/auth/reset-password: `${WEB_ORIGIN}/reset-password?token=...`,
- * or `redirectTo` (a relative path resolves against WEB_ORIGIN) with `token` added to its query.
- */
+/** Issues a reset token and mails its link (links/mails.ts). */
 export async function sendPasswordResetMail(deps: EmailAuthDeps, user: Recipient, redirectTo?: string): Promise<void> {
-  const token = await issueToken(deps.db, 'reset-password', user.id, { expiresAt: expiresIn(deps, RESET_TOKEN_TTL_MS) })
-  const link = new URL(redirectTo ?? '/reset-password', deps.config.webOrigin)
-  link.searchParams.set('token', token)
-  deps.mailer.sendInBackground({
-    to: user.email,
-    subject: 'Reset your password',
-    text: `Hello ${user.name},\n\nTo choose a new password, open this link within one hour:\n\n${link}\n\nIf you did not ask for this, ignore this email; your password stays as it is.\n`,
+  const token = await issueToken(deps.db, 'reset-password', user.id, {
+    expiresAt: expiresIn(deps, LINK_LIFETIME_MS.resetPassword),
   })
+  deps.mailer.sendInBackground(passwordResetMail(deps.config, user.email, token, redirectTo))
 }
 
 /** Issues a verification token and mails its link, served by this API, which then redirects to `callbackURL`. */
 export async function sendVerificationMail(deps: EmailAuthDeps, user: Recipient, callbackURL?: string): Promise<void> {
   // The token is bound to the address it was sent to: it verifies that address and no other.
   const token = await issueToken(deps.db, 'verify-email', user.id, {
-    expiresAt: expiresIn(deps, VERIFY_TOKEN_TTL_MS),
+    expiresAt: expiresIn(deps, LINK_LIFETIME_MS.verifyEmail),
     data: { email: user.email },
   })
-  const link = verifyEmailLink(deps.config.baseUrl, token, callbackURL)
-  deps.mailer.sendInBackground({
-    to: user.email,
-    subject: 'Verify your email address',
-    text: `Hello ${user.name},\n\nTo confirm this email address, open this link within 24 hours:\n\n${link}\n`,
-  })
+  deps.mailer.sendInBackground(verificationMail(deps.config, user.email, token, callbackURL))
 }
 
 /**
@@ -166,14 +150,14 @@ export async function sendVerificationMail(deps: EmailAuthDeps, user: Recipient,
 export async function requestPasswordReset(deps: EmailAuthDeps, email: string, redirectTo?: string): Promise<void> {
   const user = await findUserByEmail(deps.db, email)
   if (user) await sendPasswordResetMail(deps, user, redirectTo)
-  else await issueToken(deps.db, 'reset-password', null, { expiresAt: expiresIn(deps, RESET_TOKEN_TTL_MS) })
+  else await issueToken(deps.db, 'reset-password', null, { expiresAt: expiresIn(deps, LINK_LIFETIME_MS.resetPassword) })
 }
 
 /** Mails a verification link when the email has an unverified account; says nothing either way (same work: see above). */
 export async function requestVerification(deps: EmailAuthDeps, email: string, callbackURL?: string): Promise<void> {
   const user = await findUserByEmail(deps.db, email)
   if (user && !user.emailVerified) await sendVerificationMail(deps, user, callbackURL)
-  else await issueToken(deps.db, 'verify-email', null, { expiresAt: expiresIn(deps, VERIFY_TOKEN_TTL_MS) })
+  else await issueToken(deps.db, 'verify-email', null, { expiresAt: expiresIn(deps, LINK_LIFETIME_MS.verifyEmail) })
 }
 
 /** Whether a reset token is live (better-auth's reset link checks before it hands the token on). */
