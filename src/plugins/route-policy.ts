@@ -174,10 +174,6 @@ export default fp(
       })
       // Only the routes that declare such budgets run hooks for them: every other request skips them.
       if (needsBudgetsBeforeHandler(registeredPolicy)) route.preHandler = [budgetsBeforeHandler, ...hooks(route.preHandler)]
-      if (registeredPolicy?.reverifiesPassword) {
-        route.onError = [notePasswordRefused, ...hooks(route.onError)]
-        route.onResponse = [refundPasswordAttempt, ...hooks(route.onResponse)]
-      }
     })
     // Checked once every plugin has added its routes (and third-party routes got their policy).
     app.addHook('onReady', async () => routes.forEach(checkPolicy))
@@ -302,23 +298,11 @@ export default fp(
       if (perEmail && emailOf(request)) refuseSpent(await app.rateLimits.perEmail[perEmail](request))
       if (policy.reverifiesPassword && request.user) {
         // Claimed before the hash is checked, so parallel guesses cannot all slip under the limit,
-        // and a right guess past the limit is refused like a wrong one.
+        // and a right guess past the limit is refused like a wrong one. Never given back, right
+        // answers included: refunded right answers let one account keep every hash worker busy.
         const retryAfter = await app.rateLimits.passwordChecks.take(request.user.id)
         if (retryAfter > 0) throw rateLimited(retryAfter)
-        passwordAttempts.set(request, 'claimed')
       }
-    }
-
-    // Only a wrong answer to "your current password" keeps its claim; any other outcome (right
-    // answer, a full hash queue, a bug) gives the attempt back.
-    const passwordAttempts = new WeakMap<FastifyRequest, 'claimed' | 'wrong'>()
-    async function notePasswordRefused(request: FastifyRequest, _reply: FastifyReply, error: Error): Promise<void> {
-      if (error instanceof AppError && error.code === 'INVALID_PASSWORD' && passwordAttempts.has(request)) {
-        passwordAttempts.set(request, 'wrong')
-      }
-    }
-    async function refundPasswordAttempt(request: FastifyRequest): Promise<void> {
-      if (passwordAttempts.get(request) === 'claimed') await app.rateLimits.passwordChecks.refund(request.user!.id)
     }
   },
   { name: 'route-policy', dependencies: ['@fastify/cookie', 'rate-limit'] },

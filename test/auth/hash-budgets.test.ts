@@ -7,6 +7,7 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import t from 'tap'
 import { newId } from '../../src/shared/ids.js'
 import { buildTestApp, sessionCookieOf, signUp, type TestUser, WEB_ORIGIN } from '../helpers/app.js'
+import { redisTest } from '../helpers/redis.js'
 import { linkIn, startSmtpServer } from '../helpers/smtp.js'
 
 const PASSWORD = 'correct horse battery staple'
@@ -187,3 +188,19 @@ t.test('parallel uses of one reset link hash one at a time', async (t) => {
   t.ok(count(result, 429) > 0, 'those sent while the first hashed are refused at once')
   t.ok(peak <= 1, `never more than one hash for the account at once (peak ${peak})`)
 })
+
+redisTest(
+  'Redis store: two instances share the budgets',
+  'the shared hash budgets are not tested',
+  async (t, { url, prefix, redis }) => {
+    const env = { REDIS_URL: url, REDIS_KEY_PREFIX: prefix, RATE_LIMIT_HASHES_PER_ACCOUNT_PER_MINUTE: '3' }
+    const a = await buildTestApp({ env })
+    const b = await buildTestApp({ env })
+    const user = await signUp(a)
+    const statuses: number[] = []
+    for (let i = 0; i < 4; i++) statuses.push((await signIn(i % 2 ? a : b, `10.0.6.${i}`, user.email, PASSWORD)).statusCode)
+    t.same(statuses, [200, 200, 200, 429], 'three right answers in the minute, whichever instance answers')
+    t.ok((await redis.keys(`${prefix}rl:hash:account:*`)).length >= 1, 'the count lives in Redis under the prefix')
+    t.ok((await redis.keys(`${prefix}rl:hash:ip:*`)).length >= 1)
+  },
+)

@@ -19,7 +19,7 @@ import {
   revokeTokens,
   type VerificationRecord,
 } from '../links/verification.js'
-import type { PasswordHasher } from '../password/password.js'
+import { forUser, type PasswordHasher } from '../password/password.js'
 import { findPasswordHash, findUserById, lockSessionOf, lockUser } from '../queries.js'
 import type { SessionUser, SignedInUser } from '../session/sessions.js'
 import {
@@ -205,7 +205,7 @@ export async function deleteUser(
   const passwordHash = await findPasswordHash(deps.db, user.id)
   if (input.password !== undefined || passwordHash) {
     if (!passwordHash) throw new AppError(400, 'CREDENTIAL_ACCOUNT_NOT_FOUND', 'Credential account not found')
-    if (input.password === undefined || !(await deps.hasher.verify(passwordHash, input.password))) {
+    if (input.password === undefined || !(await deps.hasher.verify(passwordHash, input.password, forUser(ctx, user.id)))) {
       await recordUserEvent(deps.db, ctx, user.id, 'account.delete_refused')
       throw new AppError(400, 'INVALID_PASSWORD', 'Invalid password')
     }

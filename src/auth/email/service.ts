@@ -13,7 +13,7 @@ import { newId } from '../../shared/ids.js'
 import { banHolds, bannedUser } from '../account/ban.js'
 import { isBootstrapEmail, maybeBootstrapOwner } from '../account/bootstrap.js'
 import { LINK_LIFETIME_MS, passwordResetMail, verificationMail } from '../links/mails.js'
-import { isWeakHash, needsRehash, type PasswordHasher } from '../password/password.js'
+import { forAddress, forUser, isWeakHash, needsRehash, type PasswordHasher } from '../password/password.js'
 import {
   clearPasswordResetRequired,
   CREDENTIAL,
@@ -65,7 +65,7 @@ export async function signUpWithEmail(
   input: { name: string; email: string; password: string; image?: string | null; consents?: readonly ConsentInput[] },
 ): Promise<UserWithFlags> {
   // Hash before the transaction: Argon2 work never holds a database connection.
-  const passwordHash = await deps.hasher.hashNew(input.password)
+  const passwordHash = await deps.hasher.hashNew(input.password, forAddress(ctx, input.email))
   const id = newId()
   try {
     await deps.db.transaction().execute(async (trx) => {
@@ -100,12 +100,13 @@ export async function verifyEmailPassword(
 ): Promise<SignInOutcome> {
   const found = await findCredentialByEmail(deps.db, email)
   if (!found?.passwordHash) {
-    await deps.hasher.verifyDummy(password)
+    // Counted for the address asked about, as a real account's sign-in is counted for the account.
+    await deps.hasher.verifyDummy(password, found ? forUser(ctx, found.user.id) : forAddress(ctx, email))
     await recordUserEvent(deps.db, ctx, found?.user.id ?? null, 'auth.sign_in_failed', { email })
     return { ok: false, reason: 'invalid' }
   }
   const { user, passwordHash } = found
-  if (!(await deps.hasher.verify(passwordHash, password))) {
+  if (!(await deps.hasher.verify(passwordHash, password, forUser(ctx, user.id)))) {
     await recordUserEvent(deps.db, ctx, user.id, 'auth.sign_in_failed')
     return { ok: false, reason: 'invalid' }
   }
@@ -119,7 +120,7 @@ export async function verifyEmailPassword(
   if (deps.config.requireEmailVerification && !user.emailVerified) return { ok: false, reason: 'email_not_verified', user }
   if (needsRehash(passwordHash)) {
     // The previous system's scrypt/bcrypt hash is replaced by Argon2id now that we hold the password.
-    await setPasswordHash(deps.db, user.id, await deps.hasher.hash(password), deps.clock.now())
+    await setPasswordHash(deps.db, user.id, await deps.hasher.hash(password, forUser(ctx, user.id)), deps.clock.now())
   }
   return { ok: true, user }
 }
@@ -180,7 +181,8 @@ export async function resetPassword(deps: EmailAuthDeps, ctx: RequestContext, to
   // A bad token is refused before the Argon2 work, so garbage tokens cost almost nothing.
   const peeked = await peekToken(deps.db, 'reset-password', token, deps.clock.now())
   if (!peeked) throw invalidToken()
-  const passwordHash = await deps.hasher.hashNew(newPassword)
+  // Parallel uses of one link hash one at a time: the account's one operation in flight.
+  const passwordHash = await deps.hasher.hashNew(newPassword, forUser(ctx, peeked.userId))
   await deps.db.transaction().execute(async (trx) => {
     const now = deps.clock.now()
     // The user row first, the order of every writer of the account; then the token is spent.
@@ -297,9 +299,9 @@ export async function changePassword(
 ): Promise<UserWithFlags> {
   const stored = await findPasswordHash(deps.db, input.userId)
   if (!stored) throw new AppError(400, 'BAD_REQUEST', 'This account has no password yet: use password reset to set one')
-  if (!(await deps.hasher.verify(stored, input.currentPassword)))
+  if (!(await deps.hasher.verify(stored, input.currentPassword, forUser(ctx, input.userId))))
     throw new AppError(401, 'INVALID_PASSWORD', 'The current password is wrong')
-  const passwordHash = await deps.hasher.hashNew(input.newPassword)
+  const passwordHash = await deps.hasher.hashNew(input.newPassword, forUser(ctx, input.userId))
   await deps.db.transaction().execute(async (trx) => {
     const now = deps.clock.now()
     // Checked again where it is written: a password reset while the hashes ran ended this session
