@@ -83,8 +83,9 @@ export const emailOf = (request: FastifyRequest) =>
  * Attempts per key in a fixed window, keyed by any string (an account, not a request): `take`
  * claims an attempt before the caller does the work (atomically, so a burst of parallel requests
  * cannot all pass a check made before any of them is counted); a refused attempt is not counted.
- * No attempt is given back: a right password costs the hash workers what a wrong one does. Redis
- * when it is available (shared by every instance), else memory; a Redis error falls back to memory.
+ * `refund` gives one back when the work was never done (never for a right answer: a right password
+ * costs the hash workers what a wrong one does). Redis when it is available (shared by every
+ * instance), else memory; a Redis error falls back to memory.
  */
 export class AttemptCounter {
   private readonly memory = new Map<string, { count: number; resetAt: number }>()
@@ -126,6 +127,20 @@ export class AttemptCounter {
     if (entry.count >= this.budget.max) return Math.max(1, Math.ceil((entry.resetAt - now) / 1000))
     entry.count++
     return 0
+  }
+
+  /** Gives back an attempt `take` claimed whose work was never done. */
+  async refund(key: string): Promise<void> {
+    if (this.redis?.status === 'ready') {
+      try {
+        await this.redis.eval("if redis.call('GET', KEYS[1]) then redis.call('DECR', KEYS[1]) end return 0", 1, this.prefix + key)
+        return
+      } catch {
+        // fall through to the memory count
+      }
+    }
+    const entry = this.memory.get(key)
+    if (entry && entry.count > 0) entry.count--
   }
 }
 

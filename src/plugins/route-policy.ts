@@ -8,11 +8,14 @@
 // Also here: trusted origins, the CSRF rule and CORS by hand (no CORS plugin).
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
-import { AppError, forbidden, serviceUnavailable, unauthorized } from '../shared/errors.js'
+import { AppError, type ErrorCode, forbidden, serviceUnavailable, unauthorized } from '../shared/errors.js'
 import type { RedirectRules } from '../shared/redirect.js'
 import { PUBLIC, type RoutePolicy } from '../shared/route-policy.js'
 import { andThen, type MaybePromise } from '../shared/maybe-async.js'
 import { emailOf, rateLimited, type Verdict } from './rate-limit.js'
+
+/** Errors that end a password re-check before any password was checked. */
+const NOT_CHECKED = new Set<ErrorCode>(['VALIDATION_ERROR', 'INVALID_CALLBACK_URL', 'RATE_LIMITED', 'SERVICE_UNAVAILABLE'])
 
 const POLICY_KEYS = new Set(['access', 'checkOrigin', 'rateLimit', 'reverifiesPassword', 'cacheable'])
 
@@ -174,6 +177,7 @@ export default fp(
       })
       // Only the routes that declare such budgets run hooks for them: every other request skips them.
       if (needsBudgetsBeforeHandler(registeredPolicy)) route.preHandler = [budgetsBeforeHandler, ...hooks(route.preHandler)]
+      if (registeredPolicy?.reverifiesPassword) route.onError = [refundUncheckedAttempt, ...hooks(route.onError)]
     })
     // Checked once every plugin has added its routes (and third-party routes got their policy).
     app.addHook('onReady', async () => routes.forEach(checkPolicy))
@@ -298,10 +302,20 @@ export default fp(
       if (perEmail && emailOf(request)) refuseSpent(await app.rateLimits.perEmail[perEmail](request))
       if (policy.reverifiesPassword && request.user) {
         // Claimed before the hash is checked, so parallel guesses cannot all slip under the limit,
-        // and a right guess past the limit is refused like a wrong one. Never given back, right
-        // answers included: refunded right answers let one account keep every hash worker busy.
+        // and a right guess past the limit is refused like a wrong one.
         const retryAfter = await app.rateLimits.passwordChecks.take(request.user.id)
         if (retryAfter > 0) throw rateLimited(retryAfter)
+        passwordAttempts.add(request)
+      }
+    }
+
+    // A right answer keeps its claim like a wrong one: refunded right answers let one account keep
+    // every hash worker busy. Only an attempt refused before its password was looked at gives it
+    // back: invalid input, or the hash admission's or queue's own refusal (nothing was hashed).
+    const passwordAttempts = new WeakSet<FastifyRequest>()
+    async function refundUncheckedAttempt(request: FastifyRequest, _reply: FastifyReply, error: Error): Promise<void> {
+      if (error instanceof AppError && NOT_CHECKED.has(error.code) && passwordAttempts.delete(request)) {
+        await app.rateLimits.passwordChecks.refund(request.user!.id)
       }
     }
   },

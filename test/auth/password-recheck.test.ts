@@ -53,6 +53,16 @@ t.test('memory store', async (t) => {
     t.same(statuses, [200, 200, 200, 200, 429], 'the sixth right answer in the minute is refused')
   })
 
+  t.test('a request refused before its password is looked at does not count', async (t) => {
+    const user = await signUp(app)
+    for (let i = 0; i < 6; i++) {
+      const res = await deleteAccount(app, user, '')
+      t.same([res.statusCode, res.json().code], [400, 'VALIDATION_ERROR'], `invalid input ${i + 1}`)
+    }
+    for (let i = 0; i < 5; i++) t.equal((await changePassword(app, user, `wrong ${i}`)).statusCode, 401, `attempt ${i + 1}`)
+    t.equal((await changePassword(app, user, user.password)).statusCode, 429)
+  })
+
   t.test('the count is per account and shared by every route that re-verifies', async (t) => {
     const user = await signUp(app)
     const other = await signUp(app)

@@ -3,8 +3,9 @@
 // address. Each operation takes one from a budget of that account and one from a budget of that
 // address, right answers included: a right password costs the workers what a wrong one does, and
 // refunding it let one signed-in account keep every worker busy with re-checks of its own password.
-// An account also has at most one operation in flight in this process: a second one at the same
-// time is refused with 429 at once, not queued, so however many requests an account sends it holds
+// An account also has at most one operation in flight in this process. One more may wait for it
+// (a double submit, a reset racing a change of password: both are answered), any further one at
+// the same time is refused with 429 at once; so however many requests an account sends, it holds
 // at most one place in the hash queue (with several instances, one in each; the budgets are shared
 // through Redis). The queue then takes turns by client address (hash-pool.ts).
 import { clientKey, rateLimited } from '../../plugins/rate-limit.js'
@@ -22,18 +23,36 @@ export interface Admitted {
   release(): void
 }
 
+/** An account with an operation in flight, and the one operation that may wait for it. */
+interface InFlight {
+  waiter: (() => void) | null
+}
+
 export class HashAdmission {
-  private readonly busy = new Set<string>()
+  private readonly accounts = new Map<string, InFlight>()
 
   constructor(private readonly budgets: { perAccount: KeyedBudget; perIp: KeyedBudget }) {}
 
-  /** Admits one operation for `who`, or throws 429 RATE_LIMITED (one in flight already, or a budget spent). */
+  /**
+   * Admits one operation for `who` once the account has none in flight (waiting for it when none
+   * else waits), or throws 429 RATE_LIMITED: two already in flight or waiting, or a budget spent.
+   */
   async admit(who: HashFor): Promise<Admitted> {
     // Claimed before the first await, so a burst of parallel requests cannot all pass the check.
-    if (this.busy.has(who.account)) throw rateLimited(1)
-    this.busy.add(who.account)
+    const current = this.accounts.get(who.account)
+    if (!current) this.accounts.set(who.account, { waiter: null })
+    else if (current.waiter) throw rateLimited(1)
+    else await new Promise<void>((resolve) => (current.waiter = resolve))
     const release = () => {
-      this.busy.delete(who.account)
+      const state = this.accounts.get(who.account)!
+      // The turn passes to the one waiting, still claimed; else the account has nothing in flight.
+      if (state.waiter) {
+        const next = state.waiter
+        state.waiter = null
+        next()
+      } else {
+        this.accounts.delete(who.account)
+      }
     }
     const ip = who.ip === null ? null : clientKey(who.ip)
     try {
@@ -49,6 +68,6 @@ export class HashAdmission {
 
   /** Accounts with an operation in flight now. */
   get accountsInFlight(): number {
-    return this.busy.size
+    return this.accounts.size
   }
 }
