@@ -150,10 +150,6 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   app.decorate('sessionCookie', sessionCookie)
   const twoFactorCookies = new TwoFactorCookies(config.auth)
   app.decorate('signInCookies', new SignInCookies(sessionCookie, twoFactorCookies))
-  app.decorate('twoFactor', {
-    deps: { db: database.db, clock: app.clock, hasher: app.hasher, keys: new TwoFactorKeys(config.auth.secrets) },
-    cookies: twoFactorCookies,
-  })
   app.decorate('closing', false)
 
   // Closing: handlers still running (their client may have gone) finish first, then what they use.
@@ -185,6 +181,10 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   await app.register(rateLimits)
   // Every Argon2 operation takes from the budgets of its account and client address (admission.ts).
   app.decorate('hasher', new PasswordHasher(hashPool, new HashAdmission(app.rateLimits.hashes)))
+  app.decorate('twoFactor', {
+    deps: { db: database.db, clock: app.clock, hasher: app.hasher, keys: new TwoFactorKeys(config.auth.secrets) },
+    cookies: twoFactorCookies,
+  })
   // Cookies are parsed when read (auth/session/cookie-attributes.ts), not on every request.
   await app.register(cookie, { secret: config.auth.secrets, hook: false })
   // request.user / request.session (declared in auth/session/request.ts), filled by the policy hook.

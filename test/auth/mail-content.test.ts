@@ -14,7 +14,9 @@ await app.listen({ port: 0, host: '127.0.0.1' })
 
 const HOSTILE_NAME = 'Log in at https://evil.example/login now'
 const fresh = (what: string) => `${what}-${newId()}@example.com`.toLowerCase()
-const open = (link: URL) => app.inject({ method: 'GET', url: `${link.pathname}${link.search}` })
+/** Opens a mailed link; with `cookie`, in a browser signed in to that session. */
+const open = (link: URL, cookie?: string) =>
+  app.inject({ method: 'GET', url: `${link.pathname}${link.search}`, headers: cookie ? { cookie } : {} })
 const markVerified = (id: string) => app.db.updateTable('user').set({ email_verified: true }).where('id', '=', id).execute()
 
 /** The mail carries no part of the hostile name, and its first link is this service's or the web front end's. */
@@ -62,7 +64,7 @@ t.test('no mail carries the name its account was given', async (t) => {
     t.equal(confirm.subject, 'Confirm your new email address')
     saysNothingOfTheSender(t, confirm, 'confirmation to the new address')
     t.notMatch(confirm.text, unverified.email, 'nor the address of the account that asked')
-    t.equal((await open(linkIn(confirm))).statusCode, 302, 'the link works')
+    t.equal((await open(linkIn(confirm), unverified.cookie)).statusCode, 302, 'the link works')
     saysNothingOfTheSender(t, await smtp.inbox.next(unverified.email), 'notice to the old address')
 
     // Verified: the current address approves first.
