@@ -3,11 +3,12 @@
 // address. Each operation takes one from a budget of that account and one from a budget of that
 // address, right answers included: a right password costs the workers what a wrong one does, and
 // refunding it let one signed-in account keep every worker busy with re-checks of its own password.
-// An account also has at most one operation in flight in this process. One more may wait for it
-// (a double submit, a reset racing a change of password: both are answered), any further one at
-// the same time is refused with 429 at once; so however many requests an account sends, it holds
-// at most one place in the hash queue (with several instances, one in each; the budgets are shared
-// through Redis). The queue then takes turns by client address (hash-pool.ts).
+// An account also has at most one operation in flight in this process; the others that its budget
+// lets through wait in line for it (a double submit, a sign-in racing a reset: each is answered in
+// turn; past 32 waiting, 429). So however many requests an account sends, it holds at most one
+// place in the hash queue (with several instances, one in each; the budgets are shared through
+// Redis), and the budget refuses the rest at once. The queue takes turns by client address
+// (hash-pool.ts).
 import { clientKey, rateLimited } from '../../plugins/rate-limit.js'
 import { type HashFor, OFFLINE } from './password.js'
 
@@ -23,51 +24,43 @@ export interface Admitted {
   release(): void
 }
 
-/** An account with an operation in flight, and the one operation that may wait for it. */
-interface InFlight {
-  waiter: (() => void) | null
-}
+/** Operations of one account that may wait for the one in flight; beyond, 429 at once. */
+const MAX_WAITING = 32
 
 export class HashAdmission {
-  private readonly accounts = new Map<string, InFlight>()
+  /** Accounts with an operation in flight, each with the operations waiting for it, in order. */
+  private readonly lines = new Map<string, Array<() => void>>()
 
   constructor(private readonly budgets: { perAccount: KeyedBudget; perIp: KeyedBudget }) {}
 
   /**
-   * Admits one operation for `who` once the account has none in flight (waiting for it when none
-   * else waits), or throws 429 RATE_LIMITED: two already in flight or waiting, or a budget spent.
+   * Admits one operation for `who` once its budgets allow it and the account has none in flight
+   * (waiting in line for that), or throws 429 RATE_LIMITED.
    */
   async admit(who: HashFor): Promise<Admitted> {
-    // Claimed before the first await, so a burst of parallel requests cannot all pass the check.
-    const current = this.accounts.get(who.account)
-    if (!current) this.accounts.set(who.account, { waiter: null })
-    else if (current.waiter) throw rateLimited(1)
-    else await new Promise<void>((resolve) => (current.waiter = resolve))
-    const release = () => {
-      const state = this.accounts.get(who.account)!
-      // The turn passes to the one waiting, still claimed; else the account has nothing in flight.
-      if (state.waiter) {
-        const next = state.waiter
-        state.waiter = null
-        next()
-      } else {
-        this.accounts.delete(who.account)
-      }
-    }
+    // The budgets first: an operation past them is refused at once and never waits, so an account's
+    // line is no longer than its budget lets it be.
     const ip = who.ip === null ? null : clientKey(who.ip)
-    try {
-      let retryAfter = ip === null ? 0 : await this.budgets.perIp.take(ip)
-      if (retryAfter === 0) retryAfter = await this.budgets.perAccount.take(who.account)
-      if (retryAfter > 0) throw rateLimited(retryAfter)
-    } catch (err) {
-      release()
-      throw err
+    let retryAfter = ip === null ? 0 : await this.budgets.perIp.take(ip)
+    if (retryAfter === 0) retryAfter = await this.budgets.perAccount.take(who.account)
+    if (retryAfter > 0) throw rateLimited(retryAfter)
+    // No await between the look-up and the claim: two parallel operations cannot both find it free.
+    const line = this.lines.get(who.account)
+    if (!line) this.lines.set(who.account, [])
+    else if (line.length >= MAX_WAITING) throw rateLimited(1)
+    else await new Promise<void>((resolve) => line.push(resolve))
+    const release = () => {
+      const waiting = this.lines.get(who.account)!
+      // The turn passes to the next in line, still claimed; else the account has nothing in flight.
+      const next = waiting.shift()
+      if (next) next()
+      else this.lines.delete(who.account)
     }
     return { queueKey: ip ?? OFFLINE.account, release }
   }
 
   /** Accounts with an operation in flight now. */
   get accountsInFlight(): number {
-    return this.accounts.size
+    return this.lines.size
   }
 }
