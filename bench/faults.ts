@@ -114,7 +114,7 @@ const report: Record<string, unknown> = { at: new Date().toISOString() }
 // 2. SIGTERM under load
 {
   const { child, base, exit } = await startServer({ DATABASE_URL: `${POSTGRES}/${dbName}` })
-  // Twelve accounts: one account hashes one password at a time (a third sign-in at once is a 429).
+  // Twelve accounts: one account hashes one password at a time, its other sign-ins waiting in line.
   const emails = Array.from({ length: 12 }, (_, i) => `term-${i}-${Date.now()}@example.com`)
   for (const email of emails) {
     await fetch(`${base}/api/auth/sign-up/email`, {
@@ -233,7 +233,7 @@ const report: Record<string, unknown> = { at: new Date().toISOString() }
 // 4. Event loop under an Argon2 storm
 {
   const { child, base, exit } = await startServer({ DATABASE_URL: `${POSTGRES}/${dbName}` })
-  // One account per lane: one account hashes one password at a time.
+  // One account per lane: one account hashes one password at a time (and has a budget of them).
   const emails = Array.from({ length: 32 }, (_, i) => `storm-${i}-${Date.now()}@example.com`)
   for (const email of emails) {
     await fetch(`${base}/api/auth/sign-up/email`, {

@@ -193,7 +193,7 @@ try {
     return { id: body.user.id, email, password, cookie }
   }
   const reader = await signUp(`bench-reader-${Date.now()}@example.com`, 'bench reader password')
-  // One signer per connection: an account has one hash in flight at a time (a third at once is a 429).
+  // One signer per connection: an account has one hash in flight at a time, its others wait in line.
   const signers = []
   for (let i = 0; i < CONNECTIONS; i++)
     signers.push(await signUp(`bench-signer-${i}-${Date.now()}@example.com`, 'bench signer password'))
