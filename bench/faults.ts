@@ -114,18 +114,21 @@ const report: Record<string, unknown> = { at: new Date().toISOString() }
 // 2. SIGTERM under load
 {
   const { child, base, exit } = await startServer({ DATABASE_URL: `${POSTGRES}/${dbName}` })
-  const email = `term-${Date.now()}@example.com`
-  await fetch(`${base}/api/auth/sign-up/email`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', origin: ORIGIN },
-    body: JSON.stringify({ name: 'Term', email, password: 'term password 1' }),
-  })
+  // Twelve accounts: one account hashes one password at a time, its other sign-ins waiting in line.
+  const emails = Array.from({ length: 12 }, (_, i) => `term-${i}-${Date.now()}@example.com`)
+  for (const email of emails) {
+    await fetch(`${base}/api/auth/sign-up/email`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: ORIGIN },
+      body: JSON.stringify({ name: 'Term', email, password: 'term password 1' }),
+    })
+  }
   // In flight means read by the server, not merely sent: on a loaded machine a fresh server had not
   // yet read requests written 15 ms (even 190 ms) earlier, and those connections are reset by
   // server.close() like any not-yet-accepted connection. So: every request fully written, then the
   // first answer (the server is reading and hashing), then SIGTERM with the rest still queued.
-  const payload = JSON.stringify({ email, password: 'term password 1' })
-  const signIn = () => {
+  const signIn = (_: unknown, i: number) => {
+    const payload = JSON.stringify({ email: emails[i], password: 'term password 1' })
     let written!: () => void
     const sent = new Promise<void>((r) => {
       written = r
@@ -230,12 +233,15 @@ const report: Record<string, unknown> = { at: new Date().toISOString() }
 // 4. Event loop under an Argon2 storm
 {
   const { child, base, exit } = await startServer({ DATABASE_URL: `${POSTGRES}/${dbName}` })
-  const email = `storm-${Date.now()}@example.com`
-  await fetch(`${base}/api/auth/sign-up/email`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', origin: ORIGIN },
-    body: JSON.stringify({ name: 'Storm', email, password: 'storm password 1' }),
-  })
+  // One account per lane: one account hashes one password at a time (and has a budget of them).
+  const emails = Array.from({ length: 32 }, (_, i) => `storm-${i}-${Date.now()}@example.com`)
+  for (const email of emails) {
+    await fetch(`${base}/api/auth/sign-up/email`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: ORIGIN },
+      body: JSON.stringify({ name: 'Storm', email, password: 'storm password 1' }),
+    })
+  }
   const probe = async (n: number) => {
     const xs: number[] = []
     for (let i = 0; i < n; i++) {
@@ -247,7 +253,7 @@ const report: Record<string, unknown> = { at: new Date().toISOString() }
   }
   const idle = await probe(200)
   let stop = false
-  const storm = Array.from({ length: 32 }, async () => {
+  const storm = emails.map(async (email) => {
     while (!stop) {
       await timed(`${base}/api/auth/sign-in/email`, {
         method: 'POST',

@@ -33,6 +33,8 @@ export function serverEnv(port: number, extra: Record<string, string>): NodeJS.P
     RATE_LIMIT_SIGN_IN_EMAIL_PER_MINUTE: '1000000',
     RATE_LIMIT_SIGN_UP_IP_PER_MINUTE: '1000000',
     RATE_LIMIT_MAIL_PER_HOUR: '1000000',
+    RATE_LIMIT_HASHES_PER_ACCOUNT_PER_MINUTE: '1000000',
+    RATE_LIMIT_HASHES_PER_IP_PER_MINUTE: '1000000',
     ...extra,
   }
 }

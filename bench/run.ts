@@ -55,6 +55,8 @@ interface Target {
   headers: Record<string, string>
   /** When given, each request carries one of these cookies at random (spreads row locks over users). */
   cookies?: string[]
+  /** When given, the requests carry these bodies in turn (one signer per connection: an account hashes one at a time). */
+  bodies?: unknown[]
 }
 
 interface Measurement {
@@ -97,24 +99,28 @@ async function measure(
   body?: unknown,
   connections = CONNECTIONS,
   cookies?: string[],
+  bodies?: unknown[],
 ): Promise<Measurement> {
+  let turn = 0
   const result = await autocannon({
     url,
     method: method as autocannon.Request['method'],
     connections,
     duration: DURATION,
-    headers: body === undefined ? headers : { ...headers, 'content-type': 'application/json' },
+    headers: body === undefined && !bodies ? headers : { ...headers, 'content-type': 'application/json' },
     body: body === undefined ? undefined : JSON.stringify(body),
-    requests: cookies
-      ? [
-          {
-            setupRequest: (req) => ({
-              ...req,
-              headers: { ...req.headers, cookie: cookies[Math.floor(Math.random() * cookies.length)]! },
-            }),
-          },
-        ]
-      : undefined,
+    requests:
+      cookies || bodies
+        ? [
+            {
+              setupRequest: (req) => ({
+                ...req,
+                ...(cookies ? { headers: { ...req.headers, cookie: cookies[Math.floor(Math.random() * cookies.length)]! } } : {}),
+                ...(bodies ? { body: JSON.stringify(bodies[turn++ % bodies.length]) } : {}),
+              }),
+            },
+          ]
+        : undefined,
   })
   return {
     requestsPerSecond: Math.round(result.requests.average),
@@ -187,7 +193,10 @@ try {
     return { id: body.user.id, email, password, cookie }
   }
   const reader = await signUp(`bench-reader-${Date.now()}@example.com`, 'bench reader password')
-  const signer = await signUp(`bench-signer-${Date.now()}@example.com`, 'bench signer password')
+  // One signer per connection: an account has one hash in flight at a time, its others wait in line.
+  const signers = []
+  for (let i = 0; i < CONNECTIONS; i++)
+    signers.push(await signUp(`bench-signer-${i}-${Date.now()}@example.com`, 'bench signer password'))
   const cookieName = reader.cookie.slice(0, reader.cookie.indexOf('='))
   // One user per connection for the usage increment spread over users: every increment of one
   // user's metric updates the same counter row, so a single user measures that row's lock.
@@ -239,7 +248,7 @@ try {
   }
   if (seen.size !== PAGE * (DEEP_PAGE - 1)) throw new Error(`walking ${DEEP_PAGE - 1} pages saw ${seen.size} distinct entries`)
 
-  const signIn = { email: signer.email, password: signer.password }
+  const signIns = signers.map((s) => ({ email: s.email, password: s.password }))
   const targets: Target[] = [
     { group: 'foundation', name: 'liveness', method: 'GET', path: '/api/health/live', headers: { origin: ORIGIN } },
     { group: 'foundation', name: 'health (database ping)', method: 'GET', path: '/api/health', headers: { origin: ORIGIN } },
@@ -311,7 +320,8 @@ try {
       name: 'sign-in',
       method: 'POST',
       path: '/api/auth/sign-in/email',
-      body: signIn,
+      body: signIns[0],
+      bodies: signIns,
       headers: { origin: ORIGIN },
     },
   ].filter((t) => !args.only || t.group === args.only) as Target[]
@@ -345,7 +355,7 @@ try {
         hello: await measure(hello, 'GET', {}, undefined, connections),
         sessionBaseline: await measure(sessionBaseline, 'GET', { cookie: reader.cookie }, undefined, connections),
         preparedBaseline: await measure(preparedBaseline, 'GET', { cookie: reader.cookie }, undefined, connections),
-        target: await measure(base + t.path, t.method, t.headers, t.body, connections, t.cookies),
+        target: await measure(base + t.path, t.method, t.headers, t.body, connections, t.cookies, t.bodies),
       }
       if (round.sessionBaseline.non2xx > 0 || round.preparedBaseline.non2xx > 0)
         throw new Error('a session baseline answered non-2xx')
@@ -420,7 +430,7 @@ try {
     const getSession = targets.find((x) => x.path === '/api/auth/get-session')!
     const quiet = await measure(base + getSession.path, 'GET', getSession.headers, undefined, STORM_CONNECTIONS)
     const [signIns, during] = await Promise.all([
-      measure(base + t.path, t.method, t.headers, t.body),
+      measure(base + t.path, t.method, t.headers, t.body, CONNECTIONS, t.cookies, t.bodies),
       measure(base + getSession.path, 'GET', getSession.headers, undefined, STORM_CONNECTIONS),
     ])
     storm = {

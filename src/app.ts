@@ -24,6 +24,7 @@ import { TwoFactorKeys } from './auth/two-factor/crypto.js'
 import type { TwoFactorDeps } from './auth/two-factor/service.js'
 import compatibilityRoutes from './compatibility/routes.js'
 import paymentRoutes from './payment/routes.js'
+import { HashAdmission } from './auth/password/admission.js'
 import { HashPool } from './auth/password/hash-pool.js'
 import { PasswordHasher } from './auth/password/password.js'
 import sessionRoutes from './auth/session/routes.js'
@@ -147,16 +148,11 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   const sessions = new SessionManager(database.db, app.clock, config.auth.sessionTtlDays, sessionCache)
   const sessionCookie = new SessionCookie(config.auth, app.clock)
   const hashPool = new HashPool(config.hashing.maxConcurrency, config.hashing.maxQueue)
-  app.decorate('hasher', new PasswordHasher(hashPool))
   app.decorate('sessions', sessions)
   app.decorate('sessionCache', sessionCache)
   app.decorate('sessionCookie', sessionCookie)
   const twoFactorCookies = new TwoFactorCookies(config.auth)
   app.decorate('signInCookies', new SignInCookies(sessionCookie, twoFactorCookies, new DeviceCookie(config.auth)))
-  app.decorate('twoFactor', {
-    deps: { db: database.db, clock: app.clock, hasher: app.hasher, keys: new TwoFactorKeys(config.auth.secrets) },
-    cookies: twoFactorCookies,
-  })
   app.decorate('closing', false)
 
   // Closing: handlers still running (their client may have gone) finish first, then what they use.
@@ -186,6 +182,12 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   await app.register(errorHandling)
   await app.register(redisConnection, { url: config.redisUrl })
   await app.register(rateLimits)
+  // Every Argon2 operation takes from the budgets of its account and client address (admission.ts).
+  app.decorate('hasher', new PasswordHasher(hashPool, new HashAdmission(app.rateLimits.hashes)))
+  app.decorate('twoFactor', {
+    deps: { db: database.db, clock: app.clock, hasher: app.hasher, keys: new TwoFactorKeys(config.auth.secrets) },
+    cookies: twoFactorCookies,
+  })
   // Cookies are parsed when read (auth/session/cookie-attributes.ts), not on every request.
   await app.register(cookie, { secret: config.auth.secrets, hook: false })
   // request.user / request.session (declared in auth/session/request.ts), filled by the policy hook.

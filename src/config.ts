@@ -97,6 +97,8 @@ const envSchema = z.object({
   RATE_LIMIT_SIGN_UP_IP_PER_MINUTE: int(1, 1_000_000).default(5),
   RATE_LIMIT_MAIL_PER_HOUR: int(1, 1_000_000).default(3),
   RATE_LIMIT_PASSWORD_CHECKS_PER_MINUTE: int(1, 1_000_000).default(5),
+  RATE_LIMIT_HASHES_PER_ACCOUNT_PER_MINUTE: int(1, 1_000_000).default(10),
+  RATE_LIMIT_HASHES_PER_IP_PER_MINUTE: int(1, 1_000_000).default(30),
 
   HASH_MAX_CONCURRENCY: int(1, 256).optional(),
   HASH_MAX_QUEUE: int(0, 10_000).default(64),
@@ -154,6 +156,10 @@ export interface Config {
     signUpIpPerMinute: number
     mailPerHour: number
     passwordChecksPerMinute: number
+    /** Argon2 operations (any hash or password check) per account, or per address without one. */
+    hashesPerAccountPerMinute: number
+    /** Argon2 operations per client IP. */
+    hashesPerIpPerMinute: number
   }
   hashing: { maxConcurrency?: number; maxQueue: number }
   bodyLimit: number
@@ -265,6 +271,8 @@ export function loadConfig(
       signUpIpPerMinute: e.RATE_LIMIT_SIGN_UP_IP_PER_MINUTE,
       mailPerHour: e.RATE_LIMIT_MAIL_PER_HOUR,
       passwordChecksPerMinute: e.RATE_LIMIT_PASSWORD_CHECKS_PER_MINUTE,
+      hashesPerAccountPerMinute: e.RATE_LIMIT_HASHES_PER_ACCOUNT_PER_MINUTE,
+      hashesPerIpPerMinute: e.RATE_LIMIT_HASHES_PER_IP_PER_MINUTE,
     },
     hashing: { maxConcurrency: e.HASH_MAX_CONCURRENCY, maxQueue: e.HASH_MAX_QUEUE },
     bodyLimit: e.BODY_LIMIT_BYTES,

@@ -3,6 +3,7 @@
 import { createHash } from 'node:crypto'
 import {
   isArgon2Hash,
+  OFFLINE,
   isBcryptHash,
   scryptFromBetterAuth,
   type PasswordHasher,
@@ -68,7 +69,7 @@ export function storedCredential(hasher: PasswordHasher, source: CredentialSourc
     case 'kept':
       return Promise.resolve(source.stored)
     case 'plain':
-      return hasher.hash(source.password)
+      return hasher.hash(source.password, OFFLINE)
     case 'weak':
       return hasher.wrapWeakDigest(source.algorithm, source.digest)
   }
@@ -85,7 +86,7 @@ export async function storedMatches(hasher: PasswordHasher, source: CredentialSo
     case 'kept':
       return stored === source.stored
     case 'plain':
-      return stored?.startsWith('$argon2id$') === true && (await hasher.verify(stored, source.password))
+      return stored?.startsWith('$argon2id$') === true && (await hasher.verify(stored, source.password, OFFLINE))
     case 'weak': {
       // The wrapped digest is verified against the digest itself: the password is not known here.
       return stored !== null && hasher.weakDigestMatches(stored, source.algorithm, source.digest)

@@ -1,6 +1,6 @@
 // The user's personal data (GDPR): everything held about them as one document, and erasure.
 import type { DB, Trx } from '../../db/index.js'
-import type { PasswordHasher } from '../auth/password/password.js'
+import { forUser, type PasswordHasher } from '../auth/password/password.js'
 import { findPasswordHash } from '../auth/queries.js'
 import type { SessionUser } from '../auth/session/sessions.js'
 import { recordAudit, recordUserEvent } from '../shared/audit.js'
@@ -75,7 +75,7 @@ export async function deleteMyAccount(
   assertDeletable(user)
   const passwordHash = await findPasswordHash(deps.db, user.id)
   const confirmed = passwordHash
-    ? password !== undefined && (await deps.hasher.verify(passwordHash, password))
+    ? password !== undefined && (await deps.hasher.verify(passwordHash, password, forUser(ctx, user.id)))
     : deps.clock.now().getTime() - session.createdAt.getTime() < RECENT_SIGN_IN_MS
   if (!confirmed) {
     await recordUserEvent(deps.db, ctx, user.id, 'account.delete_refused')

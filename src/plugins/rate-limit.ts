@@ -1,7 +1,8 @@
 // The rate-limit budgets: a global per-IP budget, named
 // budgets that routes declare in their policy (sign-in and sign-up per IP, sign-in and mail per
-// email), and a per-account count of wrong answers to a password re-verification. The route
-// policy hook (plugins/route-policy.ts) decides which apply to a request; this module only counts.
+// email), a per-account count of password re-verifications, and the per-account and per-IP
+// budgets of Argon2 operations (auth/password/admission.ts takes from them). The route policy hook
+// (plugins/route-policy.ts) decides which apply to a request; this module only counts.
 // Counted in this process's memory by default (MemoryWindows); through @fastify/rate-limit's Redis
 // store when REDIS_URL is set, so every instance shares one budget. If Redis is down, requests are counted in memory rather than refused: the limiter must
 // not take the API down.
@@ -36,8 +37,10 @@ export interface RateLimits {
   global: Check
   perIp: Record<IpBudget, Check>
   perEmail: Record<EmailBudget, Check>
-  /** Attempts at "your current password", per account; right answers are refunded. */
+  /** Attempts at "your current password", per account, right answers included. */
   passwordChecks: AttemptCounter
+  /** Argon2 operations per account (or per address without one) and per client IP, right answers included. */
+  hashes: { perAccount: AttemptCounter; perIp: AttemptCounter }
 }
 
 declare module 'fastify' {
@@ -77,11 +80,12 @@ export const emailOf = (request: FastifyRequest) =>
   String((request.body as { email?: unknown } | undefined)?.email ?? '').toLowerCase()
 
 /**
- * Attempts per key in a fixed window that only wrong answers use up: `take` claims an attempt
- * before the caller does the work (atomically, so a burst of parallel requests cannot all pass a
- * check made before any of them is counted), and `refund` gives it back when the answer was not
- * wrong. @fastify/rate-limit counts every call and cannot give one back; this can. Redis when it
- * is available (shared by every instance), else memory; a Redis error falls back to memory.
+ * Attempts per key in a fixed window, keyed by any string (an account, not a request): `take`
+ * claims an attempt before the caller does the work (atomically, so a burst of parallel requests
+ * cannot all pass a check made before any of them is counted); a refused attempt is not counted.
+ * `refund` gives one back when the work was never done (never for a right answer: a right password
+ * costs the hash workers what a wrong one does). Redis when it is available (shared by every
+ * instance), else memory; a Redis error falls back to memory.
  */
 export class AttemptCounter {
   private readonly memory = new Map<string, { count: number; resetAt: number }>()
@@ -125,7 +129,7 @@ export class AttemptCounter {
     return 0
   }
 
-  /** Gives back an attempt `take` claimed: the answer was right, or never checked. */
+  /** Gives back an attempt `take` claimed whose work was never done. */
   async refund(key: string): Promise<void> {
     if (this.redis?.status === 'ready') {
       try {
@@ -233,6 +237,20 @@ export default fp(
         { max: limits.passwordChecksPerMinute, windowMs: MINUTE },
         now,
       ),
+      hashes: {
+        perAccount: new AttemptCounter(
+          app.redis,
+          `${app.config.redisKeyPrefix}rl:hash:account:`,
+          { max: limits.hashesPerAccountPerMinute, windowMs: MINUTE },
+          now,
+        ),
+        perIp: new AttemptCounter(
+          app.redis,
+          `${app.config.redisKeyPrefix}rl:hash:ip:`,
+          { max: limits.hashesPerIpPerMinute, windowMs: MINUTE },
+          now,
+        ),
+      },
     } satisfies RateLimits)
 
     app.decorate('takeMailBudget', async (request: FastifyRequest, email: string) => {

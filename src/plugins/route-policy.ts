@@ -8,11 +8,14 @@
 // Also here: trusted origins, the CSRF rule and CORS by hand (no CORS plugin).
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
-import { AppError, forbidden, serviceUnavailable, unauthorized } from '../shared/errors.js'
+import { AppError, type ErrorCode, forbidden, serviceUnavailable, unauthorized } from '../shared/errors.js'
 import type { RedirectRules } from '../shared/redirect.js'
 import { PUBLIC, type RoutePolicy } from '../shared/route-policy.js'
 import { andThen, type MaybePromise } from '../shared/maybe-async.js'
 import { emailOf, rateLimited, type Verdict } from './rate-limit.js'
+
+/** Errors that end a password re-check before any password was checked. */
+const NOT_CHECKED = new Set<ErrorCode>(['VALIDATION_ERROR', 'INVALID_CALLBACK_URL', 'RATE_LIMITED', 'SERVICE_UNAVAILABLE'])
 
 const POLICY_KEYS = new Set(['access', 'checkOrigin', 'rateLimit', 'reverifiesPassword', 'cacheable'])
 
@@ -174,10 +177,7 @@ export default fp(
       })
       // Only the routes that declare such budgets run hooks for them: every other request skips them.
       if (needsBudgetsBeforeHandler(registeredPolicy)) route.preHandler = [budgetsBeforeHandler, ...hooks(route.preHandler)]
-      if (registeredPolicy?.reverifiesPassword) {
-        route.onError = [notePasswordRefused, ...hooks(route.onError)]
-        route.onResponse = [refundPasswordAttempt, ...hooks(route.onResponse)]
-      }
+      if (registeredPolicy?.reverifiesPassword) route.onError = [refundUncheckedAttempt, ...hooks(route.onError)]
     })
     // Checked once every plugin has added its routes (and third-party routes got their policy).
     app.addHook('onReady', async () => routes.forEach(checkPolicy))
@@ -305,20 +305,18 @@ export default fp(
         // and a right guess past the limit is refused like a wrong one.
         const retryAfter = await app.rateLimits.passwordChecks.take(request.user.id)
         if (retryAfter > 0) throw rateLimited(retryAfter)
-        passwordAttempts.set(request, 'claimed')
+        passwordAttempts.add(request)
       }
     }
 
-    // Only a wrong answer to "your current password" keeps its claim; any other outcome (right
-    // answer, a full hash queue, a bug) gives the attempt back.
-    const passwordAttempts = new WeakMap<FastifyRequest, 'claimed' | 'wrong'>()
-    async function notePasswordRefused(request: FastifyRequest, _reply: FastifyReply, error: Error): Promise<void> {
-      if (error instanceof AppError && error.code === 'INVALID_PASSWORD' && passwordAttempts.has(request)) {
-        passwordAttempts.set(request, 'wrong')
+    // A right answer keeps its claim like a wrong one: refunded right answers let one account keep
+    // every hash worker busy. Only an attempt refused before its password was looked at gives it
+    // back: invalid input, or the hash admission's or queue's own refusal (nothing was hashed).
+    const passwordAttempts = new WeakSet<FastifyRequest>()
+    async function refundUncheckedAttempt(request: FastifyRequest, _reply: FastifyReply, error: Error): Promise<void> {
+      if (error instanceof AppError && NOT_CHECKED.has(error.code) && passwordAttempts.delete(request)) {
+        await app.rateLimits.passwordChecks.refund(request.user!.id)
       }
-    }
-    async function refundPasswordAttempt(request: FastifyRequest): Promise<void> {
-      if (passwordAttempts.get(request) === 'claimed') await app.rateLimits.passwordChecks.refund(request.user!.id)
     }
   },
   { name: 'route-policy', dependencies: ['@fastify/cookie', 'rate-limit'] },

@@ -17,7 +17,7 @@ export interface RoutePolicy {
   checkOrigin?: false
   /** Budgets on top of the global per-IP one; `global: false` only for health probes and metrics. */
   rateLimit?: { global?: false; perIp?: IpBudget; perEmail?: EmailBudget }
-  /** The route checks the current password: wrong answers are limited per account. */
+  /** The route checks the current password: attempts, right answers included, are limited per account. */
   reverifiesPassword?: true
   /** Responses may be stored by caches (the public API document); every other response is no-store. */
   cacheable?: true

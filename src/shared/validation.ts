@@ -20,12 +20,19 @@ export const isStorableText = (s: string): boolean => !UNSTORABLE.test(s)
 export const PlainText = (min: number, max: number) =>
   z.string().trim().min(min).max(max).refine(isStorableText, { message: 'Contains characters that cannot be stored' })
 
-// Control characters (tab and line breaks included) have no place in a name or a place.
-const CONTROL = /[\u0000-\u001f\u007f]/
+// Control characters (tab and line breaks included, C1 too) and the line and paragraph separators
+// have no place in a name or a place. Nor have format characters (Unicode Cf): the bidirectional
+// embeddings, overrides, isolates and marks reorder what a reader sees ("Eve\u202Egnp.exe" shows as
+// "Eveexe.png"), the others hide text. Kept: ZERO WIDTH NON-JOINER and JOINER, which Persian and
+// Indic names and emoji sequences need to be spelt right, and which neither reorder nor hide text.
+const CONTROL = /[\p{Cc}\p{Zl}\p{Zp}]/u
+const FORMAT = /(?![\u200C\u200D])\p{Cf}/u
 
-/** One line a user writes (a name, a place): PlainText without control characters. */
+/** One line a user writes (a name, a place): PlainText without control, format or bidirectional characters. */
 export const SingleLine = (min: number, max: number) =>
-  PlainText(min, max).refine((v) => !CONTROL.test(v), { message: 'Must not contain control characters' })
+  PlainText(min, max)
+    .refine((v) => !CONTROL.test(v), { message: 'Must not contain control characters' })
+    .refine((v) => !FORMAT.test(v), { message: 'Must not contain format or bidirectional control characters' })
 
 function isRealDate(s: string): boolean {
   const [y, m, d] = s.split('-').map(Number) as [number, number, number]

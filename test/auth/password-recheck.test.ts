@@ -1,6 +1,6 @@
-// Re-verifying the current password (change-password, account deletion) is limited per account:
-// 5 wrong answers a minute, then 429 RATE_LIMITED with Retry-After, even for the right password,
-// counted across routes and, through Redis, across instances.
+// Re-verifying the current password (change-password, account deletion, two-factor changes) is
+// limited per account: 5 attempts a minute, right answers included, then 429 RATE_LIMITED with
+// Retry-After, counted across routes and, through Redis, across instances.
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
 import { buildTestApp, call, signUp, type TestUser } from '../helpers/app.js'
@@ -35,6 +35,34 @@ t.test('memory store', async (t) => {
     t.equal((await call(app, 'GET', '/api/v1/whoami', { cookie: user.cookie })).statusCode, 200, 'the session is not harmed')
   })
 
+  t.test('five right answers use up the budget as wrong ones do', async (t) => {
+    const user = await signUp(app)
+    const enabled = await call(app, 'POST', '/api/auth/two-factor/enable', {
+      cookie: user.cookie,
+      body: { password: user.password },
+    })
+    t.equal(enabled.statusCode, 200, 'the first right answer (a pending setup)')
+    const statuses: number[] = []
+    for (let i = 0; i < 5; i++) {
+      const res = await call(app, 'POST', '/api/auth/two-factor/get-totp-uri', {
+        cookie: user.cookie,
+        body: { password: user.password },
+      })
+      statuses.push(res.statusCode)
+    }
+    t.same(statuses, [200, 200, 200, 200, 429], 'the sixth right answer in the minute is refused')
+  })
+
+  t.test('a request refused before its password is looked at does not count', async (t) => {
+    const user = await signUp(app)
+    for (let i = 0; i < 6; i++) {
+      const res = await deleteAccount(app, user, '')
+      t.same([res.statusCode, res.json().code], [400, 'VALIDATION_ERROR'], `invalid input ${i + 1}`)
+    }
+    for (let i = 0; i < 5; i++) t.equal((await changePassword(app, user, `wrong ${i}`)).statusCode, 401, `attempt ${i + 1}`)
+    t.equal((await changePassword(app, user, user.password)).statusCode, 429)
+  })
+
   t.test('the count is per account and shared by every route that re-verifies', async (t) => {
     const user = await signUp(app)
     const other = await signUp(app)
@@ -52,17 +80,18 @@ t.test('memory store', async (t) => {
     const answers = await Promise.all(guesses.map((guess) => changePassword(app, user, guess)))
     const statuses = answers.map((r) => r.statusCode)
     t.equal(statuses.filter((s) => s === 429).length, 15, 'all but five are refused before any hash is checked')
+    // The five are checked one at a time (the account's one hash in flight), each answered.
     t.equal(statuses.filter((s) => s === 401 || s === 200).length, 5)
   })
 
-  t.test('right answers do not count; the budget returns after the minute', async (t) => {
+  t.test('right answers count too; the budget returns after the minute', async (t) => {
     const user = await signUp(app)
-    for (let i = 0; i < 4; i++) t.equal((await changePassword(app, user, `wrong ${i}`)).statusCode, 401)
+    for (let i = 0; i < 3; i++) t.equal((await changePassword(app, user, `wrong ${i}`)).statusCode, 401)
     const ok = await changePassword(app, user, user.password)
     t.equal(ok.statusCode, 200, 'a right answer within the budget passes')
     const moved = { ...user, password: NEW_PASSWORD }
-    t.equal((await changePassword(app, moved, 'wrong again')).statusCode, 401, 'the fifth wrong answer')
-    t.equal((await changePassword(app, moved, NEW_PASSWORD)).statusCode, 429)
+    t.equal((await changePassword(app, moved, 'wrong again')).statusCode, 401, 'the fifth attempt')
+    t.equal((await changePassword(app, moved, NEW_PASSWORD)).statusCode, 429, 'the sixth, right as it is')
     offsetMs += 61_000
     const after = await call(app, 'POST', '/api/auth/change-password', {
       cookie: user.cookie,

@@ -369,9 +369,10 @@ t.test('disable turns two-factor off: the next sign-in needs no code', async (t)
   t.ok(b.jar.has(SESSION))
 })
 
-t.test('wrong passwords on the two-factor routes are limited per account', async (t) => {
+t.test('passwords on the two-factor routes are limited per account, right answers included', async (t) => {
   const { b } = await memberWithTwoFactor()
-  for (let i = 0; i < 5; i++) {
+  // The setup's enable was the first attempt of the minute (a right answer counts too).
+  for (let i = 0; i < 4; i++) {
     const res = await b.client.twoFactor.disable({ password: `wrong ${i}` })
     t.equal(res.error?.code, 'INVALID_PASSWORD')
   }

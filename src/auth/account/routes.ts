@@ -98,7 +98,7 @@ export default async function accountRoutes(fastify: FastifyInstance) {
         request.log.info('change-email mail skipped: hourly mail budget of the new address is spent')
         return { status: true as const }
       }
-      const who = { id: user.id, name: user.name, email: user.email }
+      const who = { id: user.id, email: user.email }
       const sessionId = request.session!.id
       app.afterReply(request, 'change of email request', () => requestEmailChange(deps, who, sessionId, newEmail, callbackURL))
       return { status: true as const }

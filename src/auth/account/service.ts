@@ -11,7 +11,7 @@ import type { Clock } from '../../shared/clock.js'
 import type { RequestContext } from '../../shared/context.js'
 import { AppError } from '../../shared/errors.js'
 import { maybeBootstrapOwner } from './bootstrap.js'
-import { verifyEmailLink } from '../links/emailed-link.js'
+import { addressChangedMail, approveAddressChangeMail, deletionMail, LINK_LIFETIME_MS, newAddressMail } from '../links/mails.js'
 import {
   consumeToken,
   invalidToken,
@@ -20,7 +20,7 @@ import {
   revokeTokens,
   type VerificationRecord,
 } from '../links/verification.js'
-import type { PasswordHasher } from '../password/password.js'
+import { forUser, type PasswordHasher } from '../password/password.js'
 import { findPasswordHash, findUserById, lockSessionOf, lockUser } from '../queries.js'
 import type { SessionUser, SignedInUser } from '../session/sessions.js'
 import {
@@ -40,10 +40,6 @@ export interface AccountDeps {
   config: Config['auth']
   notices: SecurityNotices
 }
-
-/** better-auth's defaults: a change-of-address link and a deletion link live 24 hours. */
-const CHANGE_EMAIL_TTL_MS = 24 * 60 * 60 * 1000
-const DELETE_TOKEN_TTL_MS = 24 * 60 * 60 * 1000
 
 const expiresIn = (deps: Pick<AccountDeps, 'clock'>, ms: number) => new Date(deps.clock.now().getTime() + ms)
 
@@ -76,21 +72,15 @@ export function assertNewEmail(user: Pick<SessionUser, 'email'>, newEmail: strin
 async function mailNewAddressLink(
   deps: AccountDeps,
   db: DB | Trx,
-  user: { id: string; name: string; email: string },
+  user: { id: string; email: string },
   newEmail: string,
   callbackURL: string | undefined,
 ): Promise<Mail> {
   const token = await issueToken(db, 'change-email-verification', user.id, {
-    expiresAt: expiresIn(deps, CHANGE_EMAIL_TTL_MS),
+    expiresAt: expiresIn(deps, LINK_LIFETIME_MS.changeEmail),
     data: { email: user.email, newEmail, callbackURL: callbackURL ?? null },
   })
-  const link = verifyEmailLink(deps.config.baseUrl, token, callbackURL)
-  return () =>
-    deps.mailer.sendInBackground({
-      to: newEmail,
-      subject: 'Confirm your new email address',
-      text: `Hello ${user.name},\n\nTo make ${newEmail} the email address of your account, open this link within 24 hours:\n\n${link}\n\nIf you did not ask for this, ignore this email; nothing changes.\n`,
-    })
+  return () => deps.mailer.sendInBackground(newAddressMail(deps.config, newEmail, token, callbackURL))
 }
 
 /**
@@ -103,7 +93,7 @@ async function mailNewAddressLink(
  */
 export async function requestEmailChange(
   deps: AccountDeps,
-  user: Pick<SessionUser, 'id' | 'name' | 'email'>,
+  user: Pick<SessionUser, 'id' | 'email'>,
   sessionId: string,
   newEmail: string,
   callbackURL: string | undefined,
@@ -117,22 +107,16 @@ export async function requestEmailChange(
     if (!current || current.email !== user.email || !(await lockSessionOf(trx, user.id, sessionId))) return null
     if (!current.emailVerified) {
       if (await emailTaken(trx, newEmail)) {
-        await issueToken(trx, 'change-email-verification', null, { expiresAt: expiresIn(deps, CHANGE_EMAIL_TTL_MS) })
+        await issueToken(trx, 'change-email-verification', null, { expiresAt: expiresIn(deps, LINK_LIFETIME_MS.changeEmail) })
         return null
       }
       return mailNewAddressLink(deps, trx, user, newEmail, callbackURL)
     }
     const token = await issueToken(trx, 'change-email-confirmation', user.id, {
-      expiresAt: expiresIn(deps, CHANGE_EMAIL_TTL_MS),
+      expiresAt: expiresIn(deps, LINK_LIFETIME_MS.changeEmail),
       data: { email: user.email, newEmail, callbackURL: callbackURL ?? null },
     })
-    const link = verifyEmailLink(deps.config.baseUrl, token, callbackURL)
-    return () =>
-      deps.mailer.sendInBackground({
-        to: user.email,
-        subject: 'Approve the change of your email address',
-        text: `Hello ${user.name},\n\nSomeone signed in to your account asked to change its email address to ${newEmail}. To approve, open this link within 24 hours; a link to confirm the new address is then sent there:\n\n${link}\n\nIf this was not you, ignore this email and change your password.\n`,
-      })
+    return () => deps.mailer.sendInBackground(approveAddressChangeMail(deps.config, user.email, newEmail, token, callbackURL))
   })
   // Mail only for what committed.
   mail?.()
@@ -155,7 +139,7 @@ export async function approveEmailChange(deps: AccountDeps, trx: Trx, record: Ve
   const user = await findUserById(trx, record.userId)
   if (!user || user.email !== email) throw invalidToken()
   if (await emailTaken(trx, newEmail)) {
-    await issueToken(trx, 'change-email-verification', null, { expiresAt: expiresIn(deps, CHANGE_EMAIL_TTL_MS) })
+    await issueToken(trx, 'change-email-verification', null, { expiresAt: expiresIn(deps, LINK_LIFETIME_MS.changeEmail) })
     return null
   }
   return mailNewAddressLink(deps, trx, user, newEmail, callbackURL)
@@ -191,11 +175,7 @@ export async function completeEmailChange(
   const notice = await deps.notices.prepareAddressChange(trx, ctx, changed.id, { from: email, to: newEmail, fromVerified })
   return () => {
     notice()
-    deps.mailer.sendInBackground({
-      to: email,
-      subject: 'Your email address was changed',
-      text: `Hello ${changed.name},\n\nThe email address of your account was changed from ${email} to ${newEmail}; this address no longer signs in to it.\n\nIf this was not you, reply to this email at once.\n`,
-    })
+    deps.mailer.sendInBackground(addressChangedMail(email, newEmail))
   }
 }
 
@@ -232,7 +212,7 @@ export async function deleteUser(
   const passwordHash = await findPasswordHash(deps.db, user.id)
   if (input.password !== undefined || passwordHash) {
     if (!passwordHash) throw new AppError(400, 'CREDENTIAL_ACCOUNT_NOT_FOUND', 'Credential account not found')
-    if (input.password === undefined || !(await deps.hasher.verify(passwordHash, input.password))) {
+    if (input.password === undefined || !(await deps.hasher.verify(passwordHash, input.password, forUser(ctx, user.id)))) {
       await recordUserEvent(deps.db, ctx, user.id, 'account.delete_refused')
       throw new AppError(400, 'INVALID_PASSWORD', 'Invalid password')
     }
@@ -245,15 +225,10 @@ export async function deleteUser(
     await deps.db.transaction().execute((trx) => eraseAccount(trx, user))
     return 'deleted'
   }
-  const token = await issueToken(deps.db, 'delete-account', user.id, { expiresAt: expiresIn(deps, DELETE_TOKEN_TTL_MS) })
-  const link = new URL('/api/auth/delete-user/callback', deps.config.baseUrl)
-  link.searchParams.set('token', token)
-  link.searchParams.set('callbackURL', input.callbackURL)
-  deps.mailer.sendInBackground({
-    to: user.email,
-    subject: 'Confirm the deletion of your account',
-    text: `Hello ${user.name},\n\nTo delete your account and its data for good, open this link within 24 hours, in the browser where you are signed in:\n\n${link}\n\nIf you did not ask for this, ignore this email; your account stays.\n`,
+  const token = await issueToken(deps.db, 'delete-account', user.id, {
+    expiresAt: expiresIn(deps, LINK_LIFETIME_MS.deleteAccount),
   })
+  deps.mailer.sendInBackground(deletionMail(deps.config, user.email, token, input.callbackURL))
   return 'mailed'
 }
 

@@ -13,8 +13,8 @@ import { AppError, unauthorized } from '../../shared/errors.js'
 import { newId } from '../../shared/ids.js'
 import { banHolds, bannedUser } from '../account/ban.js'
 import { isBootstrapEmail, maybeBootstrapOwner } from '../account/bootstrap.js'
-import { verifyEmailLink } from '../links/emailed-link.js'
-import { isWeakHash, needsRehash, type PasswordHasher } from '../password/password.js'
+import { LINK_LIFETIME_MS, passwordResetMail, verificationMail } from '../links/mails.js'
+import { forAddress, forUser, isWeakHash, needsRehash, type PasswordHasher } from '../password/password.js'
 import {
   clearPasswordResetRequired,
   CREDENTIAL,
@@ -55,10 +55,7 @@ export interface EmailAuthDeps {
   notices: SecurityNotices
 }
 
-const RESET_TOKEN_TTL_MS = 60 * 60 * 1000
-const VERIFY_TOKEN_TTL_MS = 24 * 60 * 60 * 1000
-
-type Recipient = Pick<UserWithFlags, 'id' | 'email' | 'name'>
+type Recipient = Pick<UserWithFlags, 'id' | 'email'>
 
 export const invalidCredentials = () => new AppError(401, 'INVALID_EMAIL_OR_PASSWORD', 'Invalid email or password')
 
@@ -70,7 +67,7 @@ export async function signUpWithEmail(
   input: { name: string; email: string; password: string; image?: string | null; consents?: readonly ConsentInput[] },
 ): Promise<UserWithFlags> {
   // Hash before the transaction: Argon2 work never holds a database connection.
-  const passwordHash = await deps.hasher.hashNew(input.password)
+  const passwordHash = await deps.hasher.hashNew(input.password, forAddress(ctx, input.email))
   const id = newId()
   try {
     await deps.db.transaction().execute(async (trx) => {
@@ -105,12 +102,13 @@ export async function verifyEmailPassword(
 ): Promise<SignInOutcome> {
   const found = await findCredentialByEmail(deps.db, email)
   if (!found?.passwordHash) {
-    await deps.hasher.verifyDummy(password)
+    // Counted for the address asked about, as a real account's sign-in is counted for the account.
+    await deps.hasher.verifyDummy(password, found ? forUser(ctx, found.user.id) : forAddress(ctx, email))
     await recordUserEvent(deps.db, ctx, found?.user.id ?? null, 'auth.sign_in_failed', { email })
     return { ok: false, reason: 'invalid' }
   }
   const { user, passwordHash } = found
-  if (!(await deps.hasher.verify(passwordHash, password))) {
+  if (!(await deps.hasher.verify(passwordHash, password, forUser(ctx, user.id)))) {
     await recordUserEvent(deps.db, ctx, user.id, 'auth.sign_in_failed')
     return { ok: false, reason: 'invalid' }
   }
@@ -124,40 +122,27 @@ export async function verifyEmailPassword(
   if (deps.config.requireEmailVerification && !user.emailVerified) return { ok: false, reason: 'email_not_verified', user }
   if (needsRehash(passwordHash)) {
     // The previous system's scrypt/bcrypt hash is replaced by Argon2id now that we hold the password.
-    await setPasswordHash(deps.db, user.id, await deps.hasher.hash(password), deps.clock.now())
+    await setPasswordHash(deps.db, user.id, await deps.hasher.hash(password, forUser(ctx, user.id)), deps.clock.now())
   }
   return { ok: true, user }
 }
 
-/**
- * Issues a reset token and mails its link. The link opens the web front end, which asks for the new
- * password and posts it with the token to /api/auth/reset-password: `${WEB_ORIGIN}/reset-password?token=...`,
- * or `redirectTo` (a relative path resolves against WEB_ORIGIN) with `token` added to its query.
- */
+/** Issues a reset token and mails its link (links/mails.ts). */
 export async function sendPasswordResetMail(deps: EmailAuthDeps, user: Recipient, redirectTo?: string): Promise<void> {
-  const token = await issueToken(deps.db, 'reset-password', user.id, { expiresAt: expiresIn(deps, RESET_TOKEN_TTL_MS) })
-  const link = new URL(redirectTo ?? '/reset-password', deps.config.webOrigin)
-  link.searchParams.set('token', token)
-  deps.mailer.sendInBackground({
-    to: user.email,
-    subject: 'Reset your password',
-    text: `Hello ${user.name},\n\nTo choose a new password, open this link within one hour:\n\n${link}\n\nIf you did not ask for this, ignore this email; your password stays as it is.\n`,
+  const token = await issueToken(deps.db, 'reset-password', user.id, {
+    expiresAt: expiresIn(deps, LINK_LIFETIME_MS.resetPassword),
   })
+  deps.mailer.sendInBackground(passwordResetMail(deps.config, user.email, token, redirectTo))
 }
 
 /** Issues a verification token and mails its link, served by this API, which then redirects to `callbackURL`. */
 export async function sendVerificationMail(deps: EmailAuthDeps, user: Recipient, callbackURL?: string): Promise<void> {
   // The token is bound to the address it was sent to: it verifies that address and no other.
   const token = await issueToken(deps.db, 'verify-email', user.id, {
-    expiresAt: expiresIn(deps, VERIFY_TOKEN_TTL_MS),
+    expiresAt: expiresIn(deps, LINK_LIFETIME_MS.verifyEmail),
     data: { email: user.email },
   })
-  const link = verifyEmailLink(deps.config.baseUrl, token, callbackURL)
-  deps.mailer.sendInBackground({
-    to: user.email,
-    subject: 'Verify your email address',
-    text: `Hello ${user.name},\n\nTo confirm this email address, open this link within 24 hours:\n\n${link}\n`,
-  })
+  deps.mailer.sendInBackground(verificationMail(deps.config, user.email, token, callbackURL))
 }
 
 /**
@@ -168,14 +153,14 @@ export async function sendVerificationMail(deps: EmailAuthDeps, user: Recipient,
 export async function requestPasswordReset(deps: EmailAuthDeps, email: string, redirectTo?: string): Promise<void> {
   const user = await findUserByEmail(deps.db, email)
   if (user) await sendPasswordResetMail(deps, user, redirectTo)
-  else await issueToken(deps.db, 'reset-password', null, { expiresAt: expiresIn(deps, RESET_TOKEN_TTL_MS) })
+  else await issueToken(deps.db, 'reset-password', null, { expiresAt: expiresIn(deps, LINK_LIFETIME_MS.resetPassword) })
 }
 
 /** Mails a verification link when the email has an unverified account; says nothing either way (same work: see above). */
 export async function requestVerification(deps: EmailAuthDeps, email: string, callbackURL?: string): Promise<void> {
   const user = await findUserByEmail(deps.db, email)
   if (user && !user.emailVerified) await sendVerificationMail(deps, user, callbackURL)
-  else await issueToken(deps.db, 'verify-email', null, { expiresAt: expiresIn(deps, VERIFY_TOKEN_TTL_MS) })
+  else await issueToken(deps.db, 'verify-email', null, { expiresAt: expiresIn(deps, LINK_LIFETIME_MS.verifyEmail) })
 }
 
 /** Whether a reset token is live (better-auth's reset link checks before it hands the token on). */
@@ -198,7 +183,8 @@ export async function resetPassword(deps: EmailAuthDeps, ctx: RequestContext, to
   // A bad token is refused before the Argon2 work, so garbage tokens cost almost nothing.
   const peeked = await peekToken(deps.db, 'reset-password', token, deps.clock.now())
   if (!peeked) throw invalidToken()
-  const passwordHash = await deps.hasher.hashNew(newPassword)
+  // Parallel uses of one link hash one at a time: the account's one operation in flight.
+  const passwordHash = await deps.hasher.hashNew(newPassword, forUser(ctx, peeked.userId))
   const notice = await deps.db.transaction().execute(async (trx) => {
     const now = deps.clock.now()
     // The user row first, the order of every writer of the account; then the token is spent.
@@ -317,9 +303,9 @@ export async function changePassword(
 ): Promise<UserWithFlags> {
   const stored = await findPasswordHash(deps.db, input.userId)
   if (!stored) throw new AppError(400, 'BAD_REQUEST', 'This account has no password yet: use password reset to set one')
-  if (!(await deps.hasher.verify(stored, input.currentPassword)))
+  if (!(await deps.hasher.verify(stored, input.currentPassword, forUser(ctx, input.userId))))
     throw new AppError(401, 'INVALID_PASSWORD', 'The current password is wrong')
-  const passwordHash = await deps.hasher.hashNew(input.newPassword)
+  const passwordHash = await deps.hasher.hashNew(input.newPassword, forUser(ctx, input.userId))
   const notice = await deps.db.transaction().execute(async (trx) => {
     const now = deps.clock.now()
     // Checked again where it is written: a password reset while the hashes ran ended this session

@@ -8,6 +8,12 @@
 // fills the CPU the requests leave idle and yields it to them at once. Beyond the workers'
 // capacity, at most `maxQueue` hashes wait; past that the caller gets 503 with Retry-After rather
 // than an unbounded queue.
+//
+// The waiting hashes take turns by key (the client's address, admission.ts): one from each key in
+// turn, so a key with a hundred waiting does not make a newcomer wait behind all of them. When the
+// queue is full, the key with the longest queue gives up its newest task (503) to a key with fewer
+// waiting; so a flood from one address fills the queue only with its own work and is shed first,
+// and everyone else's sign-in still gets in.
 import { createRequire } from 'node:module'
 import { availableParallelism } from 'node:os'
 import { Worker } from 'node:worker_threads'
@@ -34,6 +40,8 @@ type Task =
 
 interface Job {
   id: number
+  /** Whose turn it takes in the queue. */
+  key: string
   task: Task
   resolve(value: unknown): void
   reject(err: Error): void
@@ -84,7 +92,9 @@ parentPort.on('message', (task) => {
 
 export class HashPool {
   private readonly slots: Slot[] = []
-  private readonly waiting: Job[] = []
+  /** Waiting tasks per key; the Map's order is the order of turns (a key served goes to the back). */
+  private readonly waiting = new Map<string, Job[]>()
+  private waitingCount = 0
   private nextId = 1
   private closed = false
 
@@ -103,43 +113,78 @@ export class HashPool {
 
   /** Tasks handed to workers or waiting for one. */
   get inFlight(): number {
-    return this.slots.reduce((n, s) => n + s.jobs.size, 0) + this.waiting.length
+    return this.slots.reduce((n, s) => n + s.jobs.size, 0) + this.waitingCount
   }
 
-  argon2Hash(password: string, options: Argon2Options): Promise<string> {
-    return this.run({ op: 'argon2Hash', password, options })
+  /** `key`: whose turn the task takes in the queue (all of one key wait in their order). */
+  argon2Hash(password: string, options: Argon2Options, key = LOCAL): Promise<string> {
+    return this.run({ op: 'argon2Hash', password, options }, key)
   }
 
-  argon2Verify(hash: string, password: string): Promise<boolean> {
-    return this.run({ op: 'argon2Verify', hash, password })
+  argon2Verify(hash: string, password: string, key = LOCAL): Promise<boolean> {
+    return this.run({ op: 'argon2Verify', hash, password }, key)
   }
 
-  scrypt(password: string, salt: string, keylen: number, params: ScryptParams): Promise<Uint8Array> {
-    return this.run({ op: 'scrypt', password, salt, keylen, params })
+  scrypt(password: string, salt: string, keylen: number, params: ScryptParams, key = LOCAL): Promise<Uint8Array> {
+    return this.run({ op: 'scrypt', password, salt, keylen, params }, key)
   }
 
-  bcryptCompare(password: string, hash: string): Promise<boolean> {
-    return this.run({ op: 'bcryptCompare', password, hash })
+  bcryptCompare(password: string, hash: string, key = LOCAL): Promise<boolean> {
+    return this.run({ op: 'bcryptCompare', password, hash }, key)
   }
 
   /** Ends the workers; waiting and running tasks fail with 503. */
   async close(): Promise<void> {
     this.closed = true
-    for (const job of this.waiting.splice(0)) job.reject(shuttingDown())
+    for (let job = this.nextWaiting(); job; job = this.nextWaiting()) job.reject(shuttingDown())
     await Promise.all(this.slots.map((s) => s.worker.terminate()))
   }
 
-  private run<T>(task: Task): Promise<T> {
+  private run<T>(task: Task, key: string): Promise<T> {
     if (this.closed) return Promise.reject(shuttingDown())
     const slot = this.slotWithRoom()
-    if (!slot && this.waiting.length >= this.maxQueue) {
-      return Promise.reject(serviceUnavailable('Too many password operations in progress, try again shortly', 2))
-    }
+    if (!slot && !this.makeRoomFor(key)) return Promise.reject(queueFull())
     return new Promise<T>((resolve, reject) => {
-      const job: Job = { id: this.nextId++, task, resolve: resolve as (value: unknown) => void, reject }
+      const job: Job = { id: this.nextId++, key, task, resolve: resolve as (value: unknown) => void, reject }
       if (slot) this.dispatch(slot, job)
-      else this.waiting.push(job)
+      else this.enqueue(job)
     })
+  }
+
+  /**
+   * Whether a task of `key` may wait. In a full queue, the longest queue gives up its newest task
+   * when it holds at least two more than `key` does: the newcomer's key gets its share, and a
+   * key that already has the most waiting is refused rather than made to churn with its equals.
+   */
+  private makeRoomFor(key: string): boolean {
+    if (this.waitingCount < this.maxQueue) return true
+    const own = this.waiting.get(key)?.length ?? 0
+    let longest: Job[] | undefined
+    for (const queue of this.waiting.values()) if (!longest || queue.length > longest.length) longest = queue
+    if (!longest || longest.length < own + 2) return false
+    const shed = longest.pop()!
+    this.waitingCount--
+    shed.reject(queueFull())
+    return true
+  }
+
+  private enqueue(job: Job): void {
+    const queue = this.waiting.get(job.key)
+    if (queue) queue.push(job)
+    else this.waiting.set(job.key, [job])
+    this.waitingCount++
+  }
+
+  /** The next waiting task: the first of the key whose turn it is, which then goes to the back. */
+  private nextWaiting(): Job | undefined {
+    const turn = this.waiting.entries().next()
+    if (turn.done) return undefined
+    const [key, queue] = turn.value
+    const job = queue.shift()!
+    this.waiting.delete(key)
+    if (queue.length > 0) this.waiting.set(key, queue)
+    this.waitingCount--
+    return job
   }
 
   /** The least busy worker that can take a task, starting another while fewer than `concurrency` run. */
@@ -171,7 +216,7 @@ export class HashPool {
       slot.jobs.delete(reply.id)
       if (reply.error !== undefined) job?.reject(new Error(reply.error))
       else job?.resolve(reply.result)
-      const next = this.waiting.shift()
+      const next = this.nextWaiting()
       if (next) this.dispatch(slot, next)
       else if (slot.jobs.size === 0) worker.unref() // an idle pool never holds the process open
     })
@@ -185,11 +230,15 @@ export class HashPool {
       const lost = [...slot.jobs.values()]
       slot.jobs.clear()
       for (const job of lost) job.reject(this.closed ? shuttingDown() : (failure ?? new Error('password hashing worker exited')))
-      const next = this.closed ? undefined : this.waiting.shift()
+      const next = this.closed ? undefined : this.nextWaiting()
       if (next) this.dispatch(this.slotWithRoom()!, next)
     })
     return slot
   }
 }
 
+/** The queue key of work that is nobody's turn but its own (the import, the pool's own tests). */
+const LOCAL = 'local'
+
 const shuttingDown = () => serviceUnavailable('The service is shutting down', 5)
+const queueFull = () => serviceUnavailable('Too many password operations in progress, try again shortly', 2)

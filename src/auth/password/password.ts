@@ -1,7 +1,10 @@
 // Password hashing. New hashes: Argon2id (OWASP parameters) on the low-priority worker threads of
 // hash-pool.ts, with a bounded queue. Kept from the previous system: scrypt (better-auth's format),
 // bcrypt, Argon2 PHC. Weak unsalted digests are stored only wrapped in Argon2id and force a reset.
+// Every operation names whom it is for (admission.ts): its budgets, its one place in flight per
+// account and its turn in the queue are taken here, so no caller can skip them.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
+import type { HashAdmission } from './admission.js'
 import { isCommonPassword, passwordCompromised } from './common.js'
 import type { HashPool } from './hash-pool.js'
 
@@ -9,53 +12,87 @@ import type { HashPool } from './hash-pool.js'
 export const ARGON2 = { memoryCost: 19456, timeCost: 2, parallelism: 1 } as const
 const SCRYPT = { N: 16384, r: 16, p: 1, dkLen: 64 } as const
 
+/** Whom an Argon2 operation is for. */
+export interface HashFor {
+  /** `user:<id>` for an account; `email:<address>` for an address without one (sign-up, an unknown email at sign-in). */
+  account: string
+  /** The client's address; null on the command line. */
+  ip: string | null
+}
+
+export const forUser = (ctx: { ip: string | null }, userId: string): HashFor => ({ account: `user:${userId}`, ip: ctx.ip })
+
+export const forAddress = (ctx: { ip: string | null }, email: string): HashFor => ({
+  account: `email:${email.toLowerCase()}`,
+  ip: ctx.ip,
+})
+
+/** Work that no client asks for (the import): no budget, no account, a queue of its own. */
+export const OFFLINE: HashFor = Object.freeze({ account: 'offline', ip: null })
+
 export type WeakAlgorithm = 'md5' | 'sha1' | 'sha256'
 const WEAK_PREFIX = '$weak-'
 
 export class PasswordHasher {
   private dummy: Promise<string> | undefined
 
-  constructor(readonly pool: HashPool) {}
+  /** Without an admission (the import), every operation goes straight to the queue. */
+  constructor(
+    readonly pool: HashPool,
+    readonly admission?: HashAdmission,
+  ) {}
 
-  /** Hashes a password the user already has (a rehash at sign-in, the import): never refused. */
-  hash(password: string): Promise<string> {
-    return this.pool.argon2Hash(password.normalize('NFKC'), ARGON2)
+  /** Hashes a password the user already has (a rehash at sign-in, the import): never refused as weak. */
+  hash(password: string, who: HashFor): Promise<string> {
+    return this.admitted(who, (key) => this.pool.argon2Hash(password.normalize('NFKC'), ARGON2, key))
   }
 
   /**
    * Hashes a password the user chooses now (sign-up, reset, change, any other way to set one):
    * 400 PASSWORD_COMPROMISED for a common password, before any Argon2 work or database write.
    */
-  hashNew(password: string): Promise<string> {
+  hashNew(password: string, who: HashFor): Promise<string> {
     if (isCommonPassword(password)) return Promise.reject(passwordCompromised())
-    return this.hash(password)
+    return this.hash(password, who)
   }
 
   /** Argon2id over the unsalted legacy digest: the weak digest is never stored as it is. */
   async wrapWeakDigest(algorithm: WeakAlgorithm, hexDigest: string): Promise<string> {
-    return `${WEAK_PREFIX}${algorithm}${await this.pool.argon2Hash(hexDigest.toLowerCase(), ARGON2)}`
+    return `${WEAK_PREFIX}${algorithm}${await this.pool.argon2Hash(hexDigest.toLowerCase(), ARGON2, OFFLINE.account)}`
   }
 
   /** Whether a wrapped weak digest holds `hexDigest` (the import compares without the password). */
   weakDigestMatches(stored: string, algorithm: WeakAlgorithm, hexDigest: string): Promise<boolean> {
     const prefix = `${WEAK_PREFIX}${algorithm}`
     if (!stored.startsWith(`${prefix}$argon2id$`)) return Promise.resolve(false)
-    return this.pool.argon2Verify(stored.slice(prefix.length), hexDigest.toLowerCase())
+    return this.pool.argon2Verify(stored.slice(prefix.length), hexDigest.toLowerCase(), OFFLINE.account)
   }
 
   /** Constant-time verification against any stored format. */
-  verify(stored: string, password: string): Promise<boolean> {
-    return verifyStored(this.pool, stored, password)
+  verify(stored: string, password: string, who: HashFor): Promise<boolean> {
+    return this.admitted(who, (key) => verifyStored(this.pool, stored, password, key))
   }
 
   /**
    * Burns the same work as a real verification, for an unknown email or an account without a
-   * password, so response time does not reveal which emails have accounts.
+   * password, so response time does not reveal which emails have accounts. It counts as one too.
    */
-  async verifyDummy(password: string): Promise<false> {
-    this.dummy ??= this.pool.argon2Hash(randomBytes(16).toString('hex'), ARGON2)
-    await this.pool.argon2Verify(await this.dummy, password.normalize('NFKC'))
-    return false
+  verifyDummy(password: string, who: HashFor): Promise<false> {
+    return this.admitted(who, async (key) => {
+      this.dummy ??= this.pool.argon2Hash(randomBytes(16).toString('hex'), ARGON2, key)
+      await this.pool.argon2Verify(await this.dummy, password.normalize('NFKC'), key)
+      return false as const
+    })
+  }
+
+  private async admitted<T>(who: HashFor, work: (queueKey: string) => Promise<T>): Promise<T> {
+    if (!this.admission || who === OFFLINE) return work(OFFLINE.account)
+    const admitted = await this.admission.admit(who)
+    try {
+      return await work(admitted.queueKey)
+    } finally {
+      admitted.release()
+    }
   }
 }
 
@@ -89,19 +126,19 @@ function weakDigest(algorithm: WeakAlgorithm, password: string): string {
   return createHash(algorithm).update(password, 'utf8').digest('hex')
 }
 
-async function verifyStored(pool: HashPool, stored: string, password: string): Promise<boolean> {
-  if (isArgon2Hash(stored)) return pool.argon2Verify(stored, password.normalize('NFKC'))
-  if (stored.startsWith('$scrypt$')) return verifyScrypt(pool, stored, password)
-  if (isBcryptHash(stored)) return pool.bcryptCompare(password, stored)
+async function verifyStored(pool: HashPool, stored: string, password: string, key: string): Promise<boolean> {
+  if (isArgon2Hash(stored)) return pool.argon2Verify(stored, password.normalize('NFKC'), key)
+  if (stored.startsWith('$scrypt$')) return verifyScrypt(pool, stored, password, key)
+  if (isBcryptHash(stored)) return pool.bcryptCompare(password, stored, key)
   if (stored.startsWith(WEAK_PREFIX)) {
     const match = /^\$weak-(md5|sha1|sha256)(\$argon2id\$.*)$/.exec(stored)
     if (!match) return false
-    return pool.argon2Verify(match[2]!, weakDigest(match[1] as WeakAlgorithm, password))
+    return pool.argon2Verify(match[2]!, weakDigest(match[1] as WeakAlgorithm, password), key)
   }
   return false
 }
 
-async function verifyScrypt(pool: HashPool, stored: string, password: string): Promise<boolean> {
+async function verifyScrypt(pool: HashPool, stored: string, password: string, key: string): Promise<boolean> {
   const match = /^\$scrypt\$n=(\d+),r=(\d+),p=(\d+)\$([0-9a-f]+)\$([0-9a-f]+)$/.exec(stored)
   if (!match) return false
   const [, n, r, p, salt, keyHex] = match
@@ -109,11 +146,12 @@ async function verifyScrypt(pool: HashPool, stored: string, password: string): P
   const N = Number(n)
   const R = Number(r)
   // better-auth passes the hex salt as a string: its UTF-8 bytes are the salt.
-  const key = await pool.scrypt(password.normalize('NFKC'), salt!, expected.length, {
-    N,
-    r: R,
-    p: Number(p),
-    maxmem: 256 * N * R,
-  })
-  return key.length === expected.length && timingSafeEqual(key, expected)
+  const derived = await pool.scrypt(
+    password.normalize('NFKC'),
+    salt!,
+    expected.length,
+    { N, r: R, p: Number(p), maxmem: 256 * N * R },
+    key,
+  )
+  return derived.length === expected.length && timingSafeEqual(derived, expected)
 }

@@ -46,7 +46,7 @@ export default async function twoFactorRoutes(fastify: FastifyInstance) {
     body: Body,
     ok: Ok,
   ) => ({
-    // Wrong answers to the password are counted per account, whichever of these routes asked.
+    // Attempts at the password (right ones too) are counted per account, whichever of these routes asked.
     config: { policy: REVERIFIES_PASSWORD },
     schema: { operationId, tags, summary, body, response: { 200: ok, 400: ErrorSchema, 401: ErrorSchema, 429: ErrorSchema } },
   })
@@ -71,7 +71,7 @@ export default async function twoFactorRoutes(fastify: FastifyInstance) {
       PasswordBody,
       z.object({ totpURI: z.string() }),
     ),
-    async (request) => getTotpUri(deps, currentUser(request), request.body.password),
+    async (request) => getTotpUri(deps, contextOf(request), currentUser(request), request.body.password),
   )
 
   app.post(

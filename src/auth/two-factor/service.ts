@@ -6,7 +6,7 @@ import type { PendingNotice, SecurityNotices } from '../security/notices.js'
 import type { Clock } from '../../shared/clock.js'
 import type { RequestContext } from '../../shared/context.js'
 import { AppError, unauthorized } from '../../shared/errors.js'
-import type { PasswordHasher } from '../password/password.js'
+import { forUser, type PasswordHasher } from '../password/password.js'
 import type { CheckedCredential } from '../session/sessions.js'
 import { findPasswordHash, findUserById, lockSessionOf, lockUser, type UserWithFlags } from '../queries.js'
 import { CHALLENGE_TTL_MS, TRUSTED_DEVICE_TTL_MS } from './cookies.js'
@@ -67,14 +67,15 @@ const invalidCode = (method: Method) =>
 const totpNotEnabled = () => new AppError(400, 'TOTP_NOT_ENABLED', 'TOTP not enabled')
 const notEnabled = () => new AppError(400, 'TWO_FACTOR_NOT_ENABLED', "Two factor isn't enabled")
 
-/** The current password, as every two-factor change asks for it (wrong answers are limited per account by the route policy). */
-async function checkPassword(deps: TwoFactorDeps, userId: string, password: string): Promise<void> {
+/** The current password, as every two-factor change asks for it (attempts are limited per account by the route policy). */
+async function checkPassword(deps: TwoFactorDeps, ctx: RequestContext, userId: string, password: string): Promise<void> {
   const stored = await findPasswordHash(deps.db, userId)
   if (!stored) {
-    await deps.hasher.verifyDummy(password)
+    await deps.hasher.verifyDummy(password, forUser(ctx, userId))
     throw new AppError(400, 'BAD_REQUEST', 'This account has no password yet: use password reset to set one')
   }
-  if (!(await deps.hasher.verify(stored, password))) throw new AppError(400, 'INVALID_PASSWORD', 'Invalid password')
+  if (!(await deps.hasher.verify(stored, password, forUser(ctx, userId))))
+    throw new AppError(400, 'INVALID_PASSWORD', 'Invalid password')
 }
 
 const hashCodes = (deps: TwoFactorDeps, codes: readonly string[]) => codes.map((c) => deps.keys.hashBackupCode(c))
@@ -89,7 +90,7 @@ export async function enableTwoFactor(
   user: Pick<UserWithFlags, 'id' | 'email' | 'twoFactorEnabled'>,
   input: { password: string; issuer?: string },
 ): Promise<{ totpURI: string; backupCodes: string[] }> {
-  await checkPassword(deps, user.id, input.password)
+  await checkPassword(deps, ctx, user.id, input.password)
   // Replacing the secret of a working setup would lock out whoever has not rescanned: turn it off
   // first. Judged again where the secret is written (putPendingSecret): a confirmation racing this.
   const alreadyEnabled = () =>
@@ -115,10 +116,11 @@ export async function enableTwoFactor(
 /** The URI of the current secret again (to scan it on another device). */
 export async function getTotpUri(
   deps: TwoFactorDeps,
+  ctx: RequestContext,
   user: Pick<UserWithFlags, 'id' | 'email'>,
   password: string,
 ): Promise<{ totpURI: string }> {
-  await checkPassword(deps, user.id, password)
+  await checkPassword(deps, ctx, user.id, password)
   const row = await findTwoFactor(deps.db, user.id)
   if (!row) throw totpNotEnabled()
   return { totpURI: totpUri(deps.keys.decrypt(row.secret), user.email, DEFAULT_ISSUER) }
@@ -131,7 +133,7 @@ export async function regenerateBackupCodes(
   user: Pick<UserWithFlags, 'id' | 'twoFactorEnabled'>,
   password: string,
 ): Promise<string[]> {
-  await checkPassword(deps, user.id, password)
+  await checkPassword(deps, ctx, user.id, password)
   if (!user.twoFactorEnabled) throw notEnabled()
   const backupCodes = newBackupCodes()
   await deps.db.transaction().execute(async (trx) => {
@@ -147,7 +149,7 @@ export async function regenerateBackupCodes(
  * device go, and no session of the user counts as having passed a second factor any more.
  */
 export async function disableTwoFactor(deps: Noticing, ctx: RequestContext, userId: string, password: string): Promise<void> {
-  await checkPassword(deps, userId, password)
+  await checkPassword(deps, ctx, userId, password)
   const notice = await deps.db.transaction().execute(async (trx) => {
     const now = deps.clock.now()
     await lockUser(trx, userId) // first, as every writer of the account
