@@ -9,6 +9,8 @@ import { ARGON2, scryptFromBetterAuth } from '../../src/auth/password/password.j
 import { newId } from '../../src/shared/ids.js'
 import { buildTestApp, call, signUp, uniqueEmail } from '../helpers/app.js'
 
+// Many Argon2 operations in a row: under a loaded 2-core machine the file can pass tap's 120 s.
+t.setTimeout(300_000)
 const app = await buildTestApp()
 const PASSWORD = 'correct horse battery staple'
 
