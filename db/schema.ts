@@ -8,9 +8,11 @@ import type { ImportTables } from '../src/import/tables.js'
 import type { JournalTables } from '../src/journal/tables.js'
 import type { PaymentTables } from '../src/payment/tables.js'
 import type { UsageTables } from '../src/usage/tables.js'
+import type { UserTables } from '../src/user/tables.js'
 
 export interface Database
-  extends AuthTables,
+  extends UserTables,
+    AuthTables,
     AdminTables,
     UsageTables,
     JournalTables,

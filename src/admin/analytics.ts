@@ -1,6 +1,6 @@
 // The UTC date range of the usage analytics, and the shape of the answer. The numbers themselves
 // come from queries.ts; service.ts puts them together.
-import type { Plan } from '../usage/plans.js'
+import type { Plan } from '../shared/plans.js'
 import type { Role } from '../shared/roles.js'
 import { todayUtc } from '../shared/dates.js'
 import { invalidInput } from '../shared/validation.js'

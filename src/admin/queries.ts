@@ -1,9 +1,9 @@
-import { type Selectable, sql } from 'kysely'
+import { sql } from 'kysely'
 import type { Executor, Trx } from '../../db/index.js'
-import { type Ban, type SessionUserRow, sessionUserColumns, toSessionUser } from '../auth/queries.js'
-import type { SessionUser } from '../auth/session/sessions.js'
-import type { UserTable } from '../auth/tables.js'
-import type { Plan } from '../usage/plans.js'
+import { lockUser, type UserKey } from '../user/queries.js'
+import { banColumns, fieldsOf, sessionUserColumns, type UserRow } from '../user/rows.js'
+import type { Ban, SessionUser } from '../user/types.js'
+import type { Plan } from '../shared/plans.js'
 import type { Role } from '../shared/roles.js'
 import { exactTime, newestFirst, type PageRequest } from '../shared/pagination.js'
 import { effectivePlan } from '../usage/plans.js'
@@ -18,11 +18,9 @@ export interface UserFilters {
 /** A user as admins see them: what the user sees of themselves, and their suspension. */
 export type ManagedUser = SessionUser & Ban
 
-const managedUserColumns = [...sessionUserColumns, 'banned', 'ban_reason', 'ban_expires'] as const
+const managedUserColumns = [...sessionUserColumns, ...banColumns] as const
 
-function toManagedUser(r: SessionUserRow & Pick<Selectable<UserTable>, 'banned' | 'ban_reason' | 'ban_expires'>): ManagedUser {
-  return { ...toSessionUser(r), banned: r.banned, banReason: r.ban_reason, banExpiresAt: r.ban_expires }
-}
+const toManagedUser = (row: Pick<UserRow, (typeof managedUserColumns)[number]>): ManagedUser => fieldsOf(row, managedUserColumns)
 
 /** LIKE wildcards in the admin's text are literal characters, not patterns. */
 const escapeLike = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`)
@@ -45,12 +43,8 @@ export async function findUsers(
 }
 
 /** Locks the row: concurrent acts on one user (the admin API, the command line) apply one after the other. */
-export async function findUserForUpdate(trx: Trx, by: { id: string } | { email: string }): Promise<ManagedUser | undefined> {
-  const query = trx.selectFrom('user').select(managedUserColumns)
-  const row = await ('id' in by ? query.where('id', '=', by.id) : query.where('email', '=', by.email))
-    .forUpdate()
-    .executeTakeFirst()
-  return row && toManagedUser(row)
+export function findUserForUpdate(trx: Trx, by: UserKey): Promise<ManagedUser | undefined> {
+  return lockUser(trx, by, managedUserColumns)
 }
 
 export async function findManagedUser(db: Executor, id: string): Promise<ManagedUser | undefined> {

@@ -3,7 +3,7 @@ import { UserSchema } from '../auth/schemas.js'
 import { CursorParam, Limit } from '../shared/cursor.js'
 import { ROLES } from '../shared/roles.js'
 import { PlainText } from '../shared/validation.js'
-import { PLANS } from '../usage/plans.js'
+import { PLANS } from '../shared/plans.js'
 
 const FutureInstant = z.iso.datetime({ offset: true }).describe('ISO-8601 instant in the future')
 

@@ -3,7 +3,7 @@
 // Who may call these is the routes' ADMIN policy; the acting admin is ctx.actorId.
 import type { DB, Executor } from '../../db/index.js'
 import { endSessionsOfUser } from '../auth/queries.js'
-import { PLANS, type Plan } from '../usage/plans.js'
+import { PLANS, type Plan } from '../shared/plans.js'
 import type { Role } from '../shared/roles.js'
 import { recordAudit } from '../shared/audit.js'
 import type { Clock } from '../shared/clock.js'

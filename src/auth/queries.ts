@@ -1,131 +1,12 @@
-// The user and account rows: every query on them that auth makes, and the one mapping of a row to
-// the user and the profile the API knows.
-import type { Selectable } from 'kysely'
+// The account rows and auth's writes to the user row. The user itself (its types, columns, mapper
+// and lock) lives in its home, src/user/.
 import type { Executor, Trx } from '../../db/index.js'
 import { newId } from '../shared/ids.js'
-import type { SessionUser } from './session/sessions.js'
-import type { BirthPlace, Gender, UserTable } from './tables.js'
 import type { Role } from '../shared/roles.js'
+import { banColumns, fieldsOf, toUserWithFlags, userColumns } from '../user/rows.js'
+import type { Ban, UserWithFlags } from '../user/types.js'
 
 export const CREDENTIAL = 'credential'
-
-/** The columns of a user as returned to its owner (docs/http-contract.md, "Accounts and sessions"). */
-export const sessionUserColumns = [
-  'id',
-  'name',
-  'email',
-  'email_verified',
-  'image',
-  'role',
-  'plan',
-  'plan_expires_at',
-  'two_factor_enabled',
-  'created_at',
-  'updated_at',
-] as const
-const userColumns = [
-  ...sessionUserColumns.map((c) => `user.${c}` as const),
-  'user.password_reset_required',
-  'user.credential_epoch',
-  'user.ways_in_unproven',
-] as const
-
-export type UserWithFlags = SessionUser & {
-  passwordResetRequired: boolean
-  /** Read with the credential a sign-in checks: its session is born only while this is unchanged (sessions.ts). */
-  credentialEpoch: number
-  /** The address was proven without the account's session: the next take-back removes its ways in (account/take-back.ts). */
-  waysInUnproven: boolean
-}
-
-export type SessionUserRow = Pick<Selectable<UserTable>, (typeof sessionUserColumns)[number]>
-
-/** The one mapping from a user row to the user object of the API. */
-export function toSessionUser(r: SessionUserRow): SessionUser {
-  return {
-    id: r.id,
-    name: r.name,
-    email: r.email,
-    emailVerified: r.email_verified,
-    image: r.image,
-    role: r.role,
-    plan: r.plan,
-    planExpiresAt: r.plan_expires_at,
-    twoFactorEnabled: r.two_factor_enabled,
-    createdAt: r.created_at,
-    updatedAt: r.updated_at,
-  }
-}
-
-const toUser = (
-  r: SessionUserRow & { password_reset_required: boolean; credential_epoch: number; ways_in_unproven: boolean },
-): UserWithFlags => ({
-  ...toSessionUser(r),
-  passwordResetRequired: r.password_reset_required,
-  credentialEpoch: r.credential_epoch,
-  waysInUnproven: r.ways_in_unproven,
-})
-
-/** The profile part of the user: read with every session, written by the profile domain. */
-export interface Profile {
-  id: string
-  email: string
-  name: string
-  image: string | null
-  birthDate: string | null
-  birthTime: string | null
-  birthPlace: BirthPlace | null
-  gender: Gender | null
-  locale: string | null
-  timezone: string | null
-  createdAt: Date
-  updatedAt: Date
-}
-
-export const profileColumns = [
-  'id',
-  'email',
-  'name',
-  'image',
-  'birth_date',
-  'birth_time',
-  'birth_place',
-  'gender',
-  'locale',
-  'timezone',
-  'created_at',
-  'updated_at',
-] as const
-
-export type ProfileRow = Pick<Selectable<UserTable>, (typeof profileColumns)[number]>
-
-/** The one mapping from a user row's profile columns to the profile. */
-export function toProfile(r: ProfileRow): Profile {
-  return {
-    id: r.id,
-    email: r.email,
-    name: r.name,
-    image: r.image,
-    birthDate: r.birth_date,
-    birthTime: r.birth_time,
-    birthPlace: r.birth_place,
-    gender: r.gender,
-    locale: r.locale,
-    timezone: r.timezone,
-    createdAt: r.created_at,
-    updatedAt: r.updated_at,
-  }
-}
-
-export async function findUserById(db: Executor, id: string): Promise<UserWithFlags | undefined> {
-  const row = await db.selectFrom('user').select(userColumns).where('id', '=', id).executeTakeFirst()
-  return row && toUser(row)
-}
-
-export async function findUserByEmail(db: Executor, email: string): Promise<UserWithFlags | undefined> {
-  const row = await db.selectFrom('user').select(userColumns).where('email', '=', email).executeTakeFirst()
-  return row && toUser(row)
-}
 
 /** A new user row; the columns not given take their defaults (a member on the free plan). */
 export async function insertUser(
@@ -163,10 +44,10 @@ export async function findCredentialByEmail(
   const row = await db
     .selectFrom('user')
     .leftJoin('account', (join) => join.onRef('account.user_id', '=', 'user.id').on('account.provider_id', '=', CREDENTIAL))
-    .select([...userColumns, 'account.password_hash'])
+    .select([...userColumns.map((c) => `user.${c}` as const), 'account.password_hash'])
     .where('user.email', '=', email)
     .executeTakeFirst()
-  return row && { user: toUser(row), passwordHash: row.password_hash }
+  return row && { user: toUserWithFlags(row), passwordHash: row.password_hash }
 }
 
 export async function findPasswordHash(db: Executor, userId: string): Promise<string | null> {
@@ -207,20 +88,6 @@ export async function replacePasswordHash(
     .where('password_hash', '=', expected)
     .executeTakeFirst()
   return result.numUpdatedRows === 1n
-}
-
-/**
- * Locks the user's row until the transaction ends: a request that checked something outside its
- * transaction takes it before the rows it writes, in resetPassword's order (user, then sessions).
- */
-export async function lockUser(trx: Trx, userId: string): Promise<{ email: string; emailVerified: boolean } | undefined> {
-  const row = await trx
-    .selectFrom('user')
-    .select(['email', 'email_verified'])
-    .where('id', '=', userId)
-    .forUpdate()
-    .executeTakeFirst()
-  return row && { email: row.email, emailVerified: row.email_verified }
 }
 
 /** Locks the user's session `id` until the transaction ends; false when it has ended. */
@@ -300,18 +167,6 @@ export async function setEmailVerified(trx: Trx, userId: string, now: Date): Pro
   await trx.updateTable('user').set({ email_verified: true, updated_at: now }).where('id', '=', userId).execute()
 }
 
-/** The role of a user whose email is verified, with the row locked until the transaction ends. */
-export async function lockRoleOfVerifiedUser(trx: Trx, userId: string): Promise<Role | undefined> {
-  const row = await trx
-    .selectFrom('user')
-    .select('role')
-    .where('id', '=', userId)
-    .where('email_verified', '=', true)
-    .forUpdate()
-    .executeTakeFirst()
-  return row?.role
-}
-
 /** Replaces the role `from` by `to`; false when the user no longer has the role `from`. */
 export async function replaceRole(trx: Trx, userId: string, from: Role, to: Role, now: Date): Promise<boolean> {
   const updated = await trx
@@ -359,34 +214,9 @@ export async function credentialEpochOf(db: Executor, userId: string): Promise<n
   return row?.credential_epoch ?? 0
 }
 
-/** The user's credential epoch and ban, the row share-locked until the transaction ends: a session is born under it. */
-export async function lockUserForSignIn(
-  trx: Trx,
-  userId: string,
-): Promise<{ credentialEpoch: number; banned: boolean; banExpiresAt: Date | null } | undefined> {
-  const row = await trx
-    .selectFrom('user')
-    .select(['credential_epoch', 'banned', 'ban_expires'])
-    .where('id', '=', userId)
-    .forShare()
-    .executeTakeFirst()
-  return row && { credentialEpoch: row.credential_epoch, banned: row.banned, banExpiresAt: row.ban_expires }
-}
-
-/** A suspension, as better-auth's admin plugin names its fields. */
-export interface Ban {
-  banned: boolean
-  banReason: string | null
-  banExpiresAt: Date | null
-}
-
 export async function findBan(db: Executor, userId: string): Promise<Ban | undefined> {
-  const row = await db
-    .selectFrom('user')
-    .select(['banned', 'ban_reason', 'ban_expires'])
-    .where('id', '=', userId)
-    .executeTakeFirst()
-  return row && { banned: row.banned, banReason: row.ban_reason, banExpiresAt: row.ban_expires }
+  const row = await db.selectFrom('user').select(banColumns).where('id', '=', userId).executeTakeFirst()
+  return row && fieldsOf(row, banColumns)
 }
 
 /** Lifts the ban of the user when it expired at or before `now`; false when there was none to lift. */

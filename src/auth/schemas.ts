@@ -2,7 +2,7 @@
 // operations' contract (src/contract/) reads the user's shape from here.
 import { z } from 'zod'
 import { ROLES } from '../shared/roles.js'
-import { PLANS } from '../usage/plans.js'
+import { PLANS } from '../shared/plans.js'
 
 /** A new password's length: better-auth's defaults. */
 export const PASSWORD_MIN = 8

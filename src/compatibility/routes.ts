@@ -1,5 +1,5 @@
 // The compatibility operations (contract.ts): the signed-in user's results and their deep insights.
-import { currentUser, viewerOf } from '../auth/session/guard.js'
+import { currentUser, viewerOf } from '../user/signed-in.js'
 import { operationRoutes } from '../plugins/operations.js'
 import { contextOf } from '../shared/context.js'
 import { compatibilityContract } from './contract.js'

@@ -1,7 +1,7 @@
 // Compatibility results and their paid deep insights. The grant/revoke pair is the contract with
 // the payments domain: both run inside the caller's transaction, next to the payment's transition.
 import { json, type DB, type Executor, type Trx } from '../../db/index.js'
-import type { SessionUser } from '../auth/session/sessions.js'
+import type { SessionUser } from '../user/types.js'
 import type { Clock } from '../shared/clock.js'
 import { signedIn, type RequestContext } from '../shared/context.js'
 import { todayUtc } from '../shared/dates.js'

@@ -3,7 +3,7 @@
 import { sql } from 'kysely'
 import { json, type Database, type Executor, type Trx } from '../../db/index.js'
 import { CREDENTIAL } from '../auth/queries.js'
-import type { Plan } from '../usage/plans.js'
+import type { Plan } from '../shared/plans.js'
 import type { Role } from '../shared/roles.js'
 import type { ImportSection } from './tables.js'
 

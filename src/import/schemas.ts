@@ -4,7 +4,7 @@
 import { z } from 'zod'
 import { SYSTEMS } from '../compatibility/schemas.js'
 import { CONSENT_TYPES } from '../consent/schemas.js'
-import { PLANS } from '../usage/plans.js'
+import { PLANS } from '../shared/plans.js'
 
 /** `schema`, with null and absent both becoming `fallback`. */
 const orDefault = <S extends z.ZodType, D>(schema: S, fallback: D) =>

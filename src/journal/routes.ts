@@ -1,5 +1,5 @@
 // The journal's operations (contract.ts): the signed-in user's entries and the daily prompt.
-import { currentUser, viewerOf } from '../auth/session/guard.js'
+import { currentUser, viewerOf } from '../user/signed-in.js'
 import { operationRoutes } from '../plugins/operations.js'
 import { contextOf } from '../shared/context.js'
 import { journalContract } from './contract.js'

@@ -1,7 +1,7 @@
 // Journal rules: entries are counted against the plan in the transaction that stores them, and a
 // member only ever reaches their own entries.
 import { json, type DB } from '../../db/index.js'
-import type { SessionUser } from '../auth/session/sessions.js'
+import type { SessionUser } from '../user/types.js'
 import type { Clock } from '../shared/clock.js'
 import { signedIn, type RequestContext } from '../shared/context.js'
 import { todayUtc } from '../shared/dates.js'

@@ -1,11 +1,12 @@
 // What a paid payment gives and what a refund takes back, always inside the transition's transaction.
 import type { Trx } from '../../db/index.js'
-import type { Plan } from '../usage/plans.js'
+import type { Plan } from '../shared/plans.js'
 import { grantDeepInsights, revokeDeepInsights } from '../compatibility/service.js'
 import { AppError } from '../shared/errors.js'
 import { effectivePlan } from '../usage/plans.js'
 import { PLAN_DAYS, PRODUCT_TABLE, PRODUCTS, isProduct } from './products.js'
-import { lockUserPlan, planGrantsOf, setUserPlan, underSavepoint } from './queries.js'
+import { lockUser } from '../user/queries.js'
+import { planGrantsOf, setUserPlan, underSavepoint } from './queries.js'
 import type { PaymentRow } from './tables.js'
 
 type PaidPlan = Exclude<Plan, 'free'>
@@ -22,19 +23,19 @@ type GrantOutcome =
  * (checkout refuses it; only a race gets here) and is flagged for a refund.
  */
 async function grantPlan(trx: Trx, userId: string, plan: PaidPlan, now: Date): Promise<GrantOutcome> {
-  const user = await lockUserPlan(trx, userId)
+  const user = await lockUser(trx, { id: userId }, ['plan', 'plan_expires_at'])
   if (!user) return { granted: false, reason: 'user_deleted' }
-  const active = effectivePlan({ plan: user.plan, planExpiresAt: user.plan_expires_at }, now)
+  const active = effectivePlan(user, now)
   if (plan === 'premium' && active === 'premium_plus') return { granted: false, reason: 'premium_plus_active' }
-  if (active === plan && user.plan_expires_at === null) {
+  if (active === plan && user.planExpiresAt === null) {
     return { granted: true, details: { plan, planExpiresAt: null, note: 'plan does not expire' } }
   }
-  const from = active === plan && user.plan_expires_at ? Math.max(now.getTime(), user.plan_expires_at.getTime()) : now.getTime()
+  const from = active === plan && user.planExpiresAt ? Math.max(now.getTime(), user.planExpiresAt.getTime()) : now.getTime()
   const expiresAt = new Date(from + PLAN_DAYS * DAY_MS)
   await setUserPlan(trx, userId, plan, expiresAt, now)
   return {
     granted: true,
-    details: { plan, previousPlan: user.plan, previousExpiresAt: user.plan_expires_at, planExpiresAt: expiresAt },
+    details: { plan, previousPlan: user.plan, previousExpiresAt: user.planExpiresAt, planExpiresAt: expiresAt },
     planExpiresAt: expiresAt,
   }
 }
@@ -80,16 +81,11 @@ async function revokePlan(
   plan: PaidPlan,
   now: Date,
 ): Promise<Record<string, unknown>> {
-  const user = await lockUserPlan(trx, payment.user_id)
-  if (
-    !user ||
-    user.plan !== plan ||
-    user.plan_expires_at === null ||
-    !(await planStillFrom(trx, payment, user.plan_expires_at))
-  ) {
+  const user = await lockUser(trx, { id: payment.user_id }, ['plan', 'plan_expires_at'])
+  if (!user || user.plan !== plan || user.planExpiresAt === null || !(await planStillFrom(trx, payment, user.planExpiresAt))) {
     return { plan: user?.plan ?? null, changed: false }
   }
-  const shortened = new Date(user.plan_expires_at.getTime() - PLAN_DAYS * DAY_MS)
+  const shortened = new Date(user.planExpiresAt.getTime() - PLAN_DAYS * DAY_MS)
   if (shortened.getTime() <= now.getTime()) {
     await setUserPlan(trx, payment.user_id, 'free', null, now)
     return { plan: 'free', changed: true }

@@ -1,5 +1,5 @@
 // The one product table. Prices are integer rupiah (IDR has no minor unit in everyday use).
-import type { Plan } from '../usage/plans.js'
+import type { Plan } from '../shared/plans.js'
 
 export const PRODUCTS = ['deep_insights', 'premium_month', 'premium_plus_month'] as const
 export type Product = (typeof PRODUCTS)[number]

@@ -1,7 +1,7 @@
 // SQL of the payment domain. Every status change is one compare-and-set UPDATE.
 import { sql } from 'kysely'
 import type { Executor, Trx } from '../../db/index.js'
-import type { Plan } from '../usage/plans.js'
+import type { Plan } from '../shared/plans.js'
 import { newestFirst, type PageRequest } from '../shared/pagination.js'
 import type { PaymentRow, PaymentStatus, Provider } from './tables.js'
 
@@ -105,10 +105,6 @@ export async function recordWebhookEvent(
 
 export async function listUserPayments(db: Executor, userId: string, page: PageRequest): Promise<PaymentRow[]> {
   return newestFirst(db.selectFrom('payment').selectAll().where('user_id', '=', userId), page).execute()
-}
-
-export async function lockUserPlan(db: Executor, userId: string) {
-  return db.selectFrom('user').select(['plan', 'plan_expires_at']).where('id', '=', userId).forUpdate().executeTakeFirst()
 }
 
 export async function findUserPlan(db: Executor, userId: string) {

@@ -3,7 +3,7 @@
 import type { FastifyInstance } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
-import { currentUser } from '../auth/session/guard.js'
+import { currentUser } from '../user/signed-in.js'
 import { ErrorSchema } from '../shared/errors.js'
 import { PUBLIC } from '../shared/route-policy.js'
 import { contextOf } from '../shared/context.js'

@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely'
+import type { Kysely } from 'kysely'
 import type { Trx } from '../../db/index.js'
 import type { SectionKey } from './schemas.js'
 
@@ -50,33 +50,4 @@ export async function readPersonalData(trx: Trx, userId: string): Promise<{ user
       .execute()
   }
   return { user, sections }
-}
-
-/**
- * What outlives the account loses what points to the person. Consents stay as the record of what
- * was agreed to, no longer tied to a person or a device. Payments stay for the books; explicit
- * rather than left to ON DELETE SET NULL, so erasure never depends on how a foreign key was
- * declared. The audit log keeps ids (accountability) but not the email addresses, the current one
- * and every one the account had before, wherever they appear (a failed sign-in, an admin's
- * search): every JSON string equal to one becomes "[deleted]".
- */
-export async function anonymiseKeptRecords(trx: Trx, user: { id: string; email: string }): Promise<void> {
-  await trx
-    .updateTable('consent_record')
-    .set({ user_id: null, ip: null, user_agent: null })
-    .where('user_id', '=', user.id)
-    .execute()
-  await trx.updateTable('payment').set({ user_id: null }).where('user_id', '=', user.id).execute()
-  const row = await trx.selectFrom('user').select('former_emails').where('id', '=', user.id).executeTakeFirst()
-  for (const email of new Set([user.email, ...(row?.former_emails ?? [])])) {
-    const quoted = JSON.stringify(email)
-    await sql`
-      update audit_event set details = replace(details::text, ${quoted}, '"[deleted]"')::jsonb
-      where strpos(details::text, ${quoted}) > 0`.execute(trx)
-  }
-}
-
-/** The cascade removes sessions, accounts, verifications, journal, results and usage. */
-export async function deleteUser(trx: Trx, userId: string): Promise<void> {
-  await trx.deleteFrom('user').where('id', '=', userId).execute()
 }

@@ -1,6 +1,6 @@
 // The personal-data operations (contract.ts): the signed-in user's data, their security activity, and erasure.
 import { listSecurityEvents } from '../auth/security/events.js'
-import { currentUser } from '../auth/session/guard.js'
+import { currentUser } from '../user/signed-in.js'
 import { operationRoutes } from '../plugins/operations.js'
 import { contextOf } from '../shared/context.js'
 import { personalDataContract } from './contract.js'

@@ -1,13 +1,14 @@
 // The user's personal data (GDPR): everything held about them as one document, and erasure.
-import type { DB, Trx } from '../../db/index.js'
+import type { DB } from '../../db/index.js'
 import { forUser, type PasswordHasher } from '../auth/password/password.js'
 import { findPasswordHash } from '../auth/queries.js'
-import type { SessionUser } from '../auth/session/sessions.js'
-import { recordAudit, recordUserEvent } from '../shared/audit.js'
+import { recordUserEvent } from '../shared/audit.js'
 import type { Clock } from '../shared/clock.js'
 import type { RequestContext } from '../shared/context.js'
-import { AppError, forbidden } from '../shared/errors.js'
-import { anonymiseKeptRecords, deleteUser, readPersonalData, type Row, type SectionKey } from './queries.js'
+import { AppError } from '../shared/errors.js'
+import { assertDeletable, eraseAccount } from '../user/erase.js'
+import type { SessionUser } from '../user/types.js'
+import { readPersonalData, type Row, type SectionKey } from './queries.js'
 
 export interface PersonalDataDeps {
   db: DB
@@ -45,24 +46,6 @@ export async function exportMyData(deps: PersonalDataDeps, ctx: RequestContext, 
 const RECENT_SIGN_IN_MS = 10 * 60 * 1000
 
 const invalidPassword = () => new AppError(401, 'INVALID_PASSWORD', 'Password is incorrect')
-
-/** The service must always keep an operator: an owner is removed from the command line. */
-export function assertDeletable(user: Pick<SessionUser, 'role'>): void {
-  if (user.role === 'owner') throw forbidden('An owner account cannot be deleted through the API')
-}
-
-/**
- * THE deletion of an account, in the caller's transaction (DELETE /api/v1/me and better-auth's
- * delete-user share it). The cascade removes sessions, accounts, verifications, journal, results
- * and usage; payments and consents stay with user_id set NULL (anonymised); the audit event of the
- * deletion keeps only the id.
- */
-export async function eraseAccount(trx: Trx, user: Pick<SessionUser, 'id' | 'email'>): Promise<void> {
-  await anonymiseKeptRecords(trx, user)
-  await deleteUser(trx, user.id)
-  // No ip, no email: the event must not put back the personal data the deletion removed.
-  await recordAudit(trx, { actorId: user.id, action: 'account.deleted', targetType: 'user', targetId: user.id })
-}
 
 /** Deletes the account of `user`, signed in with `session`, once the password (or a recent sign-in) confirms it. */
 export async function deleteMyAccount(

@@ -1,7 +1,8 @@
 import type { Updateable } from 'kysely'
 import type { Executor } from '../../db/index.js'
-import { profileColumns, toProfile, type Profile } from '../auth/queries.js'
-import type { UserTable } from '../auth/tables.js'
+import { profileColumns, toProfile } from '../user/rows.js'
+import type { UserTable } from '../user/tables.js'
+import type { Profile } from '../user/types.js'
 
 export type ProfileChanges = Pick<
   Updateable<UserTable>,

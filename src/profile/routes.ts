@@ -1,5 +1,5 @@
 // getProfile and updateProfile (contract.ts): the signed-in user's own profile, nobody else's.
-import { currentUser } from '../auth/session/guard.js'
+import { currentUser } from '../user/signed-in.js'
 import { contextOf } from '../shared/context.js'
 import { operationRoutes } from '../plugins/operations.js'
 import { profileContract } from './contract.js'

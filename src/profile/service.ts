@@ -1,14 +1,13 @@
 // The profile of the signed-in user. There are no id parameters: every function takes the session's
 // user, so nobody can read or change another user's profile through these routes.
 import { json, type DB } from '../../db/index.js'
-import type { Profile } from '../auth/queries.js'
-import type { SignedInUser } from '../auth/session/sessions.js'
 import { recordUserEvent } from '../shared/audit.js'
 import type { Clock } from '../shared/clock.js'
 import type { RequestContext } from '../shared/context.js'
 import { unauthorized } from '../shared/errors.js'
 import { todayUtc } from '../shared/dates.js'
 import { invalidInput } from '../shared/validation.js'
+import type { Profile, SignedInUser } from '../user/types.js'
 import { updateProfileRow, type ProfileChanges } from './queries.js'
 import { canonicalLocale, ianaZone, type UpdateProfileInput } from './schemas.js'
 

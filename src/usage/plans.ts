@@ -1,9 +1,6 @@
-// Plans, metrics and their limits: the one table the rest of the service reads. Imports nothing:
-// the contract (src/contract/) reads the lists too.
-
-/** The one list of plans: schemas (z.enum(PLANS)), limits and analytics all read it from here. */
-export const PLANS = ['free', 'premium', 'premium_plus'] as const
-export type Plan = (typeof PLANS)[number]
+// Metrics and the plans' limits: the one table the rest of the service reads. Imports only the
+// list of plans (src/shared/plans.ts): the contract (src/contract/) reads these lists too.
+import type { Plan } from '../shared/plans.js'
 
 export const METRICS = ['aiMessages', 'compatibilityChecks', 'journalEntries'] as const
 export type Metric = (typeof METRICS)[number]

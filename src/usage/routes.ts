@@ -1,5 +1,5 @@
 // getPlanAndUsage and usage.increment (contract.ts), for the signed-in user only.
-import { currentUser } from '../auth/session/guard.js'
+import { currentUser } from '../user/signed-in.js'
 import { operationRoutes } from '../plugins/operations.js'
 import { contextOf } from '../shared/context.js'
 import { CountWriter } from './count-writer.js'

@@ -1,5 +1,6 @@
 import { z } from 'zod'
-import { METRICS, PLANS } from './plans.js'
+import { PLANS } from '../shared/plans.js'
+import { METRICS } from './plans.js'
 
 /** The most one increment may count. */
 export const MAX_AMOUNT = 1000

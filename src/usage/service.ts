@@ -1,6 +1,6 @@
 // Plan-limit enforcement: the one function every domain calls to count usage.
 import type { DB, Executor, Trx } from '../../db/index.js'
-import type { Plan } from './plans.js'
+import type { Plan } from '../shared/plans.js'
 import type { Clock } from '../shared/clock.js'
 import type { RequestContext } from '../shared/context.js'
 import { AppError } from '../shared/errors.js'

@@ -38,7 +38,7 @@ function fileGraph(): Graph {
   return graph
 }
 
-/** A top-level folder of src/ (`src/auth/session/guard.ts` -> `auth`); a loose file is its own node. */
+/** A top-level folder of src/ (`src/auth/session/sessions.ts` -> `auth`); a loose file is its own node. */
 const folderOf = (path: string) => path.split('/')[1]!.replace(/\.ts$/, '')
 
 function folderGraph(files: Graph): Graph {

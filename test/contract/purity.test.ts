@@ -46,5 +46,5 @@ t.test('the walk would see a server import', async (t) => {
     importsOf(join(root, 'src/app.ts')).filter((s) => s === 'fastify'),
     ['fastify'],
   )
-  t.ok(importsOf(join(root, 'src/profile/routes.ts')).includes('../auth/session/guard.js'))
+  t.ok(importsOf(join(root, 'src/profile/routes.ts')).includes('../user/signed-in.js'))
 })

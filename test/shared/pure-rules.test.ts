@@ -7,7 +7,8 @@ import fc from 'fast-check'
 import t from 'tap'
 import { clientKey } from '../../src/plugins/rate-limit.js'
 import { CursorParam, encodeCursor } from '../../src/shared/cursor.js'
-import { currentPeriod, effectivePlan, METRIC_PERIOD, METRICS, PLANS } from '../../src/usage/plans.js'
+import { currentPeriod, effectivePlan, METRIC_PERIOD, METRICS } from '../../src/usage/plans.js'
+import { PLANS } from '../../src/shared/plans.js'
 
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 500)
 const instant = fc.date({

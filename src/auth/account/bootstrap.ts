@@ -10,7 +10,8 @@
 import type { FastifyBaseLogger } from 'fastify'
 import type { DB, Trx } from '../../../db/index.js'
 import { takeAccountBack } from './take-back.js'
-import { findUserByEmail, lockRoleOfVerifiedUser, waysIn } from '../queries.js'
+import { waysIn } from '../queries.js'
+import { findUserByEmail, lockUser } from '../../user/queries.js'
 import { changeRole } from './roles.js'
 
 /**
@@ -45,7 +46,9 @@ export async function maybeBootstrapOwner(
   log: FastifyBaseLogger,
 ): Promise<'promoted' | 'needs-reset' | 'no'> {
   if (!user.emailVerified || !isBootstrapEmail(user.email, bootstrapEmail)) return 'no'
-  const role = await lockRoleOfVerifiedUser(trx, user.id)
+  // Still verified, read under the lock that a promotion holds until it commits.
+  const locked = await lockUser(trx, { id: user.id }, ['role', 'email_verified'])
+  const role = locked?.emailVerified ? locked.role : undefined
   if (!role || role === 'owner') return 'no'
   if (proof === 'mailbox' || (proof !== 'reset' && !(await onlyWayIn(trx, user.id, proof.login)))) {
     log.warn(NEEDS_RESET)

@@ -10,7 +10,7 @@ import { ErrorSchema } from '../../shared/errors.js'
 import { resolveOptionalRedirect, resolveRedirect, withQuery } from '../../shared/redirect.js'
 import { PUBLIC, REVERIFIES_PASSWORD } from '../../shared/route-policy.js'
 import { landAfterLink } from '../links/emailed-link.js'
-import { currentUser } from '../session/guard.js'
+import { currentUser } from '../../user/signed-in.js'
 import { CallbackUrl, CurrentPassword, Email, EmailedToken, Status } from '../schemas.js'
 import {
   assertNewEmail,

@@ -2,7 +2,6 @@
 // routes: name and image, the change of address, deletion, and the ways in (linked accounts).
 import type { DB, Trx } from '../../../db/index.js'
 import type { Config } from '../../config.js'
-import { assertDeletable, eraseAccount } from '../../personal-data/service.js'
 import type { Mailer } from '../../plugins/mailer.js'
 import { updateProfile } from '../../profile/service.js'
 import { recordUserEvent } from '../../shared/audit.js'
@@ -21,8 +20,10 @@ import {
   type VerificationRecord,
 } from '../links/verification.js'
 import { forUser, type PasswordHasher } from '../password/password.js'
-import { findPasswordHash, findUserById, lockSessionOf, lockUser } from '../queries.js'
-import type { SessionUser, SignedInUser } from '../session/sessions.js'
+import { findPasswordHash, lockSessionOf } from '../queries.js'
+import { findUserById, lockUser } from '../../user/queries.js'
+import { assertDeletable, eraseAccount } from '../../user/erase.js'
+import type { SessionUser, SignedInUser } from '../../user/types.js'
 import {
   accountsOfUser,
   deleteAccountOfUser,
@@ -103,7 +104,7 @@ export async function requestEmailChange(
     // began ended the session and every pending link, and a link issued now would outlive them. The
     // user row, then the session, as those go: either the session is gone (nothing is issued) or the
     // reset waits and then ends this link too. The address and its verification are read afresh.
-    const current = await lockUser(trx, user.id)
+    const current = await lockUser(trx, { id: user.id }, ['email', 'email_verified'])
     if (!current || current.email !== user.email || !(await lockSessionOf(trx, user.id, sessionId))) return null
     if (!current.emailVerified) {
       if (await emailTaken(trx, newEmail)) {

@@ -4,7 +4,8 @@
 // account's session), by the identity provider vouching for such an address, and by the bootstrap
 // owner's promotion.
 import type { Trx } from '../../../db/index.js'
-import { deleteAccountsBut, endSessionsOfUser, lockUser } from '../queries.js'
+import { deleteAccountsBut, endSessionsOfUser } from '../queries.js'
+import { lockUser } from '../../user/queries.js'
 import { deleteTwoFactor } from '../two-factor/queries.js'
 import { revokeTokens } from '../links/verification.js'
 
@@ -26,7 +27,7 @@ export interface TakenBack {
  * flight outlives it), every emailed link; the address counts as proven by its holder.
  */
 export async function takeAccountBack(trx: Trx, userId: string, keep: KeptWayIn, now: Date): Promise<TakenBack> {
-  await lockUser(trx, userId)
+  await lockUser(trx, { id: userId }, ['id'])
   const removedAccounts = (await deleteAccountsBut(trx, userId, keep)).sort()
   const { trustedDevices } = await deleteTwoFactor(trx, userId)
   await trx

@@ -11,7 +11,7 @@ import { AppError } from '../../shared/errors.js'
 import { resolveOptionalRedirect, withQuery } from '../../shared/redirect.js'
 import { SingleLine } from '../../shared/validation.js'
 import { landAfterLink } from '../links/emailed-link.js'
-import { currentUser } from '../session/guard.js'
+import { currentUser } from '../../user/signed-in.js'
 import {
   CallbackUrl,
   CurrentPassword,

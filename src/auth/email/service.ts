@@ -21,18 +21,16 @@ import {
   endSessionsOfUser,
   findCredentialByEmail,
   findPasswordHash,
-  findUserByEmail,
-  findUserById,
   insertAccount,
   insertUser,
   lockSessionOf,
-  lockUser,
   markEmailVerified,
   markWaysInUnproven,
   replacePasswordHash,
   setPasswordHash,
-  type UserWithFlags,
 } from '../queries.js'
+import { findUserByEmail, findUserById, lockUser } from '../../user/queries.js'
+import type { UserWithFlags } from '../../user/types.js'
 import { approveEmailChange, completeEmailChange } from '../account/service.js'
 import { takeAccountBack, waysInUnproven } from '../account/take-back.js'
 import { deleteChallenges } from '../two-factor/queries.js'
@@ -188,7 +186,7 @@ export async function resetPassword(deps: EmailAuthDeps, ctx: RequestContext, to
   const notice = await deps.db.transaction().execute(async (trx) => {
     const now = deps.clock.now()
     // The user row first, the order of every writer of the account; then the token is spent.
-    await lockUser(trx, peeked.userId)
+    await lockUser(trx, { id: peeked.userId }, ['id'])
     const record = await consumeToken(trx, 'reset-password', token, now)
     if (!record || record.userId !== peeked.userId) throw invalidToken()
     const user = await findUserById(trx, record.userId)
@@ -261,7 +259,7 @@ export async function verifyEmail(
   try {
     mail = await deps.db.transaction().execute(async (trx) => {
       const now = deps.clock.now()
-      await lockUser(trx, peeked.userId)
+      await lockUser(trx, { id: peeked.userId }, ['id'])
       const record = await consumeTokenOf(trx, VERIFY_LINK_PURPOSES, token, now)
       if (!record || record.userId !== peeked.userId) throw invalidToken()
       if (record.purpose === 'change-email-confirmation') return approveEmailChange(deps, trx, record)
@@ -311,7 +309,7 @@ export async function changePassword(
     // Checked again where it is written: a password reset while the hashes ran ended this session
     // and replaced the password, and a stale change must not undo it (nor end the resetter's sessions).
     // The user row, the password row, then the session: resetPassword's order, so the two never deadlock.
-    await lockUser(trx, input.userId)
+    await lockUser(trx, { id: input.userId }, ['id'])
     if (!(await replacePasswordHash(trx, input.userId, stored, passwordHash, now))) {
       throw new AppError(401, 'INVALID_PASSWORD', 'The current password is wrong')
     }

@@ -19,7 +19,9 @@ import type { Clock } from '../../shared/clock.js'
 import type { RequestContext } from '../../shared/context.js'
 import { conflict } from '../../shared/errors.js'
 import { emailTaken, replaceEmail } from '../account/queries.js'
-import { deleteAccountsBut, endSessionsOfUser, findUserById, lockUser, type UserWithFlags } from '../queries.js'
+import { deleteAccountsBut, endSessionsOfUser } from '../queries.js'
+import { findUserById, lockUser } from '../../user/queries.js'
+import type { UserWithFlags } from '../../user/types.js'
 import { consumeToken, invalidToken, peekToken, revokeTokens, type VerificationRecord } from '../links/verification.js'
 import { NOTICE_PURPOSE, type NoticeData, type NoticeEvent } from './notices.js'
 import { requirePasswordReset } from './queries.js'
@@ -68,7 +70,7 @@ export async function secureAccount(deps: SecureAccountDeps, ctx: RequestContext
     return await deps.db.transaction().execute(async (trx) => {
       const now = deps.clock.now()
       // The user row first, the order of every writer of the account.
-      const current = await lockUser(trx, userId)
+      const current = await lockUser(trx, { id: userId }, ['email'])
       const record = await consumeToken(trx, NOTICE_PURPOSE, token, now)
       const notice = record && noticeOf(record)
       if (!record || record.userId !== userId || !notice) throw invalidToken()

@@ -13,7 +13,8 @@
 // be what the notification just invalidated): it is cached only when the listener's version did not
 // move in between.
 import type { Listener, ListenOptions } from '../../../db/notifications.js'
-import type { SessionState, SignedInUser } from './sessions.js'
+import type { SignedInUser } from '../../user/types.js'
+import type { SessionState } from './types.js'
 
 /** The channel the triggers notify (the name is also written in the migration). */
 export const SESSION_CACHE_CHANNEL = 'auth_cache'

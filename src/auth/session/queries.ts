@@ -3,9 +3,10 @@
 import type { Selectable } from 'kysely'
 import type { Executor } from '../../../db/index.js'
 import { preparedStatement } from '../../../db/prepared.js'
-import { toProfile, toSessionUser, type ProfileRow, type SessionUserRow } from '../queries.js'
+import { signedInUserColumns, type SignedInUserRow, toSignedInUser } from '../../user/rows.js'
+import type { SignedInUser } from '../../user/types.js'
 import type { SessionTable } from '../tables.js'
-import type { SessionState, SessionView, SignedInUser } from './sessions.js'
+import type { SessionState, SessionView } from './types.js'
 
 /** A session row as the session manager sees it: the public id, its token hash and its times. */
 export interface StoredSession extends SessionView {
@@ -15,29 +16,25 @@ export interface StoredSession extends SessionView {
 }
 
 // Runs on every request that carries a session cookie: a prepared statement (db/prepared.ts), one
-// indexed lookup by token hash joined to the whole user row, profile included.
+// indexed lookup by token hash joined to the whole user row, profile included. Its text is written
+// once, at module load, from the user's column list (src/user/rows.ts): a column the user gains is
+// read here without a second list to keep in step.
 const SESSION_LOOKUP = preparedStatement<
-  SessionUserRow &
-    ProfileRow & {
-      session_id: string
-      expires_at: Date
-      remember_me: boolean
-      ip_address: string | null
-      user_agent: string | null
-      two_factor_verified: boolean
-      session_created_at: Date
-      session_updated_at: Date
-      banned: boolean
-      ban_expires: Date | null
-    }
+  SignedInUserRow & {
+    session_id: string
+    expires_at: Date
+    remember_me: boolean
+    ip_address: string | null
+    user_agent: string | null
+    two_factor_verified: boolean
+    session_created_at: Date
+    session_updated_at: Date
+  }
 >(
   'session_lookup',
   `select s.id as session_id, s.expires_at, s.remember_me, s.ip_address, s.user_agent, s.two_factor_verified,
      s.created_at as session_created_at, s.updated_at as session_updated_at,
-     u.id, u.name, u.email, u.email_verified, u.image, u.role, u.plan, u.plan_expires_at, u.two_factor_enabled,
-     u.created_at, u.updated_at,
-     u.birth_date, u.birth_time, u.birth_place, u.gender, u.locale, u.timezone,
-     u.banned, u.ban_expires
+     ${signedInUserColumns.map((column) => `u.${column}`).join(', ')}
    from "session" s join "user" u on u.id = s.user_id
    where s.token_hash = $1`,
 )
@@ -60,10 +57,7 @@ export async function findSessionByTokenHash(
     rememberMe: row.remember_me,
     twoFactorVerified: row.two_factor_verified,
   }
-  return {
-    session,
-    user: { ...toSessionUser(row), profile: toProfile(row), banned: row.banned, banExpiresAt: row.ban_expires },
-  }
+  return { session, user: toSignedInUser(row) }
 }
 
 export async function insertSession(db: Executor, session: StoredSession): Promise<void> {

@@ -3,7 +3,9 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { andThen, type MaybePromise } from '../../shared/maybe-async.js'
 import type { SessionCookie } from './cookies.js'
-import type { SessionManager, SessionState, SignedInUser } from './sessions.js'
+import type { SignedInUser } from '../../user/types.js'
+import type { SessionManager } from './sessions.js'
+import type { SessionState } from './types.js'
 
 declare module 'fastify' {
   interface FastifyRequest {

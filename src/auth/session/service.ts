@@ -5,7 +5,8 @@ import { recordAudit, recordUserEvent } from '../../shared/audit.js'
 import type { RequestContext } from '../../shared/context.js'
 import { notFound } from '../../shared/errors.js'
 import { endSessionsOfUser } from '../queries.js'
-import type { CheckedCredential, SessionManager, SessionView } from './sessions.js'
+import type { CheckedCredential, SessionManager } from './sessions.js'
+import type { SessionView } from './types.js'
 
 export interface SessionDeps {
   db: DB

@@ -16,9 +16,9 @@ import type { MaybePromise } from '../../shared/maybe-async.js'
 import { newId } from '../../shared/ids.js'
 import { bannedUser, isBanned } from '../account/ban.js'
 import { unauthorized } from '../../shared/errors.js'
-import { endSessionsOfUser, lockUserForSignIn, type Profile } from '../queries.js'
-import type { Plan } from '../../usage/plans.js'
-import type { Role } from '../../shared/roles.js'
+import { endSessionsOfUser } from '../queries.js'
+import { lockUser } from '../../user/queries.js'
+import type { SignedInUser } from '../../user/types.js'
 import { hashToken, newToken } from './tokens.js'
 import type { CachedSession, SessionCache } from './cache.js'
 import {
@@ -32,51 +32,9 @@ import {
   setSessionExpiry,
   type StoredSession,
 } from './queries.js'
+import type { SessionState, SessionView } from './types.js'
 
 const BROWSER_SESSION_MS = 24 * 60 * 60 * 1000 // rememberMe: false
-
-/** The user as returned to its owner (docs/http-contract.md, "Accounts and sessions"). */
-export interface SessionUser {
-  id: string
-  name: string
-  email: string
-  emailVerified: boolean
-  image: string | null
-  role: Role
-  plan: Plan
-  planExpiresAt: Date | null
-  twoFactorEnabled: boolean
-  createdAt: Date
-  updatedAt: Date
-}
-
-/**
- * The user of a valid session, with their profile: the session lookup reads the whole user row in
- * its one query, so routes such as getProfile need no query of their own.
- */
-export interface SignedInUser extends SessionUser {
-  profile: Profile
-  /** The suspension (src/auth/account/ban.ts): a session of a user whose ban holds is refused. */
-  banned: boolean
-  banExpiresAt: Date | null
-}
-
-/** The session as shown to clients: `id` is the public id, never the token or its hash. */
-export interface SessionView {
-  id: string
-  userId: string
-  expiresAt: Date
-  createdAt: Date
-  updatedAt: Date
-  ipAddress: string | null
-  userAgent: string | null
-}
-
-/** A session as the server knows it: `twoFactorVerified`, it was started after a second factor (REQUIRE_ADMIN_TWO_FACTOR). */
-export interface SessionState extends SessionView {
-  rememberMe: boolean
-  twoFactorVerified: boolean
-}
 
 export interface ValidSession {
   user: SignedInUser
@@ -233,7 +191,7 @@ export class SessionManager {
       expiresAt: this.expiryFrom(now, options.rememberMe),
     }
     await this.db.transaction().execute(async (trx) => {
-      const user = await lockUserForSignIn(trx, userId)
+      const user = await lockUser(trx, { id: userId }, ['credential_epoch', 'banned', 'ban_expires'], 'share')
       if (!user || user.credentialEpoch !== credential.epoch) throw staleSignIn()
       // Every sign-in path checks the ban first (banHolds); this is the last word, whatever the path.
       if (isBanned(user, now)) throw bannedUser()

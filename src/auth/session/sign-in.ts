@@ -10,7 +10,8 @@ import type { TwoFactorCookies } from '../two-factor/cookies.js'
 import { beginSignIn } from '../two-factor/service.js'
 import type { SessionCookie } from './cookies.js'
 import { startSession } from './service.js'
-import type { CheckedCredential, SessionManager, SessionView } from './sessions.js'
+import type { CheckedCredential, SessionManager } from './sessions.js'
+import type { SessionView } from './types.js'
 
 export interface SignInDeps {
   db: DB

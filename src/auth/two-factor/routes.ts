@@ -8,7 +8,7 @@ import { contextOf } from '../../shared/context.js'
 import { AppError, ErrorSchema } from '../../shared/errors.js'
 import { REVERIFIES_PASSWORD, type RoutePolicy } from '../../shared/route-policy.js'
 import { PlainText } from '../../shared/validation.js'
-import { currentUser } from '../session/guard.js'
+import { currentUser } from '../../user/signed-in.js'
 import { CurrentPassword, Status, toUserJson, UserSchema } from '../schemas.js'
 import { signInWith } from '../session/sign-in.js'
 import {

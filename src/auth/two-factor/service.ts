@@ -8,7 +8,9 @@ import type { RequestContext } from '../../shared/context.js'
 import { AppError, unauthorized } from '../../shared/errors.js'
 import { forUser, type PasswordHasher } from '../password/password.js'
 import type { CheckedCredential } from '../session/sessions.js'
-import { findPasswordHash, findUserById, lockSessionOf, lockUser, type UserWithFlags } from '../queries.js'
+import { findPasswordHash, lockSessionOf } from '../queries.js'
+import { findUserById, lockUser } from '../../user/queries.js'
+import type { UserWithFlags } from '../../user/types.js'
 import { CHALLENGE_TTL_MS, TRUSTED_DEVICE_TTL_MS } from './cookies.js'
 import { matchingStep, newBackupCodes, newTotpSecret, totpUri, type TwoFactorKeys } from './crypto.js'
 import {
@@ -102,7 +104,7 @@ export async function enableTwoFactor(
     const now = deps.clock.now()
     // The user row first, the order of every writer of the account: a deletion that committed
     // meanwhile leaves nobody to set up (401, not a foreign-key error).
-    if (!(await lockUser(trx, user.id))) throw unauthorized()
+    if (!(await lockUser(trx, { id: user.id }, ['id']))) throw unauthorized()
     if (!(await putPendingSecret(trx, user.id, deps.keys.encrypt(secret), now))) throw alreadyEnabled()
     await replaceBackupCodes(trx, user.id, hashCodes(deps, backupCodes))
     // A password reset while the password was checked ended this session: no setup from it. After
@@ -137,7 +139,7 @@ export async function regenerateBackupCodes(
   if (!user.twoFactorEnabled) throw notEnabled()
   const backupCodes = newBackupCodes()
   await deps.db.transaction().execute(async (trx) => {
-    if (!(await lockUser(trx, user.id))) throw unauthorized() // deleted meanwhile
+    if (!(await lockUser(trx, { id: user.id }, ['id']))) throw unauthorized() // deleted meanwhile
     await replaceBackupCodes(trx, user.id, hashCodes(deps, backupCodes))
     await recordUserEvent(trx, ctx, user.id, 'auth.two_factor.backup_codes_regenerated')
   })
@@ -152,7 +154,7 @@ export async function disableTwoFactor(deps: Noticing, ctx: RequestContext, user
   await checkPassword(deps, ctx, userId, password)
   const notice = await deps.db.transaction().execute(async (trx) => {
     const now = deps.clock.now()
-    await lockUser(trx, userId) // first, as every writer of the account
+    await lockUser(trx, { id: userId }, ['id']) // first, as every writer of the account
     const { trustedDevices } = await deleteTwoFactor(trx, userId)
     await setTwoFactorEnabled(trx, userId, false, now)
     await clearSessionsTwoFactorVerified(trx, userId)
@@ -215,7 +217,7 @@ export async function verifyForSession(
       // and turning two-factor on without its secret would lock the account's holder out. The setup
       // first, then the session: resetPassword's order, so the two never deadlock. The user row
       // before them all, as every writer of the account takes it.
-      if (!(await lockUser(trx, user.id))) throw unauthorized()
+      if (!(await lockUser(trx, { id: user.id }, ['id']))) throw unauthorized()
       if (!(await lockSetup(trx, user.id, row.secret))) throw totpNotEnabled()
       if (!(await lockSessionOf(trx, user.id, sessionId))) throw unauthorized()
       await checkCode(deps, trx, user.id, row.secret, method, code)

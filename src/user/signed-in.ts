@@ -1,9 +1,11 @@
 // The signed-in user of a request. Who may call a route is declared in its policy and enforced by
-// plugins/route-policy.ts before the handler runs; this is only how a handler reads the result.
+// plugins/route-policy.ts before the handler runs (the session hook of auth/session/ sets
+// request.user); this is only how a handler reads the result, in the user's home so that every
+// domain's routes read it without importing auth.
 import type { FastifyRequest } from 'fastify'
-import { unauthorized } from '../../shared/errors.js'
-import type { Viewer } from '../../shared/moderation.js'
-import type { SignedInUser } from './sessions.js'
+import { unauthorized } from '../shared/errors.js'
+import type { Viewer } from '../shared/moderation.js'
+import type { SignedInUser } from './types.js'
 
 /** The signed-in user of a route whose policy requires a session. */
 export function currentUser(request: FastifyRequest): SignedInUser {

@@ -1,0 +1,18 @@
+// A session as the queries read it and the session manager, the cache and the routes pass it on.
+
+/** The session as shown to clients: `id` is the public id, never the token or its hash. */
+export interface SessionView {
+  id: string
+  userId: string
+  expiresAt: Date
+  createdAt: Date
+  updatedAt: Date
+  ipAddress: string | null
+  userAgent: string | null
+}
+
+/** A session as the server knows it: `twoFactorVerified`, it was started after a second factor (REQUIRE_ADMIN_TWO_FACTOR). */
+export interface SessionState extends SessionView {
+  rememberMe: boolean
+  twoFactorVerified: boolean
+}
