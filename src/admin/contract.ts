@@ -1,7 +1,7 @@
 // Admin operations: procedures admin.<name>, REST under /api/v1/admin. Every one needs the admin or
 // owner role (403 FORBIDDEN for anyone else), checked before the input is read, so a member learns
 // nothing about the admin schemas, not even from a 400.
-import { operation } from '../contract/operation.js'
+import { operation } from '../shared/operation.js'
 import { ErrorSchema } from '../shared/errors.js'
 import { ADMIN } from '../shared/route-policy.js'
 import {

@@ -1,6 +1,6 @@
 // Compatibility results and their paid deep insights: procedures compatibility.<name>, REST under
 // /api/v1/compatibility/results.
-import { operation } from '../contract/operation.js'
+import { operation } from '../shared/operation.js'
 import { ErrorSchema } from '../shared/errors.js'
 import { IdParams } from '../shared/validation.js'
 import {

@@ -1,5 +1,5 @@
 // Consent records: procedures consent.recordConsent and consent.getConsents, REST /api/v1/consent.
-import { NoInput, operation } from '../contract/operation.js'
+import { NoInput, operation } from '../shared/operation.js'
 import { ConsentInput, ConsentRecordSchema, ConsentsSchema } from './schemas.js'
 
 const tags = ['consent']

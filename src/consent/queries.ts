@@ -1,7 +1,15 @@
 import type { Executor } from '../../db/index.js'
 import { newId } from '../shared/ids.js'
-import type { ConsentRecord } from './service.js'
 import type { ConsentType } from './tables.js'
+
+/** One decision, as the log keeps it. */
+export interface ConsentRecord {
+  id: string
+  type: ConsentType
+  version: string
+  granted: boolean
+  createdAt: Date
+}
 
 const columns = ['id', 'type', 'version', 'granted', 'created_at'] as const
 

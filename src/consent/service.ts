@@ -3,20 +3,12 @@
 import type { DB, Executor } from '../../db/index.js'
 import type { RequestContext } from '../shared/context.js'
 import { unauthorized } from '../shared/errors.js'
-import { insertConsents, listConsents } from './queries.js'
+import { type ConsentRecord, insertConsents, listConsents } from './queries.js'
 import type { ConsentInput } from './schemas.js'
 import type { ConsentType } from './tables.js'
 
 export interface ConsentDeps {
   db: DB
-}
-
-export interface ConsentRecord {
-  id: string
-  type: ConsentType
-  version: string
-  granted: boolean
-  createdAt: Date
 }
 
 export interface Consents {

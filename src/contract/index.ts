@@ -1,6 +1,6 @@
 // The business surface as an oRPC 1.14 contract router: what the web front end imports
 // ("insight-accounts/contract") for typed procedures, with RPCLink at {base_url}/api/v1 or
-// OpenAPILink over the REST view. Types and schemas only; no server code (operation.ts).
+// OpenAPILink over the REST view. Types and schemas only; no server code (src/shared/operation.ts).
 //
 //   import { contract } from 'insight-accounts/contract'
 //   const client: ContractRouterClient<typeof contract> = createORPCClient(new RPCLink({ url, ... }))
@@ -25,4 +25,4 @@ export const contract = {
 }
 
 export type Contract = typeof contract
-export type { OperationMeta } from './operation.js'
+export type { OperationMeta } from '../shared/operation.js'

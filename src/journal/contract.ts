@@ -1,6 +1,6 @@
 // The journal: procedures journal.<name> at /api/v1/journal/<name>, REST under /api/v1/journal.
 import { z } from 'zod'
-import { operation } from '../contract/operation.js'
+import { operation } from '../shared/operation.js'
 import { ErrorSchema } from '../shared/errors.js'
 import { IdParams } from '../shared/validation.js'
 import {

@@ -1,6 +1,6 @@
 // Payments of the signed-in user: procedures payment.<name>, REST under /api/v1/payments. The
 // gateways' webhook and the sandbox's page are plain HTTP routes (routes.ts), not operations.
-import { operation } from '../contract/operation.js'
+import { operation } from '../shared/operation.js'
 import { ErrorSchema } from '../shared/errors.js'
 import { CheckoutBody, CheckoutResponse, ListQuery, PaymentIdParams, PaymentPageSchema, VerifyResponse } from './schemas.js'
 

@@ -2,7 +2,7 @@
 // me.deleteMyAccount, REST GET /api/v1/me/export, GET /api/v1/me/security-events and DELETE /api/v1/me.
 import { z } from 'zod'
 import { ListSecurityEventsQuery, SecurityEventPageSchema } from '../auth/security/schemas.js'
-import { NoInput, operation } from '../contract/operation.js'
+import { NoInput, operation } from '../shared/operation.js'
 import { ErrorSchema } from '../shared/errors.js'
 import { REVERIFIES_PASSWORD } from '../shared/route-policy.js'
 import { DeleteAccountInput, PersonalDataSchema } from './schemas.js'

@@ -1,4 +1,4 @@
-// The business surface from one declaration per operation (src/contract/operation.ts): each
+// The business surface from one declaration per operation (src/shared/operation.ts): each
 // contract procedure becomes
 // - its oRPC procedure at /api/v1/<router path>, answered by @orpc/server's own StandardRPCHandler
 //   (the protocol the web front end's RPCLink speaks: {json, meta} in and out, Dates in meta, GET
@@ -21,7 +21,7 @@ import { StrictGetMethodPlugin } from '@orpc/server/plugins'
 import { type StandardHandlerInterceptorOptions, StandardRPCHandler } from '@orpc/server/standard'
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify'
 import { z } from 'zod'
-import type { OperationMeta } from '../contract/operation.js'
+import type { OperationMeta } from '../shared/operation.js'
 import { ErrorSchema, InputError, type InputIssue } from '../shared/errors.js'
 import type { MaybePromise } from '../shared/maybe-async.js'
 import { validationFailed } from './errors.js'

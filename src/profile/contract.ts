@@ -1,6 +1,6 @@
 // The signed-in user's own profile: getProfile and updateProfile, procedures at /api/v1/getProfile
 // and /api/v1/updateProfile (the specification's paths), REST at /api/v1/profile.
-import { NoInput, operation } from '../contract/operation.js'
+import { NoInput, operation } from '../shared/operation.js'
 import { ProfileSchema, UpdateProfileInput } from './schemas.js'
 
 const tags = ['profile']

@@ -1,6 +1,6 @@
 // getPlanAndUsage (procedure /api/v1/getPlanAndUsage, the specification's path; REST /api/v1/plan)
 // and usage.increment: the signed-in user's plan and usage counters.
-import { NoInput, operation } from '../contract/operation.js'
+import { NoInput, operation } from '../shared/operation.js'
 import { IncrementInput, PlanAndUsageSchema, PlanLimitErrorSchema, UsageResultSchema } from './schemas.js'
 
 const tags = ['usage']

@@ -4,7 +4,6 @@
 // Every operation names whom it is for (admission.ts): its budgets, its one place in flight per
 // account and its turn in the queue are taken here, so no caller can skip them.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
-import type { HashAdmission } from './admission.js'
 import { isCommonPassword, passwordCompromised } from './common.js'
 import type { HashPool } from './hash-pool.js'
 
@@ -30,6 +29,15 @@ export const forAddress = (ctx: { ip: string | null }, email: string): HashFor =
 /** Work that no client asks for (the import): no budget, no account, a queue of its own. */
 export const OFFLINE: HashFor = Object.freeze({ account: 'offline', ip: null })
 
+/**
+ * Who lets an operation start (admission.ts's HashAdmission): the queue key its turn takes, and
+ * the end of the account's operation in flight. Declared here, as this module needs it, so that
+ * admission.ts imports this module and not the other way round.
+ */
+export interface Admission {
+  admit(who: HashFor): Promise<{ queueKey: string; release(): void }>
+}
+
 export type WeakAlgorithm = 'md5' | 'sha1' | 'sha256'
 const WEAK_PREFIX = '$weak-'
 
@@ -39,7 +47,7 @@ export class PasswordHasher {
   /** Without an admission (the import), every operation goes straight to the queue. */
   constructor(
     readonly pool: HashPool,
-    readonly admission?: HashAdmission,
+    readonly admission?: Admission,
   ) {}
 
   /** Hashes a password the user already has (a rehash at sign-in, the import): never refused as weak. */

@@ -5,12 +5,14 @@
 // validate with. src/plugins/operations.ts makes the procedure, the REST route and the OpenAPI
 // entry from it.
 //
-// This folder is what the web front end imports (package.json "exports": "./contract"): it and
-// every module it reaches import nothing but zod, @orpc/contract and each other
+// Every domain's contract.ts declares its operations with it, and src/contract/index.ts gathers
+// them into what the web front end imports (package.json "exports": "./contract"): here, below the
+// domains, so that the gathering imports the domains and no domain imports it back. It and every
+// module the contract reaches import nothing but zod, @orpc/contract and each other
 // (test/contract/purity.test.ts walks the imports).
 import { oc } from '@orpc/contract'
 import { z } from 'zod'
-import type { RoutePolicy } from '../shared/route-policy.js'
+import type { RoutePolicy } from './route-policy.js'
 
 /** Statuses an operation may answer besides its success, its input's 400 and its policy's 401/403. */
 export type DocumentedError = 402 | 403 | 404 | 409 | 413 | 502 | 503
