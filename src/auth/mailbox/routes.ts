@@ -10,7 +10,7 @@ import { resolveOptionalRedirect, resolveRedirect, withQuery } from '../../share
 import type { RoutePolicy } from '../../shared/route-policy.js'
 import { SingleLine } from '../../shared/validation.js'
 import { CodeStore } from '../links/codes.js'
-import { sendPage } from '../links/page.js'
+import { sendPage } from '../../shared/html-page.js'
 import {
   CallbackUrl,
   Email,
@@ -22,7 +22,8 @@ import {
   UserSchema,
 } from '../schemas.js'
 import type { UserWithFlags } from '../../user/types.js'
-import { afterFirstFactor } from '../session/sign-in.js'
+import { emailAuthDepsOf } from '../email/service.js'
+import { afterFirstFactor, signInDepsOf } from '../session/sign-in.js'
 import { MAGIC_LINK_VERIFY_PATH, renderSignInPage, renderUsedLinkPage } from './page.js'
 import {
   CODE_TYPES,
@@ -53,16 +54,8 @@ const CodeTypes = Object.keys(CODE_TYPES) as [CodeType, ...CodeType[]]
 
 export default async function mailboxRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>()
-  const deps: MailboxDeps = {
-    db: app.db,
-    clock: app.clock,
-    hasher: app.hasher,
-    mailer: app.mailer,
-    config: app.config.auth,
-    notices: app.securityNotices,
-    codes: new CodeStore(app.config.auth.secrets[0]!),
-  }
-  const signInDeps = { db: app.db, clock: app.clock, sessions: app.sessions, devices: app.knownDevices }
+  const deps: MailboxDeps = { ...emailAuthDepsOf(app), codes: new CodeStore(app.config.auth.secrets[0]!) }
+  const signInDeps = signInDepsOf(app)
 
   /** A code is mailed after the answer, whatever the address: the same answer, in the same time. */
   const sendCodeRoute = (
