@@ -3,8 +3,8 @@
 // instance's memory: still enforced, never an outage.
 import { Writable } from 'node:stream'
 import type { FastifyInstance } from 'fastify'
-import t from 'tap'
-import { MemoryCounter } from '../../src/plugins/budget-counter.js'
+import t, { type Test } from 'tap'
+import { type BudgetCounter, MemoryCounter, RedisCounter } from '../../src/plugins/budget-counter.js'
 import { clientKey } from '../../src/plugins/rate-limit.js'
 import { buildTestApp, signUp, uniqueEmail, WEB_ORIGIN } from '../helpers/app.js'
 import { redisTest } from '../helpers/redis.js'
@@ -35,17 +35,45 @@ t.test('memory counter: a fixed window per key from its first take, and a bounde
   t.same(take('b'), { allowed: false, remaining: 0, resetAt: 1_120_000 }, 'and b starts over (60 s)')
 })
 
-t.test('memory counter: a refused take is not counted, so a refund frees a place', async (t) => {
-  let now = 0
-  const counter = new MemoryCounter(() => now)
-  t.ok(counter.take('a', 1, 1000).allowed)
-  t.notOk(counter.take('a', 1, 1000).allowed)
-  t.notOk(counter.take('a', 1, 1000).allowed)
-  counter.refund('a')
-  t.ok(counter.take('a', 1, 1000).allowed, 'one refund, one more take, however many were refused')
-  now += 1000
-  counter.refund('a')
-  t.same(counter.take('a', 1, 1000), { allowed: true, remaining: 0, resetAt: 2000 }, 'a refund never reaches a later window')
+/** What both stores of the budget counter must do alike: the same takes get the same answers. */
+async function counterContract(t: Test, counter: BudgetCounter, now: () => number, wait: (ms: number) => Promise<void>) {
+  const WINDOW = 400
+  const take = async (key: string, limit = 2) => counter.take(key, limit, WINDOW)
+  const first = await take('a')
+  t.same([first.allowed, first.remaining], [true, 1])
+  t.ok(first.resetAt > now() && first.resetAt <= now() + WINDOW, 'the window ends within its length')
+  t.match(await take('a'), { allowed: true, remaining: 0 })
+  t.match(await take('a'), { allowed: false, remaining: 0 }, 'past the limit, refused')
+  t.match(await take('a'), { allowed: false, remaining: 0 })
+  await counter.refund('a')
+  t.match(await take('a'), { allowed: true, remaining: 0 }, 'a refund frees one place, however many were refused')
+  t.match(await take('a'), { allowed: false })
+  t.match(await take('b'), { allowed: true, remaining: 1 }, 'another key has its own window')
+  await counter.refund('never-taken')
+  t.match(await take('never-taken', 1), { allowed: true }, 'a refund of nothing leaves nothing to spare')
+  t.match(await take('never-taken', 1), { allowed: false })
+  await wait(WINDOW + 50)
+  await counter.refund('a') // its window has ended: nothing to give back
+  t.match(await take('a'), { allowed: true, remaining: 1 }, 'a new window once the old one ended')
+  t.match(await take('a'), { allowed: true, remaining: 0 })
+  t.match(await take('a'), { allowed: false }, 'and a refund never reaches a later window')
+}
+
+t.test('the memory store keeps the counter contract', async (t) => {
+  let now = 5_000_000
+  await counterContract(
+    t,
+    new MemoryCounter(() => now),
+    () => now,
+    async (ms) => {
+      now += ms
+    },
+  )
+})
+
+redisTest('the Redis store keeps the counter contract', 'its Lua script is not tested', async (t, { redis, prefix }) => {
+  await counterContract(t, new RedisCounter(redis, prefix, Date.now), Date.now, (ms) => new Promise((r) => setTimeout(r, ms)))
+  t.ok((await redis.keys(`${prefix}*`)).length > 0, 'its windows live in Redis under the prefix')
 })
 
 t.test('memory store', async (t) => {
