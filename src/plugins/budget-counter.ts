@@ -111,32 +111,44 @@ export class RedisCounter implements BudgetCounter {
   }
 }
 
-/**
- * Redis while it answers, else this instance's memory (see the top of this file). `onFallback` is
- * told of a failed Redis command, so the outage is logged once rather than per request.
- */
+/** Told when Redis failed a command and when it answered one again, so an outage is logged once. */
+export interface FallbackWatch {
+  fellBack(err: unknown): void
+  answered(): void
+}
+
+/** Redis while it answers, else this instance's memory (see the top of this file). */
 export class RedisOrMemory implements BudgetCounter {
   constructor(
     private readonly redis: Redis,
     private readonly shared: RedisCounter,
     private readonly local: MemoryCounter,
-    private readonly onFallback: (err: unknown) => void,
+    private readonly watch: FallbackWatch,
   ) {}
 
   take(key: string, limit: number, windowMs: number): MaybePromise<Take> {
-    // A connection known to be down costs no round trip: ioredis refuses at once without its queue.
+    // A connection known to be down costs no round trip (and was logged by plugins/redis.ts).
     if (this.redis.status !== 'ready') return this.local.take(key, limit, windowMs)
-    return this.shared.take(key, limit, windowMs).catch((err: unknown) => {
-      this.onFallback(err)
-      return this.local.take(key, limit, windowMs)
-    })
+    return this.shared.take(key, limit, windowMs).then(
+      (take) => {
+        this.watch.answered()
+        return take
+      },
+      (err: unknown) => {
+        this.watch.fellBack(err)
+        return this.local.take(key, limit, windowMs)
+      },
+    )
   }
 
   refund(key: string): MaybePromise<void> {
     if (this.redis.status !== 'ready') return this.local.refund(key)
-    return this.shared.refund(key).catch((err: unknown) => {
-      this.onFallback(err)
-      this.local.refund(key)
-    })
+    return this.shared.refund(key).then(
+      () => this.watch.answered(),
+      (err: unknown) => {
+        this.watch.fellBack(err)
+        this.local.refund(key)
+      },
+    )
   }
 }

@@ -108,20 +108,25 @@ export default fp(
     }
 
     const now = () => app.clock.now().getTime()
-    // A command that fails on a connection still up (a timeout) is logged once until Redis is ready again.
-    let outageLogged = false
-    redis?.on('ready', () => {
-      outageLogged = false
-    })
-    const onFallback = (err: unknown) => {
-      if (outageLogged) return
-      outageLogged = true
-      app.log.warn({ err: { message: (err as Error).message } }, "redis unavailable: budgets counted in this instance's memory")
+    // A lost connection is logged by plugins/redis.ts; a command that fails on a connection still
+    // up (a timeout, an error) is logged here, once until Redis answers again.
+    let failing = false
+    const watch = {
+      fellBack(err: unknown) {
+        if (failing) return
+        failing = true
+        app.log.warn({ err: { message: (err as Error).message } }, "redis unavailable: budgets counted in this instance's memory")
+      },
+      answered() {
+        if (!failing) return
+        failing = false
+        app.log.info('redis answers again: budgets shared')
+      },
     }
     const budget = (name: string, limit: number, windowMs: number, maxKeys?: number) => {
       const local = new MemoryCounter(now, maxKeys)
       const counter = redis
-        ? new RedisOrMemory(redis, new RedisCounter(redis, `${app.config.redisKeyPrefix}rl:${name}:`, now), local, onFallback)
+        ? new RedisOrMemory(redis, new RedisCounter(redis, `${app.config.redisKeyPrefix}rl:${name}:`, now), local, watch)
         : local
       return new Budget(limit, windowMs, counter, now)
     }

@@ -4,7 +4,7 @@
 import { Writable } from 'node:stream'
 import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
-import { type BudgetCounter, MemoryCounter, RedisCounter } from '../../src/plugins/budget-counter.js'
+import { type BudgetCounter, MemoryCounter, RedisCounter, RedisOrMemory } from '../../src/plugins/budget-counter.js'
 import { clientKey } from '../../src/plugins/rate-limit.js'
 import { buildTestApp, signUp, uniqueEmail, WEB_ORIGIN } from '../helpers/app.js'
 import { redisTest } from '../helpers/redis.js'
@@ -75,6 +75,26 @@ redisTest('the Redis store keeps the counter contract', 'its Lua script is not t
   await counterContract(t, new RedisCounter(redis, prefix, Date.now), Date.now, (ms) => new Promise((r) => setTimeout(r, ms)))
   t.ok((await redis.keys(`${prefix}*`)).length > 0, 'its windows live in Redis under the prefix')
 })
+
+redisTest(
+  "a Redis command that fails is counted in this instance's memory, and reported until Redis answers again",
+  'the fallback of a failing command is not tested',
+  async (t, { redis, prefix }) => {
+    const failures: unknown[] = []
+    const local = new MemoryCounter(Date.now)
+    const watch = { fellBack: (err: unknown) => failures.push(err), answered: () => failures.splice(0) }
+    const counter = new RedisOrMemory(redis, new RedisCounter(redis, prefix, Date.now), local, watch)
+    // A list where a count should be, in its window: the script's GET fails on it.
+    await redis.lpush(`${prefix}broken`, 'not a count')
+    await redis.pexpire(`${prefix}broken`, 60_000)
+    t.match(await counter.take('broken', 1, 60_000), { allowed: true })
+    t.match(await counter.take('broken', 1, 60_000), { allowed: false }, 'the limit holds in memory')
+    t.equal(failures.length, 2, 'each failure is reported (the plugin logs the first of an outage)')
+    t.match(local.take('broken', 1, 60_000), { allowed: false }, 'the takes were counted in memory')
+    t.match(await counter.take('working', 1, 60_000), { allowed: true })
+    t.equal(failures.length, 0, 'an answer from Redis is reported too (the outage is over)')
+  },
+)
 
 t.test('memory store', async (t) => {
   t.test('the global limit counts per IP and answers 429 RATE_LIMITED with Retry-After', async (t) => {
