@@ -45,6 +45,10 @@ export type ErrorCode =
   | 'TWO_FACTOR_ALREADY_ENABLED'
   | 'TWO_FACTOR_REQUIRED'
   | 'ACCOUNT_TEMPORARILY_LOCKED'
+  // Emailed one-time codes, in better-auth's emailOTP plugin's names
+  | 'INVALID_OTP'
+  | 'OTP_EXPIRED'
+  | 'TOO_MANY_ATTEMPTS'
   // oRPC's own, on the RPC surface: a GET on a procedure that changes state
   | 'METHOD_NOT_SUPPORTED'
 
