@@ -12,6 +12,7 @@ export interface SecurityEvent {
   at: Date
   ip: string | null
   userAgent: string | null
+  method: string | null
   byAdministrator: boolean
 }
 
@@ -63,6 +64,7 @@ const toEvent =
     at: row.at,
     ip: row.ip,
     userAgent: row.action === 'auth.sign_in' ? row.user_agent : null,
+    method: row.action === 'auth.sign_in' ? row.method : null,
     // Someone else acted on the account: only an administrator can; who it was is theirs to know.
     byAdministrator: row.actor_id !== null && row.actor_id !== userId,
   })

@@ -42,6 +42,10 @@ export const SecurityEventSchema = z
     at: z.date(),
     ip: z.string().nullable().describe('The address the request came from, when one was recorded'),
     userAgent: z.string().nullable().describe('The browser of a sign-in (as it named itself), else null'),
+    method: z
+      .string()
+      .nullable()
+      .describe("How a sign-in proved who it was: 'email' (password), 'email-otp', 'magic-link', 'passkey', 'idp'; else null"),
     byAdministrator: z.boolean().describe('Done to the account by an administrator (who is not shown)'),
   })
   .meta({ id: 'SecurityEvent' })
