@@ -85,13 +85,13 @@ export default async function mailboxRoutes(fastify: FastifyInstance) {
 
   sendCodeRoute(
     '/api/auth/email-otp/send-verification-otp',
-    'sendVerificationOTP',
+    'sendEmailVerificationOTP',
     'Mail a six-digit code (5 min, 3 tries) to sign in, verify the address or reset the password; the same answer whether the address has an account or not',
     z.strictObject({ email: Email, type: z.enum(CodeTypes) }),
   )
   sendCodeRoute(
     '/api/auth/email-otp/request-password-reset',
-    'requestPasswordResetEmailOTP',
+    'requestPasswordResetWithEmailOTP',
     'Mail a six-digit password reset code (5 min, 3 tries); the same answer whether the address has an account or not',
     z.strictObject({ email: Email }),
   )
@@ -119,7 +119,7 @@ export default async function mailboxRoutes(fastify: FastifyInstance) {
     {
       config: { policy: TAKES_CODE },
       schema: {
-        operationId: 'signInEmailOTP',
+        operationId: 'signInWithEmailOTP',
         tags,
         summary:
           'Sign in with a mailed code; creates a verified account for a new address. With two-factor on, the second step is asked for as after a password',
@@ -172,7 +172,7 @@ export default async function mailboxRoutes(fastify: FastifyInstance) {
     {
       config: { policy: TAKES_CODE },
       schema: {
-        operationId: 'resetPasswordEmailOTP',
+        operationId: 'resetPasswordWithEmailOTP',
         tags,
         summary: 'Set a new password with a mailed code; ends every session of the account',
         body: z.strictObject({ email: Email, otp: Otp, password: Password }),
@@ -194,7 +194,7 @@ export default async function mailboxRoutes(fastify: FastifyInstance) {
     {
       config: { policy: MAILS },
       schema: {
-        operationId: 'signInMagicLink',
+        operationId: 'signInWithMagicLink',
         tags,
         summary:
           'Mail a single-use sign-in link (5 min); using it creates a verified account for a new address. The same answer whether the address has an account or not',
@@ -227,7 +227,7 @@ export default async function mailboxRoutes(fastify: FastifyInstance) {
     {
       config: { policy: LINK },
       schema: {
-        operationId: 'magicLinkPage',
+        operationId: 'verifyMagicLink',
         tags,
         summary: `The mailed sign-in link: an HTML page whose button (POST ${MAGIC_LINK_VERIFY_PATH}) signs in; opening it signs nobody in and spends nothing`,
         querystring: z.strictObject({ token: EmailedToken }),
@@ -245,7 +245,7 @@ export default async function mailboxRoutes(fastify: FastifyInstance) {
     {
       config: { policy: LINK },
       schema: {
-        operationId: 'magicLinkVerify',
+        operationId: 'confirmMagicLink',
         tags,
         summary:
           "Use a sign-in link (its page's button): signs in and answers where to go, the link's newUserCallbackURL for a new account; with two-factor on, callbackURL with twoFactorRedirect=true and the second step's cookie",
