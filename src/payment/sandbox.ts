@@ -5,7 +5,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto'
 import type { IncomingHttpHeaders } from 'node:http'
 import { z } from 'zod'
 import type { Clock } from '../shared/clock.js'
-import { htmlPage, pageData, type Page } from '../shared/html-page.js'
+import { escapeHtml, htmlPage, pageData, type Page } from '../shared/html-page.js'
 import { newId } from '../shared/ids.js'
 import {
   badSignature,
@@ -102,9 +102,6 @@ export class SandboxGateway implements PaymentGateway {
     return { body, signature: signSandbox(this.key, body, this.clock.now()) }
   }
 }
-
-const escapeHtml = (s: string) =>
-  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!)
 
 const SANDBOX_CSS = `.note { background: #fff4cc; padding: .5rem .75rem; border-radius: .25rem; font-size: .9rem; }
 button { margin-right: .5rem; }

@@ -35,6 +35,10 @@ ${body(nonce)}
   return { html, csp }
 }
 
+/** Text for an HTML element's content or a quoted attribute. */
+export const escapeHtml = (s: string) =>
+  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!)
+
 /** Data for a page's script, as JSON that cannot close the script element it sits in. */
 export const pageData = (data: unknown) => JSON.stringify(data).replace(/</g, '\\u003c')
 

@@ -352,6 +352,7 @@ t.test('a sign-in link: its page signs nobody in and spends nothing; its button 
     t.equal(page.headers['referrer-policy'], 'no-referrer')
     t.equal(page.headers['set-cookie'], undefined, 'no cookie from opening it')
     t.match(page.body, /<button id="sign-in"/)
+    t.match(page.body, `<strong id="email">${email}</strong>`, 'it says whose account it signs in to')
   }
   t.equal(
     await app.db.selectFrom('user').select('id').where('email', '=', email).executeTakeFirst(),

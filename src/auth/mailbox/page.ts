@@ -1,17 +1,20 @@
 // The page a sign-in link opens: opening it signs nobody in and spends nothing (mail scanners open
 // every link); its button posts the token, and the browser that pressed it is the one signed in.
-import { htmlPage, type Page, tokenButtonScript } from '../../shared/html-page.js'
+import { escapeHtml, htmlPage, type Page, tokenButtonScript } from '../../shared/html-page.js'
 
 export const MAGIC_LINK_VERIFY_PATH = '/api/auth/magic-link/verify'
 const TITLE = 'Sign in'
 const SIGN_IN = 'button { background: #1d4ed8; color: #fff; }'
 
-/** The page of a live link. Fixed words only; the token travels as JSON data. */
-export function renderSignInPage(token: string): Page {
+/**
+ * The page of a live link: fixed words and the address it signs in to (whoever was sent someone
+ * else's link sees whose account it is before pressing); the token travels as JSON data.
+ */
+export function renderSignInPage(token: string, email: string): Page {
   return htmlPage(
     TITLE,
     (nonce) => `<h1>Sign in</h1>
-<p>Press the button to sign in on this device. The link works once, within five minutes of being sent.</p>
+<p>Press the button to sign in as <strong id="email">${escapeHtml(email)}</strong> on this device. The link works once, within five minutes of being sent.</p>
 <p><button id="sign-in" type="button">Sign in</button></p>
 ${tokenButtonScript(
   nonce,

@@ -28,7 +28,7 @@ import { MAGIC_LINK_VERIFY_PATH, renderSignInPage, renderUsedLinkPage } from './
 import {
   CODE_TYPES,
   type CodeType,
-  magicLinkIsLive,
+  magicLinkAddress,
   type MailboxDeps,
   type MailboxMethod,
   requestMagicLink,
@@ -234,10 +234,12 @@ export default async function mailboxRoutes(fastify: FastifyInstance) {
         response: { 200: z.string().describe('text/html'), 400: z.string().describe('text/html') },
       },
     },
-    async (request, reply) =>
-      (await magicLinkIsLive(deps, request.query.token))
-        ? sendPage(reply, renderSignInPage(request.query.token), 200)
-        : sendPage(reply, renderUsedLinkPage(), 400),
+    async (request, reply) => {
+      const email = await magicLinkAddress(deps, request.query.token)
+      return email
+        ? sendPage(reply, renderSignInPage(request.query.token, email), 200)
+        : sendPage(reply, renderUsedLinkPage(), 400)
+    },
   )
 
   app.post(
