@@ -43,11 +43,17 @@ export class KnownDevices {
   async signedIn(ctx: RequestContext, userId: string, deviceId: string | null): Promise<string> {
     const id = deviceId ?? newToken()
     const { db, clock, notices } = this.deps
-    // Per account: the same browser is a different row for each account, and the rows do not show it.
-    const isNew = await rememberDevice(db, userId, hashToken(`${userId}:${id}`), clock.now())
-    if (isNew && (await signedInBefore(db, userId))) {
-      const mail = await notices.prepare(db, ctx, userId, 'new_device')
-      mail()
+    try {
+      // Per account: the same browser is a different row for each account, and the rows do not show it.
+      const isNew = await rememberDevice(db, userId, hashToken(`${userId}:${id}`), clock.now())
+      if (isNew && (await signedInBefore(db, userId))) {
+        const mail = await notices.prepare(db, ctx, userId, 'new_device')
+        mail()
+      }
+    } catch (err) {
+      // The account was deleted after its session started (the session went with it): there is
+      // nothing to remember and nobody to tell.
+      if ((err as { code?: string }).code !== '23503') throw err
     }
     return id
   }
