@@ -23,7 +23,7 @@ export const sessionUserColumns = [
   'created_at',
   'updated_at',
 ] as const
-const userColumns = [
+export const userColumns = [
   ...sessionUserColumns.map((c) => `user.${c}` as const),
   'user.password_reset_required',
   'user.credential_epoch',
@@ -57,7 +57,7 @@ export function toSessionUser(r: SessionUserRow): SessionUser {
   }
 }
 
-const toUser = (
+export const toUser = (
   r: SessionUserRow & { password_reset_required: boolean; credential_epoch: number; ways_in_unproven: boolean },
 ): UserWithFlags => ({
   ...toSessionUser(r),

@@ -7,6 +7,7 @@ import type { Trx } from '../../../db/index.js'
 import { deleteAccountsBut, endSessionsOfUser, lockUser } from '../queries.js'
 import { deleteTwoFactor } from '../two-factor/queries.js'
 import { revokeTokens } from '../links/verification.js'
+import { deletePasskeysOf } from '../passkey/queries.js'
 
 /** The way in that stays: the password just set by a reset, or the provider login just used. */
 export type KeptWayIn = 'password' | { providerId: string; subject: string }
@@ -14,6 +15,7 @@ export type KeptWayIn = 'password' | { providerId: string; subject: string }
 export interface TakenBack {
   /** The provider ids of the ways in removed ('credential' for a password). */
   removedAccounts: string[]
+  passkeysRemoved: number
   sessionsEnded: number
   trustedDevicesRevoked: number
   tokensRevoked: number
@@ -21,13 +23,14 @@ export interface TakenBack {
 
 /**
  * In the caller's transaction, with the user row locked first (the order every writer of the
- * account takes): every way in but `keep` goes, the second factor with its backup codes, trusted
+ * account takes): every way in but `keep` goes (passkeys too), the second factor with its backup codes, trusted
  * devices and sign-in challenges, every session (the credential epoch rises, so no sign-in in
  * flight outlives it), every emailed link; the address counts as proven by its holder.
  */
 export async function takeAccountBack(trx: Trx, userId: string, keep: KeptWayIn, now: Date): Promise<TakenBack> {
   await lockUser(trx, userId)
   const removedAccounts = (await deleteAccountsBut(trx, userId, keep)).sort()
+  const passkeysRemoved = await deletePasskeysOf(trx, userId)
   const { trustedDevices } = await deleteTwoFactor(trx, userId)
   await trx
     .updateTable('user')
@@ -36,7 +39,7 @@ export async function takeAccountBack(trx: Trx, userId: string, keep: KeptWayIn,
     .execute()
   const sessionsEnded = await endSessionsOfUser(trx, userId)
   const tokensRevoked = await revokeTokens(trx, userId)
-  return { removedAccounts, sessionsEnded, trustedDevicesRevoked: trustedDevices, tokensRevoked }
+  return { removedAccounts, passkeysRemoved, sessionsEnded, trustedDevicesRevoked: trustedDevices, tokensRevoked }
 }
 
 /** Whether a proof of the address must take the account back: nobody has proven its ways in are the mailbox holder's. */

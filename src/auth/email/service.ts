@@ -208,6 +208,7 @@ export async function resetPassword(deps: EmailAuthDeps, ctx: RequestContext, to
         sessionsEnded: taken.sessionsEnded,
         takenBack: true,
         ...(taken.removedAccounts.length ? { removedAccounts: taken.removedAccounts } : {}),
+        ...(taken.passkeysRemoved ? { passkeysRemoved: taken.passkeysRemoved } : {}),
         ...(user.twoFactorEnabled ? { twoFactorRemoved: true } : {}),
       })
       return deps.notices.prepare(trx, ctx, user.id, 'password_reset')

@@ -10,6 +10,7 @@ export interface SecurityEventRow {
   actor_id: string | null
   ip: string | null
   user_agent: string | null
+  method: string | null
   at: Date
   cursor_at: string
 }
@@ -34,6 +35,7 @@ export function securityEventsOf(
       'ip',
       'at',
       sql<string | null>`details->>'userAgent'`.as('user_agent'),
+      sql<string | null>`details->>'method'`.as('method'),
       exactTime('at').as('cursor_at'),
     ])
     .where((eb) =>

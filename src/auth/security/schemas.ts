@@ -20,6 +20,9 @@ export const SECURITY_EVENT_KINDS = [
   'two_factor_enabled',
   'two_factor_disabled',
   'backup_codes_regenerated',
+  'passkey_added',
+  'passkey_renamed',
+  'passkey_removed',
   'session_revoked',
   'other_sessions_revoked',
   'all_sessions_revoked',
@@ -42,6 +45,10 @@ export const SecurityEventSchema = z
     at: z.date(),
     ip: z.string().nullable().describe('The address the request came from, when one was recorded'),
     userAgent: z.string().nullable().describe('The browser of a sign-in (as it named itself), else null'),
+    method: z
+      .string()
+      .nullable()
+      .describe('How a sign-in or a failed one was made, when recorded (better-auth\'s names: "passkey"), else null'),
     byAdministrator: z.boolean().describe('Done to the account by an administrator (who is not shown)'),
   })
   .meta({ id: 'SecurityEvent' })

@@ -19,7 +19,13 @@ export interface SessionDeps {
 export async function startSession(
   deps: SessionDeps,
   ctx: RequestContext,
-  input: { credential: CheckedCredential; rememberMe: boolean; replacing: string | null; twoFactorVerified?: boolean },
+  input: {
+    credential: CheckedCredential
+    rememberMe: boolean
+    replacing: string | null
+    twoFactorVerified?: boolean
+    method?: string
+  },
 ): Promise<{ token: string; session: SessionView }> {
   if (input.replacing) await deps.sessions.revokeByToken(input.replacing)
   const started = await deps.sessions.create(input.credential, {
@@ -35,7 +41,11 @@ export async function startSession(
     targetId: started.session.id,
     ip: ctx.ip,
     // The browser, as it names itself: the owner's security activity shows it (me.listSecurityEvents).
-    details: { userAgent: started.session.userAgent, ...(input.twoFactorVerified ? { twoFactor: true } : {}) },
+    details: {
+      userAgent: started.session.userAgent,
+      ...(input.twoFactorVerified ? { twoFactor: true } : {}),
+      ...(input.method ? { method: input.method } : {}),
+    },
   })
   return started
 }

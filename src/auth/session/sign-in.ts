@@ -46,10 +46,23 @@ export type SignInOutcome =
 export async function signInWith(
   deps: SignInDeps,
   ctx: RequestContext,
-  input: { credential: CheckedCredential; rememberMe: boolean; browser: BrowserState; twoFactorVerified?: boolean },
+  input: {
+    credential: CheckedCredential
+    rememberMe: boolean
+    browser: BrowserState
+    twoFactorVerified?: boolean
+    /** How the user signed in, in better-auth's last-login-method names ('passkey'), for the audit trail. */
+    method?: string
+  },
 ): Promise<Extract<SignInOutcome, { kind: 'session' }>> {
-  const { credential, rememberMe, twoFactorVerified } = input
-  const started = await startSession(deps, ctx, { credential, rememberMe, replacing: input.browser.replacing, twoFactorVerified })
+  const { credential, rememberMe, twoFactorVerified, method } = input
+  const started = await startSession(deps, ctx, {
+    credential,
+    rememberMe,
+    replacing: input.browser.replacing,
+    twoFactorVerified,
+    method,
+  })
   const device = await deps.devices.signedIn(ctx, credential.userId, input.browser.device)
   return { kind: 'session', ...started, rememberMe, device }
 }
