@@ -58,6 +58,13 @@ const OPERATION_IDS: Record<string, string> = {
   'POST /api/auth/two-factor/verify-backup-code': 'verifyBackupCode',
   'GET /api/auth/security-notice': 'securityNoticePage',
   'POST /api/auth/secure-account': 'secureAccount',
+  'GET /api/auth/passkey/generate-register-options': 'generatePasskeyRegistrationOptions',
+  'POST /api/auth/passkey/verify-registration': 'passkeyVerifyRegistration',
+  'GET /api/auth/passkey/generate-authenticate-options': 'passkeyGenerateAuthenticateOptions',
+  'POST /api/auth/passkey/verify-authentication': 'passkeyVerifyAuthentication',
+  'GET /api/auth/passkey/list-user-passkeys': 'listPasskeys',
+  'POST /api/auth/passkey/update-passkey': 'updatePasskey',
+  'POST /api/auth/passkey/delete-passkey': 'deletePasskey',
   'POST /api/v1/admin/users/{id}/ban': 'banUser',
   'POST /api/v1/admin/users/{id}/unban': 'unbanUser',
 }
