@@ -11,6 +11,7 @@ import accountRoutes from './auth/account/routes.js'
 import { reportBootstrapOwner } from './auth/account/bootstrap.js'
 import emailRoutes from './auth/email/routes.js'
 import idpRoutes from './auth/idp/routes.js'
+import mailboxRoutes from './auth/mailbox/routes.js'
 import twoFactorRoutes from './auth/two-factor/routes.js'
 import passkeyRoutes from './auth/passkey/routes.js'
 import securityNotices from './auth/security/plugin.js'
@@ -153,7 +154,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   app.decorate('sessionCache', sessionCache)
   app.decorate('sessionCookie', sessionCookie)
   const twoFactorCookies = new TwoFactorCookies(config.auth)
-  app.decorate('signInCookies', new SignInCookies(sessionCookie, twoFactorCookies, new DeviceCookie(config.auth)))
+  app.decorate('signInCookies', new SignInCookies(sessionCookie, twoFactorCookies, new DeviceCookie(config.auth), config.auth))
   app.decorate('closing', false)
 
   // Closing: handlers still running (their client may have gone) finish first, then what they use.
@@ -214,6 +215,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   await app.register(accountRoutes)
   await app.register(twoFactorRoutes)
   await app.register(passkeyRoutes)
+  await app.register(mailboxRoutes)
   await app.register(securityRoutes)
   await app.register(profileRoutes)
   await app.register(usageRoutes)

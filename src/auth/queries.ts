@@ -245,15 +245,17 @@ export async function lockSessionOf(trx: Trx, userId: string, id: string): Promi
 export async function deleteAccountsBut(
   trx: Trx,
   userId: string,
-  keep: 'password' | { providerId: string; subject: string },
+  keep: 'password' | 'none' | { providerId: string; subject: string },
 ): Promise<string[]> {
   const removed = await trx
     .deleteFrom('account')
     .where('user_id', '=', userId)
     .where((eb) =>
-      keep === 'password'
-        ? eb('provider_id', '<>', CREDENTIAL)
-        : eb.or([eb('provider_id', '<>', keep.providerId), eb('account_id', '<>', keep.subject)]),
+      keep === 'none'
+        ? eb.lit(true)
+        : keep === 'password'
+          ? eb('provider_id', '<>', CREDENTIAL)
+          : eb.or([eb('provider_id', '<>', keep.providerId), eb('account_id', '<>', keep.subject)]),
     )
     .returning('provider_id')
     .execute()

@@ -53,6 +53,10 @@ export type ErrorCode =
   | 'PASSKEY_NOT_FOUND'
   | 'AUTHENTICATION_FAILED'
   | 'TOO_MANY_PASSKEYS'
+  // Emailed one-time codes, in better-auth's emailOTP plugin's names
+  | 'INVALID_OTP'
+  | 'OTP_EXPIRED'
+  | 'TOO_MANY_ATTEMPTS'
   // oRPC's own, on the RPC surface: a GET on a procedure that changes state
   | 'METHOD_NOT_SUPPORTED'
 

@@ -138,7 +138,7 @@ t.test('the security activity shows passkey changes and how a sign-in was made',
     [
       ['sign_in', 'passkey'],
       ['passkey_added', null],
-      ['sign_in', null],
+      ['sign_in', 'email'],
       ['account_created', null],
     ],
   )

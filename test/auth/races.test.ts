@@ -8,9 +8,19 @@
 // RACE_TRIALS=n runs every pair n times (default 1; the issue's note reports longer runs).
 import type { LightMyRequestResponse } from 'fastify'
 import t, { type Test } from 'tap'
+import { CodeStore } from '../../src/auth/links/codes.js'
 import { issueToken } from '../../src/auth/links/verification.js'
 import { newId } from '../../src/shared/ids.js'
-import { buildTestApp, call, sessionCookieOf, signUp, signUpWithRole, WEB_ORIGIN, type TestUser } from '../helpers/app.js'
+import {
+  buildTestApp,
+  call,
+  sessionCookieOf,
+  signUp,
+  signUpWithRole,
+  TEST_SECRET,
+  WEB_ORIGIN,
+  type TestUser,
+} from '../helpers/app.js'
 import { SoftAuthenticator } from '../helpers/authenticator.js'
 import { registerPasskey, signInWithPasskey } from '../helpers/passkey.js'
 import { codeAt, secretOf } from '../helpers/two-factor.js'
@@ -198,6 +208,38 @@ t.test('a session is born only under the credential epoch it was checked with', 
   const del = await call(app, 'DELETE', '/api/v1/me', { cookie: gone.cookie, body: { password: gone.password } })
   t.equal(del.statusCode, 204)
   await t.rejects(app.sessions.create({ userId: gone.id, epoch: 0 }, options), { code: 'UNAUTHORIZED' })
+})
+
+t.test('a sign-in by mailed code or link racing a ban or a deletion leaves no session', async (t) => {
+  const codes = new CodeStore(TEST_SECRET)
+  const mailboxSignIns: Record<string, Op> = {
+    code: async (w) => {
+      const otp = await codes.issue(app.db, 'sign-in-code', w.user.email, w.user.id, new Date())
+      return call(app, 'POST', '/api/auth/sign-in/email-otp', { body: { email: w.user.email, otp } })
+    },
+    link: async (w) => {
+      const token = await issueToken(app.db, 'magic-link', w.user.id, {
+        expiresAt: new Date(Date.now() + HOUR),
+        data: { email: w.user.email, urls: { callbackURL: 'http://localhost:3000/' } },
+      })
+      return call(app, 'POST', '/api/auth/magic-link/verify', { body: { token } })
+    },
+  }
+  for (let trial = 0; trial < Math.max(2, TRIALS); trial++) {
+    for (const [way, signIn] of Object.entries(mailboxSignIns)) {
+      for (const ending of ['ban', 'delete', 'reset'] as const) {
+        const w = await world(false)
+        const [signedIn, ended] = await Promise.all([signIn(w), OPS[ending]!(w)])
+        const label = `${way} x ${ending}`
+        t.ok(signedIn.statusCode < 500 && ended.statusCode < 500, `${label}: ${signedIn.statusCode} ${ended.statusCode}`)
+        const cookie = sessionCookieOf(signedIn)
+        // A ban or deletion refuses every later sign-in too; a reset (of an account nobody had
+        // proven) and the mailbox proof take the account back in some order, and one of them wins.
+        if (ending !== 'reset' && ok(ended) && cookie) t.notOk(await alive(cookie), `${label}: no session survives`)
+        if (ending === 'reset') t.ok(ok(signedIn) || ok(ended), `${label}: one of the two proofs took the account`)
+      }
+    }
+  }
 })
 
 t.test('two links of one account opened at once serialise: one changes the address, none fails', async (t) => {

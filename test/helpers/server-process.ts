@@ -1,5 +1,6 @@
 // The real server as a child process (src/server.ts, compiled as the tests are), for tests that
-// need real sockets, several instances or signals.
+// need real sockets, several instances or signals. A start is given two minutes: on a loaded 2-core
+// machine (CI running both suites beside other work) two servers starting at once took over 30 s.
 import { spawn, type ChildProcess } from 'node:child_process'
 import { TEST_ENV } from './app.js'
 import { entryPoint, ROOT } from './paths.js'
@@ -13,7 +14,7 @@ export interface ServerProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>
 }
 
-export async function startServer(env: Record<string, string | undefined>, timeoutMs = 30_000): Promise<ServerProcess> {
+export async function startServer(env: Record<string, string | undefined>, timeoutMs = 120_000): Promise<ServerProcess> {
   const port = await freePort()
   let output = ''
   const child = spawn(process.execPath, entryPoint('src/server.ts'), {

@@ -1,16 +1,19 @@
 // Taking an account back: the one step that leaves whoever just proved the account's address
 // holding its only way in. Used by a password reset of an account whose ways in nobody had proven
 // were its mailbox holder's (an address never verified, or verified by a link opened without the
-// account's session), by the identity provider vouching for such an address, and by the bootstrap
-// owner's promotion.
+// account's session), by the identity provider vouching for such an address, by a sign-in with an
+// emailed code or link (src/auth/mailbox/), and by the bootstrap owner's promotion.
 import type { Trx } from '../../../db/index.js'
 import { deleteAccountsBut, endSessionsOfUser, lockUser } from '../queries.js'
 import { deleteTwoFactor } from '../two-factor/queries.js'
 import { revokeTokens } from '../links/verification.js'
 import { deletePasskeysOf } from '../passkey/queries.js'
 
-/** The way in that stays: the password just set by a reset, or the provider login just used. */
-export type KeptWayIn = 'password' | { providerId: string; subject: string }
+/**
+ * The way in that stays: the password just set by a reset, the provider login just used, or none
+ * (an emailed code or sign-in link: the mailbox is the way in, and a reset gives a password back).
+ */
+export type KeptWayIn = 'password' | 'none' | { providerId: string; subject: string }
 
 export interface TakenBack {
   /** The provider ids of the ways in removed ('credential' for a password). */

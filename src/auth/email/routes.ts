@@ -109,6 +109,7 @@ export default async function emailRoutes(fastify: FastifyInstance) {
       if (!requireEmailVerification) {
         const outcome = await signInWith(signInDeps, contextOf(request), {
           credential: { userId: user.id, epoch: user.credentialEpoch },
+          method: 'email',
           rememberMe: body.rememberMe ?? true,
           browser: app.signInCookies.browserOf(request),
         })
@@ -160,6 +161,7 @@ export default async function emailRoutes(fastify: FastifyInstance) {
       }
       const signedIn = await afterFirstFactor(signInDeps, contextOf(request), {
         user: outcome.user,
+        method: 'email',
         rememberMe,
         browser: app.signInCookies.browserOf(request),
       })

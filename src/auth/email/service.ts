@@ -1,12 +1,12 @@
 // Email and password accounts: sign-up and sign-in, password reset, email verification and the
 // change of password.
-import type { DB } from '../../../db/index.js'
+import type { DB, Trx } from '../../../db/index.js'
 import type { Config } from '../../config.js'
 import type { ConsentInput } from '../../consent/schemas.js'
 import { recordConsents } from '../../consent/service.js'
 import type { Mailer } from '../../plugins/mailer.js'
 import { recordUserEvent } from '../../shared/audit.js'
-import type { SecurityNotices } from '../security/notices.js'
+import type { PendingNotice, SecurityNotices } from '../security/notices.js'
 import type { Clock } from '../../shared/clock.js'
 import type { RequestContext } from '../../shared/context.js'
 import { AppError, unauthorized } from '../../shared/errors.js'
@@ -171,14 +171,9 @@ export async function resetTokenIsLive(deps: EmailAuthDeps, token: string): Prom
 /** The links of a change of address, which a session holder asks for. */
 const CHANGE_OF_ADDRESS = ['change-email-confirmation', 'change-email-verification'] as const
 /** What a password reset ends besides the sessions: older reset links and pending changes of address. */
-const EVICTED_PURPOSES = ['reset-password', ...CHANGE_OF_ADDRESS] as const
+const EVICTED_PURPOSES = ['reset-password', 'reset-password-code', ...CHANGE_OF_ADDRESS] as const
 
-/**
- * Sets the new password, ends every session of the user, every pending reset link and change of
- * address, and clears the reset requirement. An account whose ways in nobody proved were its
- * mailbox holder's (take-back.ts), and the bootstrap address as it becomes owner (account/bootstrap.ts), is
- * taken back: the new password is its only way in.
- */
+/** Uses a reset link: the new password is set by completeReset. Throws INVALID_TOKEN. */
 export async function resetPassword(deps: EmailAuthDeps, ctx: RequestContext, token: string, newPassword: string): Promise<void> {
   // A bad token is refused before the Argon2 work, so garbage tokens cost almost nothing.
   const peeked = await peekToken(deps.db, 'reset-password', token, deps.clock.now())
@@ -193,37 +188,55 @@ export async function resetPassword(deps: EmailAuthDeps, ctx: RequestContext, to
     if (!record || record.userId !== peeked.userId) throw invalidToken()
     const user = await findUserById(trx, record.userId)
     if (!user) throw invalidToken()
-    await setPasswordHash(trx, user.id, passwordHash, now)
-    await clearPasswordResetRequired(trx, user.id, now)
-    // The second factor and provider links were perhaps set up by whoever registered the address
-    // before its owner proved it; the bootstrap address was perhaps proven by someone who never asked
-    // for the mail. Either way the mailbox holder's new password becomes the only way in.
-    const becomesOwner = user.role !== 'owner' && isBootstrapEmail(user.email, deps.config.bootstrapOwnerEmail)
-    if (waysInUnproven(user) || becomesOwner) {
-      const taken = await takeAccountBack(trx, user.id, 'password', now)
-      if (becomesOwner) {
-        await maybeBootstrapOwner(trx, { ...user, emailVerified: true }, deps.config.bootstrapOwnerEmail, now, 'reset', ctx.log)
-      }
-      await recordUserEvent(trx, ctx, user.id, 'auth.password_reset', {
-        sessionsEnded: taken.sessionsEnded,
-        takenBack: true,
-        ...(taken.removedAccounts.length ? { removedAccounts: taken.removedAccounts } : {}),
-        ...(taken.passkeysRemoved ? { passkeysRemoved: taken.passkeysRemoved } : {}),
-        ...(user.twoFactorEnabled ? { twoFactorRemoved: true } : {}),
-      })
-      return deps.notices.prepare(trx, ctx, user.id, 'password_reset')
-    }
-    // Whoever held a session (perhaps the reason for the reset) is signed out everywhere; sign-ins
-    // with the old password still in flight or waiting for their second factor can no longer start one.
-    const ended = await endSessionsOfUser(trx, user.id)
-    await deleteChallenges(trx, user.id)
-    // Pending changes of address too: one asked for by whoever held a session would otherwise move
-    // the account away from the owner who just took it back.
-    await revokeTokens(trx, user.id, EVICTED_PURPOSES)
-    await recordUserEvent(trx, ctx, user.id, 'auth.password_reset', { sessionsEnded: ended })
-    return deps.notices.prepare(trx, ctx, user.id, 'password_reset')
+    return completeReset(deps, ctx, trx, user, passwordHash, now)
   })
   notice()
+}
+
+/**
+ * The rest of a reset, in its transaction, once the mailbox was proven (a reset link or code) and
+ * the user row locked: sets the new password, ends every session of the user, every pending reset
+ * link or code and change of address, and clears the reset requirement. An account whose ways in
+ * nobody proved were its mailbox holder's (take-back.ts), and the bootstrap address as it becomes
+ * owner (account/bootstrap.ts), is taken back: the new password is its only way in.
+ */
+export async function completeReset(
+  deps: EmailAuthDeps,
+  ctx: RequestContext,
+  trx: Trx,
+  user: UserWithFlags,
+  passwordHash: string,
+  now: Date,
+): Promise<PendingNotice> {
+  await setPasswordHash(trx, user.id, passwordHash, now)
+  await clearPasswordResetRequired(trx, user.id, now)
+  // The second factor and provider links were perhaps set up by whoever registered the address
+  // before its owner proved it; the bootstrap address was perhaps proven by someone who never asked
+  // for the mail. Either way the mailbox holder's new password becomes the only way in.
+  const becomesOwner = user.role !== 'owner' && isBootstrapEmail(user.email, deps.config.bootstrapOwnerEmail)
+  if (waysInUnproven(user) || becomesOwner) {
+    const taken = await takeAccountBack(trx, user.id, 'password', now)
+    if (becomesOwner) {
+      await maybeBootstrapOwner(trx, { ...user, emailVerified: true }, deps.config.bootstrapOwnerEmail, now, 'reset', ctx.log)
+    }
+    await recordUserEvent(trx, ctx, user.id, 'auth.password_reset', {
+      sessionsEnded: taken.sessionsEnded,
+      takenBack: true,
+      ...(taken.removedAccounts.length ? { removedAccounts: taken.removedAccounts } : {}),
+      ...(taken.passkeysRemoved ? { passkeysRemoved: taken.passkeysRemoved } : {}),
+      ...(user.twoFactorEnabled ? { twoFactorRemoved: true } : {}),
+    })
+    return deps.notices.prepare(trx, ctx, user.id, 'password_reset')
+  }
+  // Whoever held a session (perhaps the reason for the reset) is signed out everywhere; sign-ins
+  // with the old password still in flight or waiting for their second factor can no longer start one.
+  const ended = await endSessionsOfUser(trx, user.id)
+  await deleteChallenges(trx, user.id)
+  // Pending changes of address too: one asked for by whoever held a session would otherwise move
+  // the account away from the owner who just took it back.
+  await revokeTokens(trx, user.id, EVICTED_PURPOSES)
+  await recordUserEvent(trx, ctx, user.id, 'auth.password_reset', { sessionsEnded: ended })
+  return deps.notices.prepare(trx, ctx, user.id, 'password_reset')
 }
 
 /** What a verify-email link may be: better-auth mails that one link for every step of a change of address too. */

@@ -8,6 +8,7 @@ import { AppError } from '../../shared/errors.js'
 import { afterFirstFactor, type BrowserState, type SignInDeps, type SignInOutcome } from '../session/sign-in.js'
 import type { IdpFlow } from './flow-cookie.js'
 import { type IdentityProvider, IdpError, type IdpIdentity, safeEqual } from './oauth.js'
+import { IDP } from './queries.js'
 import { type IdpDeps, linkIdentity, signInWithIdentity } from './service.js'
 
 const PROVIDER_ERROR = /^[a-z_]{1,64}$/
@@ -85,7 +86,7 @@ export async function completeCallback(
   const user = { id: account.userId, twoFactorEnabled: account.twoFactorEnabled, credentialEpoch: account.credentialEpoch }
   let outcome: SignInOutcome
   try {
-    outcome = await afterFirstFactor(deps, ctx, { user, rememberMe: true, browser: input.browser })
+    outcome = await afterFirstFactor(deps, ctx, { user, method: IDP, rememberMe: true, browser: input.browser })
   } catch (err) {
     // A ban that landed after the account rules passed: the browser still goes to the error URL.
     if (err instanceof AppError && err.code === 'BANNED_USER') return onError(err.code, 'banned meanwhile')

@@ -1,4 +1,5 @@
-// Single-use tokens for password reset, email verification, the change of address and account deletion. The token (256 random bits) goes
+// Single-use tokens for password reset, email verification, the change of address, account deletion
+// and sign-in links (one-time codes: codes.ts). The token (256 random bits) goes
 // only into the emailed link; the `verification` table holds its SHA-256, so a database dump
 // yields no working link. Using a token deletes its row, inside the caller's transaction.
 import { json, type Executor, type Trx } from '../../../db/index.js'
@@ -17,6 +18,12 @@ export type VerificationPurpose =
   | 'delete-account'
   /** A security notice's "this wasn't me" link (src/auth/security/notices.ts). */
   | 'security-notice'
+  /** A sign-in link (better-auth's magic link): proves the mailbox and signs in (src/auth/mailbox/). */
+  | 'magic-link'
+  /** Emailed one-time codes (links/codes.ts), by what they do. */
+  | 'sign-in-code'
+  | 'verify-email-code'
+  | 'reset-password-code'
 
 /** An emailed link whose token is unknown, used or expired; 404 where better-auth answers so (the deletion link). */
 export const invalidToken = (status = 400) => new AppError(status, 'INVALID_TOKEN', 'The link is invalid, used or expired')
@@ -130,4 +137,34 @@ export async function revokeTokens(
   else if (purpose !== undefined) query = query.where('purpose', 'in', purpose)
   const result = await query.executeTakeFirst()
   return Number(result.numDeletedRows)
+}
+
+/** A sign-in link's record: the address it was sent to, and no account yet when none had it. */
+export interface MagicLinkRecord {
+  userId: string | null
+  data: Record<string, unknown>
+}
+
+/** The live record of a sign-in link without using it. */
+export async function peekMagicLink(db: Executor, token: string, now: Date): Promise<MagicLinkRecord | null> {
+  const row = await db
+    .selectFrom('verification')
+    .select(['user_id', 'data'])
+    .where('token_hash', '=', hashToken(token))
+    .where('purpose', '=', 'magic-link')
+    .where('expires_at', '>', now)
+    .executeTakeFirst()
+  return row ? { userId: row.user_id, data: row.data } : null
+}
+
+/** Deletes a sign-in link and returns its record when it was live (`consumeToken`, for a link that may have no account yet). */
+export async function consumeMagicLink(trx: Trx, token: string, now: Date): Promise<MagicLinkRecord | null> {
+  const row = await trx
+    .deleteFrom('verification')
+    .where('token_hash', '=', hashToken(token))
+    .where('purpose', '=', 'magic-link')
+    .returning(['user_id', 'data', 'expires_at'])
+    .executeTakeFirst()
+  if (!row || row.expires_at.getTime() <= now.getTime()) return null
+  return { userId: row.user_id, data: row.data }
 }

@@ -34,6 +34,7 @@ const ABOUT_USER = {
   'auth.idp.account_linked': 'provider_linked',
   'auth.account_unlinked': 'provider_unlinked',
   'auth.idp.unverified_account_claimed': 'account_claimed',
+  'auth.account_taken_back': 'account_claimed',
   'auth.two_factor.enabled': 'two_factor_enabled',
   'auth.two_factor.disabled': 'two_factor_disabled',
   'auth.two_factor.backup_codes_regenerated': 'backup_codes_regenerated',

@@ -1,7 +1,7 @@
 // The "this wasn't me" link of a security notice: GET /api/auth/security-notice shows what the notice
 // was about and asks (it changes nothing, so a mail scanner that opens the link does no harm), and
 // POST /api/auth/secure-account, sent by that page's button or by the web front end, secures the account.
-import type { FastifyInstance, FastifyReply } from 'fastify'
+import type { FastifyInstance } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import { contextOf } from '../../shared/context.js'
@@ -9,23 +9,13 @@ import { ErrorSchema } from '../../shared/errors.js'
 import type { RoutePolicy } from '../../shared/route-policy.js'
 import { sendPasswordResetMail, type EmailAuthDeps } from '../email/service.js'
 import { EmailedToken, Status } from '../schemas.js'
-import { renderConfirmPage, renderInvalidPage, SECURE_ACCOUNT_PATH, type Page } from './page.js'
+import { sendPage } from '../links/page.js'
+import { renderConfirmPage, renderInvalidPage, SECURE_ACCOUNT_PATH } from './page.js'
 import { findNotice, secureAccount } from './secure.js'
 
 const tags = ['auth']
 // No session: the link is opened wherever the mail is read. Per IP, like a sign-in.
 const LINK: RoutePolicy = { access: 'public', rateLimit: { perIp: 'signIn' } }
-
-const sendPage = (reply: FastifyReply, page: Page, status: number) =>
-  reply
-    .code(status)
-    .header('content-security-policy', page.csp)
-    .header('x-frame-options', 'DENY')
-    // The token is in the page's address: no other site may see it.
-    .header('referrer-policy', 'no-referrer')
-    .type('text/html; charset=utf-8')
-    .serializer((payload: unknown) => String(payload)) // HTML as is, not a JSON string
-    .send(page.html)
 
 export default async function securityRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>()

@@ -21,10 +21,11 @@ export async function startSession(
   ctx: RequestContext,
   input: {
     credential: CheckedCredential
+    /** How the credential was proven (sign-in.ts, LoginMethod): kept in the audit trail. */
+    method: string
     rememberMe: boolean
     replacing: string | null
     twoFactorVerified?: boolean
-    method?: string
   },
 ): Promise<{ token: string; session: SessionView }> {
   if (input.replacing) await deps.sessions.revokeByToken(input.replacing)
@@ -43,8 +44,8 @@ export async function startSession(
     // The browser, as it names itself: the owner's security activity shows it (me.listSecurityEvents).
     details: {
       userAgent: started.session.userAgent,
+      method: input.method,
       ...(input.twoFactorVerified ? { twoFactor: true } : {}),
-      ...(input.method ? { method: input.method } : {}),
     },
   })
   return started

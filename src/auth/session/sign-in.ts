@@ -3,11 +3,13 @@
 // second factor. And the one place that turns either outcome into cookies on the reply.
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { DB } from '../../../db/index.js'
+import type { Config } from '../../config.js'
 import type { Clock } from '../../shared/clock.js'
 import type { RequestContext } from '../../shared/context.js'
 import type { DeviceCookie, KnownDevices } from '../security/devices.js'
 import type { TwoFactorCookies } from '../two-factor/cookies.js'
 import { beginSignIn } from '../two-factor/service.js'
+import { cookieAttributes } from './cookie-attributes.js'
 import type { SessionCookie } from './cookies.js'
 import { startSession } from './service.js'
 import type { CheckedCredential, SessionManager, SessionView } from './sessions.js'
@@ -28,6 +30,13 @@ export interface BrowserState {
   device: string | null
 }
 
+/**
+ * How a sign-in proved who it is, as better-auth's last-login-method plugin names it: 'email'
+ * (password), 'passkey', 'email-otp', 'magic-link', or the identity provider's id. The front end
+ * reads it back from the `better-auth.last_used_login_method` cookie ("last time you used ...").
+ */
+export type LoginMethod = string
+
 export type SignInOutcome =
   /** Signed in. `trustedDevice`: the rotated trusted-device token, or null to clear a stale one. */
   | {
@@ -35,6 +44,7 @@ export type SignInOutcome =
       token: string
       session: SessionView
       rememberMe: boolean
+      method: LoginMethod
       /** The browser's device id, for its `insight.device` cookie. */
       device: string
       trustedDevice?: string | null
@@ -48,23 +58,22 @@ export async function signInWith(
   ctx: RequestContext,
   input: {
     credential: CheckedCredential
+    method: LoginMethod
     rememberMe: boolean
     browser: BrowserState
     twoFactorVerified?: boolean
-    /** How the user signed in, in better-auth's last-login-method names ('passkey'), for the audit trail. */
-    method?: string
   },
 ): Promise<Extract<SignInOutcome, { kind: 'session' }>> {
-  const { credential, rememberMe, twoFactorVerified, method } = input
+  const { credential, method, rememberMe, twoFactorVerified } = input
   const started = await startSession(deps, ctx, {
     credential,
+    method,
     rememberMe,
     replacing: input.browser.replacing,
     twoFactorVerified,
-    method,
   })
   const device = await deps.devices.signedIn(ctx, credential.userId, input.browser.device)
-  return { kind: 'session', ...started, rememberMe, device }
+  return { kind: 'session', ...started, rememberMe, method, device }
 }
 
 /**
@@ -77,15 +86,17 @@ export async function afterFirstFactor(
   ctx: RequestContext,
   input: {
     user: { id: string; twoFactorEnabled: boolean; credentialEpoch: number }
+    method: LoginMethod
     rememberMe: boolean
     browser: BrowserState
   },
 ): Promise<SignInOutcome> {
-  const { user, rememberMe, browser } = input
+  const { user, method, rememberMe, browser } = input
   const credential = { userId: user.id, epoch: user.credentialEpoch }
   const step = await beginSignIn(deps, ctx, {
     credential,
     twoFactorEnabled: user.twoFactorEnabled,
+    method,
     rememberMe,
     trustedDevice: browser.trustedDevice,
   })
@@ -93,9 +104,22 @@ export async function afterFirstFactor(
     if (browser.replacing) await deps.sessions.revokeByToken(browser.replacing)
     return step
   }
-  const signedIn = await signInWith(deps, ctx, { credential, rememberMe, browser, twoFactorVerified: step.twoFactorVerified })
+  const signedIn = await signInWith(deps, ctx, {
+    credential,
+    method,
+    rememberMe,
+    browser,
+    twoFactorVerified: step.twoFactorVerified,
+  })
   return { ...signedIn, trustedDevice: step.trustedDevice }
 }
+
+/**
+ * better-auth's last-login-method cookie: the method of the last sign-in, readable by the page
+ * (`lastLoginMethodClient().getLastUsedLoginMethod()`), 30 days. It names a method, never an account.
+ */
+export const LAST_LOGIN_METHOD_COOKIE = 'better-auth.last_used_login_method'
+const LAST_LOGIN_METHOD_MAX_AGE = 30 * 24 * 60 * 60
 
 /** The cookies of a sign-in: the one place that reads what the browser brought and sets what it gets. */
 export class SignInCookies {
@@ -103,6 +127,7 @@ export class SignInCookies {
     private readonly session: SessionCookie,
     private readonly twoFactor: TwoFactorCookies,
     private readonly device: DeviceCookie,
+    private readonly config: Config['auth'],
   ) {}
 
   browserOf(request: FastifyRequest): BrowserState {
@@ -119,6 +144,11 @@ export class SignInCookies {
     if (outcome.kind === 'session') {
       this.session.set(reply, outcome.token, { rememberMe: outcome.rememberMe, expiresAt: outcome.session.expiresAt })
       this.device.set(reply, outcome.device)
+      reply.setCookie(LAST_LOGIN_METHOD_COOKIE, outcome.method, {
+        ...cookieAttributes(this.config),
+        httpOnly: false,
+        maxAge: LAST_LOGIN_METHOD_MAX_AGE,
+      })
       return
     }
     if (this.session.present(request)) this.session.clear(reply)

@@ -191,10 +191,12 @@ export interface Challenge {
   rememberMe: boolean
   /** The credential epoch read with the first factor: the session it leads to is born only while unchanged. */
   epoch: number
+  /** The first factor's login method (session/sign-in.ts), which the session will name. */
+  method: string
 }
 
 export async function issueChallenge(db: Executor, challenge: Challenge, expiresAt: Date): Promise<string> {
-  const { userId, rememberMe, epoch } = challenge
+  const { userId, rememberMe, epoch, method } = challenge
   const token = newToken()
   await db
     .insertInto('verification')
@@ -203,7 +205,7 @@ export async function issueChallenge(db: Executor, challenge: Challenge, expires
       purpose: CHALLENGE,
       token_hash: hashToken(token),
       user_id: userId,
-      data: json({ attempts: 0, rememberMe, epoch }),
+      data: json({ attempts: 0, rememberMe, epoch, method }),
       expires_at: expiresAt,
     })
     .execute()
@@ -236,7 +238,8 @@ export async function claimChallengeAttempt(
   if (row?.user_id) {
     // A challenge without an epoch (issued before migration 0013) can start no session.
     const epoch = typeof row.data.epoch === 'number' ? row.data.epoch : -1
-    return { userId: row.user_id, rememberMe: row.data.rememberMe !== false, epoch }
+    const method = typeof row.data.method === 'string' ? row.data.method : 'email'
+    return { userId: row.user_id, rememberMe: row.data.rememberMe !== false, epoch, method }
   }
   const spent = await db
     .deleteFrom('verification')

@@ -130,6 +130,7 @@ export default async function twoFactorRoutes(fastify: FastifyInstance) {
     cookies.challenge.clear(reply)
     const outcome = await signInWith(signInDeps, ctx, {
       credential: verified.credential,
+      method: verified.method,
       rememberMe: verified.rememberMe,
       browser: app.signInCookies.browserOf(request),
       twoFactorVerified: true,

@@ -247,7 +247,7 @@ export async function verifyForSignIn(
   challengeToken: string,
   method: Method,
   code: string,
-): Promise<{ user: UserWithFlags; rememberMe: boolean; credential: CheckedCredential }> {
+): Promise<{ user: UserWithFlags; rememberMe: boolean; method: string; credential: CheckedCredential }> {
   const challenge = await claimChallengeAttempt(deps.db, challengeToken, MAX_ATTEMPTS, deps.clock.now())
   if (challenge === null) throw invalidChallenge()
   if (challenge === 'exhausted') throw tooManyAttempts()
@@ -278,7 +278,12 @@ export async function verifyForSignIn(
   }
   const user = await findUserById(deps.db, challenge.userId)
   if (!user) throw invalidChallenge()
-  return { user, rememberMe: challenge.rememberMe, credential: { userId: user.id, epoch: challenge.epoch } }
+  return {
+    user,
+    rememberMe: challenge.rememberMe,
+    method: challenge.method,
+    credential: { userId: user.id, epoch: challenge.epoch },
+  }
 }
 
 export type SignInStep =
@@ -294,7 +299,13 @@ export type SignInStep =
 export async function beginSignIn(
   deps: Pick<TwoFactorDeps, 'db' | 'clock'>,
   ctx: RequestContext,
-  input: { credential: CheckedCredential; twoFactorEnabled: boolean; rememberMe: boolean; trustedDevice: string | null },
+  input: {
+    credential: CheckedCredential
+    twoFactorEnabled: boolean
+    method: string
+    rememberMe: boolean
+    trustedDevice: string | null
+  },
 ): Promise<SignInStep> {
   const { userId } = input.credential
   if (!input.twoFactorEnabled) return { kind: 'session', twoFactorVerified: false }
@@ -311,7 +322,7 @@ export async function beginSignIn(
       return { kind: 'session', twoFactorVerified: true, trustedDevice: renewed }
     }
   }
-  const challenge = { userId, rememberMe: input.rememberMe, epoch: input.credential.epoch }
+  const challenge = { userId, rememberMe: input.rememberMe, epoch: input.credential.epoch, method: input.method }
   const token = await issueChallenge(deps.db, challenge, new Date(now.getTime() + CHALLENGE_TTL_MS))
   return { kind: 'challenge', token, ...(input.trustedDevice ? { trustedDevice: null } : {}) }
 }

@@ -1,0 +1,280 @@
+// Sign-in without a password, in better-auth 1.6's names and JSON shapes so its `emailOTPClient()`
+// and `magicLinkClient()` work unchanged: emailed one-time codes (sign-in, email verification,
+// password reset) and emailed sign-in links. The rules are in service.ts.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { ZodTypeProvider } from 'fastify-type-provider-zod'
+import { z } from 'zod'
+import { contextOf } from '../../shared/context.js'
+import { ErrorSchema } from '../../shared/errors.js'
+import { resolveOptionalRedirect, resolveRedirect, withQuery } from '../../shared/redirect.js'
+import type { RoutePolicy } from '../../shared/route-policy.js'
+import { SingleLine } from '../../shared/validation.js'
+import { CodeStore } from '../links/codes.js'
+import { sendPage } from '../links/page.js'
+import {
+  CallbackUrl,
+  Email,
+  EmailedToken,
+  Password,
+  toUserJson,
+  TwoFactorRedirectSchema,
+  twoFactorRedirect,
+  UserSchema,
+} from '../schemas.js'
+import type { UserWithFlags } from '../queries.js'
+import { afterFirstFactor } from '../session/sign-in.js'
+import { MAGIC_LINK_VERIFY_PATH, renderSignInPage, renderUsedLinkPage } from './page.js'
+import {
+  CODE_TYPES,
+  type CodeType,
+  magicLinkIsLive,
+  type MailboxDeps,
+  type MailboxMethod,
+  requestMagicLink,
+  resetPasswordWithCode,
+  sendCode,
+  signInWithCode,
+  signInWithMagicLink,
+  verifyEmailWithCode,
+} from './service.js'
+
+const tags = ['auth']
+/** A route that mails: per IP like a sign-in, per address like every mail. */
+const MAILS: RoutePolicy = { access: 'public', rateLimit: { perIp: 'signIn', perEmail: 'mail' } }
+/** A route that takes a code: per IP and per address like a password sign-in. */
+const TAKES_CODE: RoutePolicy = { access: 'public', rateLimit: { perIp: 'signIn', perEmail: 'signIn' } }
+/** A sign-in link's page and its button: no address in the request, per IP like a sign-in. */
+const LINK: RoutePolicy = { access: 'public', rateLimit: { perIp: 'signIn' } }
+
+/** Six digits, as mailed: anything else cannot be a code and spends no try. */
+const Otp = z.string().regex(/^\d{6}$/, 'six digits')
+const Success = z.object({ success: z.literal(true) })
+const CodeTypes = Object.keys(CODE_TYPES) as [CodeType, ...CodeType[]]
+
+export default async function mailboxRoutes(fastify: FastifyInstance) {
+  const app = fastify.withTypeProvider<ZodTypeProvider>()
+  const deps: MailboxDeps = {
+    db: app.db,
+    clock: app.clock,
+    hasher: app.hasher,
+    mailer: app.mailer,
+    config: app.config.auth,
+    notices: app.securityNotices,
+    codes: new CodeStore(app.config.auth.secrets[0]!),
+  }
+  const signInDeps = { db: app.db, clock: app.clock, sessions: app.sessions, devices: app.knownDevices }
+
+  /** A code is mailed after the answer, whatever the address: the same answer, in the same time. */
+  const sendCodeRoute = (
+    url: string,
+    operationId: string,
+    summary: string,
+    body: z.ZodType<{ email: string; type?: CodeType }>,
+  ) =>
+    app.post(
+      url,
+      {
+        config: { policy: MAILS },
+        schema: {
+          operationId,
+          tags,
+          summary,
+          body,
+          response: { 200: Success, 400: ErrorSchema, 403: ErrorSchema, 429: ErrorSchema },
+        },
+      },
+      async (request) => {
+        const { email, type = 'forget-password' } = request.body as { email: string; type?: CodeType }
+        app.afterReply(request, `${type} code`, () => sendCode(deps, email, type))
+        return { success: true as const }
+      },
+    )
+
+  sendCodeRoute(
+    '/api/auth/email-otp/send-verification-otp',
+    'sendVerificationOTP',
+    'Mail a six-digit code (5 min, 3 tries) to sign in, verify the address or reset the password; the same answer whether the address has an account or not',
+    z.strictObject({ email: Email, type: z.enum(CodeTypes) }),
+  )
+  sendCodeRoute(
+    '/api/auth/email-otp/request-password-reset',
+    'requestPasswordResetEmailOTP',
+    'Mail a six-digit password reset code (5 min, 3 tries); the same answer whether the address has an account or not',
+    z.strictObject({ email: Email }),
+  )
+
+  /** A sign-in by mailbox proof: the one sign-in step, second factor included, and its cookies. */
+  const signIn = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    user: UserWithFlags,
+    method: MailboxMethod,
+    rememberMe: boolean,
+  ) => {
+    const outcome = await afterFirstFactor(signInDeps, contextOf(request), {
+      user,
+      method,
+      rememberMe,
+      browser: app.signInCookies.browserOf(request),
+    })
+    app.signInCookies.set(request, reply, outcome)
+    return outcome
+  }
+
+  app.post(
+    '/api/auth/sign-in/email-otp',
+    {
+      config: { policy: TAKES_CODE },
+      schema: {
+        operationId: 'signInEmailOTP',
+        tags,
+        summary:
+          'Sign in with a mailed code; creates a verified account for a new address. With two-factor on, the second step is asked for as after a password',
+        body: z.strictObject({
+          email: Email,
+          otp: Otp,
+          name: SingleLine(1, 100).optional(),
+          image: z
+            .url({ protocol: /^https$/ })
+            .max(2048)
+            .nullish(),
+          rememberMe: z.boolean().optional(),
+        }),
+        response: {
+          200: z.union([z.object({ token: z.null(), user: UserSchema }), TwoFactorRedirectSchema]),
+          400: ErrorSchema,
+          403: ErrorSchema,
+        },
+      },
+    },
+    async (request, reply) => {
+      const { rememberMe = true, ...input } = request.body
+      const { user } = await signInWithCode(deps, contextOf(request), input)
+      const outcome = await signIn(request, reply, user, 'email-otp', rememberMe)
+      if (outcome.kind === 'challenge') return twoFactorRedirect()
+      return { token: null, user: toUserJson(user) }
+    },
+  )
+
+  app.post(
+    '/api/auth/email-otp/verify-email',
+    {
+      config: { policy: TAKES_CODE },
+      schema: {
+        operationId: 'verifyEmailOTP',
+        tags,
+        summary: 'Verify the address with a mailed code',
+        body: z.strictObject({ email: Email, otp: Otp }),
+        response: { 200: z.object({ status: z.literal(true), token: z.null(), user: UserSchema }), 400: ErrorSchema },
+      },
+    },
+    async (request) => {
+      const user = await verifyEmailWithCode(deps, contextOf(request), request.body, request.user?.id ?? null)
+      return { status: true as const, token: null, user: toUserJson(user) }
+    },
+  )
+
+  app.post(
+    '/api/auth/email-otp/reset-password',
+    {
+      config: { policy: TAKES_CODE },
+      schema: {
+        operationId: 'resetPasswordEmailOTP',
+        tags,
+        summary: 'Set a new password with a mailed code; ends every session of the account',
+        body: z.strictObject({ email: Email, otp: Otp, password: Password }),
+        response: { 200: Success, 400: ErrorSchema },
+      },
+    },
+    async (request, reply) => {
+      await resetPasswordWithCode(deps, contextOf(request), request.body)
+      // The sessions are gone; a cookie this browser still holds is dropped with them.
+      if (app.sessionCookie.present(request)) app.sessionCookie.clear(reply)
+      return { success: true as const }
+    },
+  )
+
+  const redirect = (url: string | undefined, field: string) => resolveOptionalRedirect(url, app.redirectRules, field)
+
+  app.post(
+    '/api/auth/sign-in/magic-link',
+    {
+      config: { policy: MAILS },
+      schema: {
+        operationId: 'signInMagicLink',
+        tags,
+        summary:
+          'Mail a single-use sign-in link (5 min); using it creates a verified account for a new address. The same answer whether the address has an account or not',
+        body: z.strictObject({
+          email: Email,
+          name: SingleLine(1, 100).optional(),
+          callbackURL: CallbackUrl.optional(),
+          newUserCallbackURL: CallbackUrl.optional(),
+          errorCallbackURL: CallbackUrl.optional(),
+        }),
+        response: { 200: z.object({ status: z.literal(true) }), 400: ErrorSchema, 403: ErrorSchema, 429: ErrorSchema },
+      },
+    },
+    async (request) => {
+      const { email, name } = request.body
+      // Resolved now, by the one redirect rule: a hostile target is refused here and never mailed.
+      // errorCallbackURL is checked like the others; a link that fails says so on its own page.
+      redirect(request.body.errorCallbackURL, 'errorCallbackURL')
+      const urls = {
+        callbackURL: resolveRedirect(request.body.callbackURL ?? '/', app.redirectRules, 'callbackURL'),
+        newUserCallbackURL: redirect(request.body.newUserCallbackURL, 'newUserCallbackURL'),
+      }
+      app.afterReply(request, 'sign-in link', () => requestMagicLink(deps, { email, name, urls }))
+      return { status: true as const }
+    },
+  )
+
+  app.get(
+    MAGIC_LINK_VERIFY_PATH,
+    {
+      config: { policy: LINK },
+      schema: {
+        operationId: 'magicLinkPage',
+        tags,
+        summary: `The mailed sign-in link: an HTML page whose button (POST ${MAGIC_LINK_VERIFY_PATH}) signs in; opening it signs nobody in and spends nothing`,
+        querystring: z.strictObject({ token: EmailedToken }),
+        response: { 200: z.string().describe('text/html'), 400: z.string().describe('text/html') },
+      },
+    },
+    async (request, reply) =>
+      (await magicLinkIsLive(deps, request.query.token))
+        ? sendPage(reply, renderSignInPage(request.query.token), 200)
+        : sendPage(reply, renderUsedLinkPage(), 400),
+  )
+
+  app.post(
+    MAGIC_LINK_VERIFY_PATH,
+    {
+      config: { policy: LINK },
+      schema: {
+        operationId: 'magicLinkVerify',
+        tags,
+        summary:
+          "Use a sign-in link (its page's button): signs in and answers where to go, the link's newUserCallbackURL for a new account; with two-factor on, callbackURL with twoFactorRedirect=true and the second step's cookie",
+        body: z.strictObject({ token: EmailedToken }),
+        response: {
+          200: z.union([
+            z.object({ redirect: z.literal(true), url: z.string(), token: z.null(), user: UserSchema }),
+            TwoFactorRedirectSchema.extend({ url: z.string() }),
+          ]),
+          400: ErrorSchema,
+          403: ErrorSchema,
+        },
+      },
+    },
+    async (request, reply) => {
+      const { user, isNewUser, urls } = await signInWithMagicLink(deps, contextOf(request), request.body.token)
+      const outcome = await signIn(request, reply, user, 'magic-link', true)
+      if (outcome.kind === 'challenge') {
+        return { ...twoFactorRedirect(), url: withQuery(urls.callbackURL, { twoFactorRedirect: 'true' }) }
+      }
+      const url = (isNewUser && urls.newUserCallbackURL) || urls.callbackURL
+      return { redirect: true as const, url, token: null, user: toUserJson(user) }
+    },
+  )
+}
