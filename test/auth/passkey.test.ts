@@ -5,6 +5,7 @@
 import { passkeyClient } from '@better-auth/passkey/client'
 import { createAuthClient } from 'better-auth/client'
 import t from 'tap'
+import { LAST_LOGIN_METHOD_COOKIE } from '../../src/auth/session/sign-in.js'
 import type { Clock } from '../../src/shared/clock.js'
 import { buildTestApp, call, sessionCookieOf, signUp, signUpWithRole, uniqueEmail, WEB_ORIGIN } from '../helpers/app.js'
 import { apiUrl, cookieJarFetch } from '../helpers/auth-client.js'
@@ -88,6 +89,7 @@ t.test('register, sign out, sign in with the passkey, list, rename, delete; refu
   t.notOk(JSON.stringify(signedIn.data).includes('token'), 'no token in the answer')
   const session = await alice.client.getSession()
   t.equal(session.data?.user.id, alice.id, 'the session cookie works')
+  t.equal(alice.jar.get(LAST_LOGIN_METHOD_COOKIE), 'passkey', 'the last-login-method cookie names the passkey')
   const stored = await app.db
     .selectFrom('session')
     .selectAll()
