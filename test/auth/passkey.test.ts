@@ -157,6 +157,26 @@ t.test('a passkey sign-in stands for the second factor', async (t) => {
   t.notOk(carol.jar.has('better-auth.two_factor'))
 })
 
+t.test(
+  "the options name the web origin's relying party, require user verification and exclude the account's passkeys",
+  async (t) => {
+    const rita = await member()
+    const first = await registerPasskey(app, rita.authenticator, rita.cookie())
+    const { options } = await registrationOf(app, new SoftAuthenticator(WEB_ORIGIN), rita.cookie())
+    t.match(options, {
+      rp: { id: 'localhost', name: 'Insight' },
+      user: { name: rita.email, displayName: 'Passkey User' },
+      attestation: 'none',
+      authenticatorSelection: { userVerification: 'required', residentKey: 'preferred' },
+      excludeCredentials: [{ id: first.credentialID, type: 'public-key' }],
+    })
+    t.equal(options.user.id, rita.authenticator.credentials[0]!.userHandle.toString('base64url'), 'one handle per account')
+    const signIn = await assertionOf(app, rita.authenticator)
+    t.match(signIn.options, { rpId: 'localhost', userVerification: 'required' })
+    t.notOk(signIn.options.allowCredentials, 'anyone may answer a sign-in: the passkey names its account')
+  },
+)
+
 t.test('every route but the sign-in ones needs a session', async (t) => {
   await eachIsUnauthorized(t, app, [
     ['GET', '/api/auth/passkey/generate-register-options'],

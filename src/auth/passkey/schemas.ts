@@ -57,7 +57,7 @@ export const AuthenticationResponse = z.strictObject({
 
 export const RegisterOptionsQuery = z.strictObject({
   authenticatorAttachment: Attachment.optional(),
-  /** better-auth's: the account name the authenticator shows (the email otherwise). */
+  /** Sent by better-auth's client with the passkey's name (which verify-registration takes); not used here. */
   name: SingleLine(1, 100).optional(),
 })
 

@@ -90,7 +90,7 @@ export async function registrationOptions(
   deps: PasskeyDeps,
   user: Pick<UserWithFlags, 'id' | 'email' | 'name'>,
   session: Pick<SessionState, 'createdAt'>,
-  query: { name?: string; authenticatorAttachment?: 'platform' | 'cross-platform' },
+  query: { authenticatorAttachment?: 'platform' | 'cross-platform' },
 ): Promise<{ options: PublicKeyCredentialCreationOptionsJSON; token: string }> {
   assertFresh(deps, session)
   const existing = await passkeysOf(deps.db, user.id)
@@ -102,7 +102,9 @@ export async function registrationOptions(
     rpName: RP_NAME,
     rpID: deps.relyingParty.rpId,
     userID: Buffer.from(userHandle, 'base64url'),
-    userName: query.name ?? user.email,
+    // The account as a password manager lists it. better-auth puts the client's `name` here (the
+    // passkey's name, also posted with verify-registration); the address tells accounts apart.
+    userName: user.email,
     userDisplayName: user.name || user.email,
     attestationType: 'none',
     // The authenticators that already hold one of the account's passkeys refuse to make another.
