@@ -251,6 +251,8 @@ t.test('bad, oversized and unknown input is a 400 in the one error shape, and wr
   t.match(big.json(), { status: 413, code: 'PAYLOAD_TOO_LARGE' })
   const query = await call(app, 'GET', '/api/auth/passkey/generate-register-options?context=signup', { cookie: erin.cookie() })
   t.match(query.json(), { status: 400, code: 'VALIDATION_ERROR' }, 'an unknown query key')
+  const signInQuery = await call(app, 'GET', '/api/auth/passkey/generate-authenticate-options?userId=someone')
+  t.match(signInQuery.json(), { status: 400, code: 'VALIDATION_ERROR' }, 'the sign-in options take no query')
   await eachIsValidationError(t, [{}, { id: 'x' }, { id: 'x', name: '' }, { id: 'x', name: 'y', userId: 'z' }], (body) =>
     call(app, 'POST', '/api/auth/passkey/update-passkey', { cookie: erin.cookie(), body }),
   )

@@ -100,6 +100,7 @@ export default async function passkeyRoutes(fastify: FastifyInstance) {
         tags,
         summary:
           'Options for navigator.credentials.get() to sign in with a passkey (user verification required), and the challenge cookie (5 minutes)',
+        querystring: z.strictObject({}),
         response: { 200: CeremonyOptions, 429: ErrorSchema },
       },
     },
