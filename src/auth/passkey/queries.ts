@@ -103,12 +103,6 @@ export async function findPasskeyForSignIn(
   return { passkey: toPasskey(row), user: toUser(user) }
 }
 
-/** The WebAuthn user handle the user's passkeys carry (one per user), undefined before the first. */
-export async function userHandleOf(db: Executor, userId: string): Promise<string | undefined> {
-  const row = await db.selectFrom('passkey').select('user_handle').where('user_id', '=', userId).limit(1).executeTakeFirst()
-  return row?.user_handle
-}
-
 export async function countPasskeys(db: Executor, userId: string): Promise<number> {
   const row = await db
     .selectFrom('passkey')

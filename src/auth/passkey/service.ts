@@ -35,7 +35,6 @@ import {
   passkeysOf,
   recordUse,
   renamePasskey,
-  userHandleOf,
   type Ceremony,
   type Challenge,
   type Passkey,
@@ -97,7 +96,7 @@ export async function registrationOptions(
   if (existing.length >= MAX_PASSKEYS) throw tooMany()
   // One WebAuthn user id per account (the spec's advice: authenticators group its passkeys), random
   // so that it tells nothing about the account.
-  const userHandle = (await userHandleOf(deps.db, user.id)) ?? randomBytes(32).toString('base64url')
+  const userHandle = existing[0]?.userHandle ?? randomBytes(32).toString('base64url')
   const options = await generateRegistrationOptions({
     rpName: RP_NAME,
     rpID: deps.relyingParty.rpId,
