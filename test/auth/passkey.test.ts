@@ -368,6 +368,17 @@ t.test('a signature counter that does not move forward is refused; one that is a
   for (let i = 0; i < 2; i++) t.equal((await signInWithPasskey(app, zero)).statusCode, 200, 'a counter-less authenticator')
 })
 
+t.test('two assertions with one counter value, posted at once: one signs in (the counter is compare-and-set)', async (t) => {
+  const sam = await member()
+  await registerPasskey(app, sam.authenticator, sam.cookie())
+  const first = await assertionOf(app, sam.authenticator)
+  sam.authenticator.credentials[0]!.counter -= 1 // the clone answers with the same counter
+  const second = await assertionOf(app, sam.authenticator)
+  const answers = await Promise.all([postAssertion(app, first), postAssertion(app, second)])
+  t.same(answers.map((r) => r.statusCode).sort(), [200, 401])
+  t.equal((await sessionsOf(sam.id)).length, 2, 'the sign-up and one sign-in')
+})
+
 t.test('the assertion must carry back the user handle the passkey was given', async (t) => {
   const leo = await member()
   await registerPasskey(app, leo.authenticator, leo.cookie())
