@@ -6,6 +6,7 @@ import { z } from 'zod'
 import { currentUser } from '../auth/session/guard.js'
 import { ErrorSchema } from '../shared/errors.js'
 import { PUBLIC } from '../shared/route-policy.js'
+import { sendPage } from '../shared/html-page.js'
 import { contextOf } from '../shared/context.js'
 import { AppError } from '../shared/errors.js'
 import { resolveRedirect } from '../shared/redirect.js'
@@ -97,13 +98,7 @@ export default async function paymentRoutes(fastify: FastifyInstance) {
       },
       async (request, reply) => {
         const page = renderSandboxPage(await sandboxCheckout(deps, contextOf(request), request.params.paymentId))
-        return reply
-          .header('content-security-policy', page.csp)
-          .header('x-frame-options', 'DENY')
-          .header('referrer-policy', 'no-referrer')
-          .type('text/html; charset=utf-8')
-          .serializer((payload: unknown) => String(payload)) // HTML as is, not a JSON string
-          .send(page.html)
+        return sendPage(reply, page, 200)
       },
     )
   }

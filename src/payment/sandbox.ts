@@ -1,10 +1,11 @@
 // A simulated gateway inside the service (development only; config refuses it in production), so
 // the whole purchase runs on a fresh machine. Its checkout page is ours: "Pay" and "Cancel" post a
 // webhook signed with a key derived from AUTH_SECRET, exactly as a real gateway would call us.
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
+import { createHmac, timingSafeEqual } from 'node:crypto'
 import type { IncomingHttpHeaders } from 'node:http'
 import { z } from 'zod'
 import type { Clock } from '../shared/clock.js'
+import { escapeHtml, htmlPage, pageData, type Page } from '../shared/html-page.js'
 import { newId } from '../shared/ids.js'
 import {
   badSignature,
@@ -102,8 +103,9 @@ export class SandboxGateway implements PaymentGateway {
   }
 }
 
-const escapeHtml = (s: string) =>
-  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!)
+const SANDBOX_CSS = `.note { background: #fff4cc; padding: .5rem .75rem; border-radius: .25rem; font-size: .9rem; }
+button { margin-right: .5rem; }
+#pay { background: #1a7f37; color: #fff; }`
 
 interface SandboxPageInput {
   productName: string
@@ -115,31 +117,17 @@ interface SandboxPageInput {
 }
 
 /** The confirm page and its Content-Security-Policy (inline code only with this page's nonce). */
-export function renderSandboxPage(input: SandboxPageInput): { html: string; csp: string } {
-  const nonce = randomBytes(16).toString('base64')
-  const data = JSON.stringify({
+export function renderSandboxPage(input: SandboxPageInput): Page {
+  const data = pageData({
     webhookUrl: SANDBOX_WEBHOOK_PATH,
     header: SANDBOX_SIGNATURE_HEADER,
     pay: { ...input.pay, returnUrl: input.successUrl },
     cancel: { ...input.cancel, returnUrl: input.cancelUrl },
-  }).replace(/</g, '\\u003c')
+  })
   const amount = `Rp ${input.amount.toLocaleString('id-ID')}`
-  const html = `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="robots" content="noindex">
-<title>Sandbox payment</title>
-<style nonce="${nonce}">
-body { font-family: system-ui, sans-serif; max-width: 28rem; margin: 4rem auto; padding: 0 1rem; color: #222; }
-.note { background: #fff4cc; padding: .5rem .75rem; border-radius: .25rem; font-size: .9rem; }
-button { font-size: 1rem; padding: .6rem 1.4rem; margin-right: .5rem; cursor: pointer; }
-#pay { background: #1a7f37; color: #fff; border: 0; border-radius: .25rem; }
-</style>
-</head>
-<body>
-<p class="note">Sandbox gateway: no real money moves.</p>
+  return htmlPage(
+    'Sandbox payment',
+    (nonce) => `<p class="note">Sandbox gateway: no real money moves.</p>
 <h1>Confirm payment</h1>
 <p id="product">${escapeHtml(input.productName)}</p>
 <p id="amount"><strong>${escapeHtml(amount)}</strong></p>
@@ -157,10 +145,7 @@ async function send(which) {
 }
 document.getElementById('pay').addEventListener('click', () => send('pay'))
 document.getElementById('cancel').addEventListener('click', () => send('cancel'))
-</script>
-</body>
-</html>
-`
-  const csp = `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`
-  return { html, csp }
+</script>`,
+    SANDBOX_CSS,
+  )
 }

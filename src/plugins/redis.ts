@@ -1,5 +1,6 @@
-// One shared Redis connection when REDIS_URL is set (rate-limit store). Redis is an optimisation
-// here, never a dependency: when it is down the service keeps serving and /api/health says so.
+// One shared Redis connection when REDIS_URL is set (the budgets' shared store). Redis is an
+// optimisation here, never a dependency: when it is down the service keeps serving, the budgets are
+// counted in each instance's memory (plugins/budget-counter.ts), and /api/health says so.
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { Redis } from 'ioredis'
@@ -35,7 +36,11 @@ export default fp(
     })
     let down = false
     redis.on('error', (err) => {
-      if (!down) app.log.warn({ err: { message: err.message } }, 'redis unavailable: serving without it')
+      if (!down)
+        app.log.warn(
+          { err: { message: err.message } },
+          "redis unavailable: budgets counted in this instance's memory until it is back",
+        )
       down = true
     })
     redis.on('ready', () => {

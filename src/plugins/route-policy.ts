@@ -5,14 +5,17 @@
 // can be dodged by spelling the path differently. A route that declares nothing gets the strict
 // default: a session is required and state-changing methods are origin-checked.
 //
-// Also here: trusted origins, the CSRF rule and CORS by hand (no CORS plugin).
+// The onRequest hook is the list of named steps in `ON_REQUEST` order (the origin steps are in
+// origins.ts); the budgets that need the parsed body or the account run as preHandlers of the
+// routes that declare them.
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
 import { AppError, type ErrorCode, forbidden, serviceUnavailable, unauthorized } from '../shared/errors.js'
+import { andThen, type MaybePromise } from '../shared/maybe-async.js'
 import type { RedirectRules } from '../shared/redirect.js'
 import { PUBLIC, type RoutePolicy } from '../shared/route-policy.js'
-import { andThen, type MaybePromise } from '../shared/maybe-async.js'
-import { emailOf, rateLimited, type Verdict } from './rate-limit.js'
+import { answerCors, checkOrigin } from './origins.js'
+import { clientKey, emailOf, type RateLimits } from './rate-limit.js'
 
 /** Errors that end a password re-check before any password was checked. */
 const NOT_CHECKED = new Set<ErrorCode>(['VALIDATION_ERROR', 'INVALID_CALLBACK_URL', 'RATE_LIMITED', 'SERVICE_UNAVAILABLE'])
@@ -78,10 +81,6 @@ function routeOf(config: FastifyRequest['routeOptions']['config']): MatchedRoute
   return route
 }
 
-/** A route's budgets that need the parsed body or the signed-in account: counted before its handler. */
-const needsBudgetsBeforeHandler = (policy: RoutePolicy | undefined) =>
-  Boolean(policy?.rateLimit?.perEmail || policy?.reverifiesPassword)
-
 /** Throws at start-up for a policy that cannot be right: a typo must not fall back to a default. */
 function checkPolicy(route: RegisteredRoute): void {
   const policy = route.config?.policy
@@ -99,7 +98,7 @@ function checkPolicy(route: RegisteredRoute): void {
   // Their hooks are attached when the route is added; a policy given later would go unenforced.
   const registered = route.registeredPolicy
   if (
-    needsBudgetsBeforeHandler(policy) !== needsBudgetsBeforeHandler(registered) ||
+    Boolean(policy.rateLimit?.perEmail) !== Boolean(registered?.rateLimit?.perEmail) ||
     Boolean(policy.reverifiesPassword) !== Boolean(registered?.reverifiesPassword)
   )
     throw new Error(`Route ${where}: per-email budgets and password re-checks must be declared with the route`)
@@ -110,34 +109,6 @@ function hooks<H>(given: H | H[] | undefined): H[] {
   if (given === undefined) return []
   return Array.isArray(given) ? given : [given]
 }
-
-export function originOf(value: string | undefined): string | null {
-  if (!value) return null
-  try {
-    const url = new URL(value)
-    return url.protocol === 'http:' || url.protocol === 'https:' ? url.origin : null
-  } catch {
-    return null
-  }
-}
-
-/**
- * 403 INVALID_ORIGIN naming what was refused and how to allow it: a web app on an origin that was
- * never trusted fails here first, and a bare "not trusted" sent its developer searching.
- */
-function untrusted(what: 'Origin' | 'Referer', origin: string | null): AppError {
-  const named = origin === null ? `The ${what} header` : `${what} ${origin.slice(0, 200)}`
-  return new AppError(
-    403,
-    'INVALID_ORIGIN',
-    `${named} is not a trusted origin: a web app's origin is trusted when it is listed in AUTH_TRUSTED_ORIGIN (comma-separated) or is WEB_ORIGIN`,
-    { data: { origin: origin?.slice(0, 200) ?? null } },
-  )
-}
-
-const STATE_CHANGING = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
-const ALLOWED_METHODS = 'GET, POST, PUT, PATCH, DELETE, OPTIONS'
-const ALLOWED_HEADERS = 'Content-Type, Authorization, X-Request-Id'
 
 export interface RoutePolicyOptions {
   trustedOrigins: readonly string[]
@@ -154,13 +125,144 @@ export interface RoutePolicyOptions {
   loadSession(request: FastifyRequest, reply: FastifyReply): MaybePromise<void>
 }
 
+/**
+ * One step of the onRequest hook: returns when the request may go on, throws to refuse it, or
+ * answers it itself ('answered', a preflight). A step that has to wait (a budget kept in Redis, a
+ * session not in memory) returns a promise; the others return at once, so the common request passes
+ * every step without one.
+ */
+type Step = (request: FastifyRequest, reply: FastifyReply, route: MatchedRoute) => MaybePromise<void> | 'answered'
+
+/** Runs `steps` from `from` in order, waiting only for a step that returned a promise. */
+function runSteps(
+  steps: readonly Step[],
+  request: FastifyRequest,
+  reply: FastifyReply,
+  route: MatchedRoute,
+  from = 0,
+): MaybePromise<undefined | 'answered'> {
+  for (let i = from; i < steps.length; i++) {
+    const outcome = steps[i]!(request, reply, route)
+    if (outcome === 'answered') return outcome
+    if (outcome instanceof Promise) return outcome.then(() => runSteps(steps, request, reply, route, i + 1))
+  }
+  return undefined
+}
+
+/** The headers every answer carries, errors included. */
+function sendCommonHeaders(request: FastifyRequest, reply: FastifyReply, route: MatchedRoute): void {
+  reply.header('x-request-id', request.id)
+  reply.header('x-content-type-options', 'nosniff')
+  // Sessions, credentials and personal data must never sit in a shared or browser cache.
+  if (!route.policy.cacheable) reply.header('cache-control', 'no-store')
+}
+
+/** 503 to every request once shutdown began, closing its connection after the answer. */
+const refuseWhileClosing =
+  (closing: () => boolean): Step =>
+  (_request, reply) => {
+    if (!closing()) return
+    reply.header('connection', 'close')
+    throw serviceUnavailable('The service is shutting down', 5)
+  }
+
+/** The per-IP budgets, before any database work: the global one unless the route opts out, then the route's own. */
+const takeIpBudgets =
+  (budgets: RateLimits): Step =>
+  (request, _reply, { policy }) => {
+    const key = clientKey(request.ip)
+    const own = policy.rateLimit?.perIp
+    const takeOwn = () => (own ? budgets.perIp[own].spend(key) : undefined)
+    return policy.rateLimit?.global === false ? takeOwn() : andThen(budgets.global.spend(key), takeOwn)
+  }
+
+/** request.user and request.session; never on a cacheable route, whose answer must carry no Set-Cookie. */
+const loadSessionOf =
+  (loadSession: RoutePolicyOptions['loadSession']): Step =>
+  (request, reply, { policy }) =>
+    policy.cacheable ? undefined : loadSession(request, reply)
+
+/** Who may call: anyone, a signed-in user, or one with a role (and a second factor if so configured). */
+const checkAccess =
+  (roleRoutesNeedSecondFactor: boolean): Step =>
+  (request, _reply, { policy }) => {
+    const access = policy.access ?? 'session'
+    if (access === 'public') return
+    if (!request.user) throw unauthorized()
+    if (typeof access === 'object' && !access.roles.includes(request.user.role)) {
+      throw forbidden(`${access.roles.join(' or ')} role required`)
+    }
+    if (typeof access === 'object' && roleRoutesNeedSecondFactor && !request.session?.twoFactorVerified) {
+      throw new AppError(403, 'TWO_FACTOR_REQUIRED', 'Sign in with two-factor authentication to use this route')
+    }
+  }
+
 export default fp(
   async function routePolicy(app: FastifyInstance, opts: RoutePolicyOptions) {
     const trusted: ReadonlySet<string> = new Set(opts.trustedOrigins)
-    const { loadSession, closing } = opts
+    const budgets = app.rateLimits
     app.decorate('trustedOrigins', trusted)
     app.decorate('redirectRules', { base: opts.webOrigin, trustedOrigins: trusted })
     app.decorateRequest('matched', null)
+
+    /**
+     * Every request, matched or not, in the order that keeps the cheap refusals first: a flood is
+     * refused by its budget before it reaches the database.
+     */
+    const ON_REQUEST: readonly Step[] = [
+      sendCommonHeaders,
+      refuseWhileClosing(opts.closing),
+      answerCors(trusted),
+      checkOrigin(trusted),
+      takeIpBudgets(budgets),
+      loadSessionOf(opts.loadSession),
+      checkAccess(opts.roleRoutesNeedSecondFactor),
+    ]
+
+    // Callback style: the common request passes every step without a promise. A hook that has
+    // answered (a preflight) must not call done: Fastify would go on to the handler.
+    app.addHook('onRequest', (request, reply, done) => {
+      let outcome: ReturnType<typeof runSteps>
+      try {
+        outcome = runSteps(ON_REQUEST, request, reply, matchedRoute(request))
+      } catch (err) {
+        return done(err as Error)
+      }
+      if (outcome instanceof Promise) outcome.then((o) => o !== 'answered' && done(), done)
+      else if (outcome !== 'answered') done()
+    })
+
+    // The budgets that need the parsed body or the signed-in account, before the handler does any
+    // work; only the routes that declare them run these hooks.
+
+    /** The route's per-email budget, keyed by the body's email (none without one). */
+    async function takeEmailBudget(request: FastifyRequest): Promise<void> {
+      const perEmail = matchedRoute(request).policy.rateLimit?.perEmail
+      const email = emailOf(request)
+      if (perEmail && email) await budgets.perEmail[perEmail].spend(email)
+    }
+
+    // A right answer keeps its claim like a wrong one: refunded right answers let one account keep
+    // every hash worker busy. Only an attempt refused before its password was looked at gives it
+    // back: invalid input, or the hash admission's or queue's own refusal (nothing was hashed).
+    const passwordAttempts = new WeakSet<FastifyRequest>()
+
+    /**
+     * One attempt at the current password from the account's budget, claimed before the hash is
+     * checked: parallel guesses cannot all slip under the limit, and a right guess past it is
+     * refused like a wrong one.
+     */
+    async function claimPasswordCheck(request: FastifyRequest): Promise<void> {
+      if (!request.user) return
+      await budgets.passwordChecks.spend(request.user.id)
+      passwordAttempts.add(request)
+    }
+
+    async function refundUncheckedAttempt(request: FastifyRequest, _reply: FastifyReply, error: Error): Promise<void> {
+      if (error instanceof AppError && NOT_CHECKED.has(error.code) && passwordAttempts.delete(request)) {
+        await budgets.passwordChecks.refund(request.user!.id)
+      }
+    }
 
     const routes: RegisteredRoute[] = []
     app.decorate('registeredRoutes', routes)
@@ -176,148 +278,15 @@ export default fp(
         registeredPolicy,
       })
       // Only the routes that declare such budgets run hooks for them: every other request skips them.
-      if (needsBudgetsBeforeHandler(registeredPolicy)) route.preHandler = [budgetsBeforeHandler, ...hooks(route.preHandler)]
+      const before = [
+        ...(registeredPolicy?.rateLimit?.perEmail ? [takeEmailBudget] : []),
+        ...(registeredPolicy?.reverifiesPassword ? [claimPasswordCheck] : []),
+      ]
+      if (before.length) route.preHandler = [...before, ...hooks(route.preHandler)]
       if (registeredPolicy?.reverifiesPassword) route.onError = [refundUncheckedAttempt, ...hooks(route.onError)]
     })
     // Checked once every plugin has added its routes (and third-party routes got their policy).
     app.addHook('onReady', async () => routes.forEach(checkPolicy))
-
-    /**
-     * The origin rule (docs/http-contract.md, "Trusted origins, CSRF and CORS"). Any request to an
-     * /api/auth route, and any state-changing request to any route, whose Origin is present and
-     * untrusted is refused. Without an Origin, a state-changing request
-     * is judged by its Referer, and one that carries a cookie but neither header is refused.
-     */
-    const checkOrigin = (
-      request: FastifyRequest,
-      route: MatchedRoute,
-      origin: string | undefined,
-      originTrusted: boolean,
-    ): void => {
-      const stateChanging = STATE_CHANGING.has(request.method)
-      // The matched route's own path (the route table), not the request line.
-      if (!stateChanging && !route.authRoute) return
-      if (origin !== undefined) {
-        if (origin === 'null') throw new AppError(403, 'MISSING_OR_NULL_ORIGIN', 'Origin is null')
-        if (!originTrusted) throw untrusted('Origin', origin)
-        return
-      }
-      // GET navigations are judged by Origin only: the identity provider's redirect carries its own Referer.
-      if (!stateChanging) return
-      const referer = request.headers.referer
-      if (referer !== undefined) {
-        const refererOrigin = originOf(referer)
-        if (refererOrigin === null || !trusted.has(refererOrigin)) throw untrusted('Referer', refererOrigin)
-        return
-      }
-      // A browser sending cookies always sends Origin or Referer on a POST; a bare cookie is suspect.
-      if (request.headers.cookie !== undefined) {
-        throw new AppError(403, 'MISSING_OR_NULL_ORIGIN', 'Origin header is required')
-      }
-    }
-
-    const refuseSpent = (verdict: Verdict): void => {
-      if (verdict.exceeded) throw rateLimited(verdict.retryAfter)
-    }
-
-    /** The per-IP budgets: the global one unless the route opts out, then the route's own. */
-    const countPerIp = (request: FastifyRequest, policy: RoutePolicy): MaybePromise<void> => {
-      const limits = policy.rateLimit
-      const perIp = limits?.perIp
-      const own = () => (perIp ? andThen(app.rateLimits.perIp[perIp](request), refuseSpent) : undefined)
-      return limits?.global === false ? own() : andThen(andThen(app.rateLimits.global(request), refuseSpent), own)
-    }
-
-    /** Who may call: anyone, a signed-in user, or one with a role (and a second factor if so configured). */
-    const checkAccess = (request: FastifyRequest, policy: RoutePolicy): void => {
-      const access = policy.access ?? 'session'
-      if (access === 'public') return
-      if (!request.user) throw unauthorized()
-      if (typeof access === 'object' && !access.roles.includes(request.user.role)) {
-        throw forbidden(`${access.roles.join(' or ')} role required`)
-      }
-      if (typeof access === 'object' && opts.roleRoutesNeedSecondFactor && !request.session?.twoFactorVerified) {
-        throw new AppError(403, 'TWO_FACTOR_REQUIRED', 'Sign in with two-factor authentication to use this route')
-      }
-    }
-
-    /**
-     * Every request, matched or not, in the order that keeps the cheap refusals first: the headers
-     * every answer carries (errors too), shutdown, CORS and origin, the per-IP budgets (a flood never
-     * reaches the database), the session, then who may call. Returns a promise only when a step has
-     * to wait (a budget kept in Redis, a session not in memory), and 'answered' for a preflight.
-     */
-    const enforce = (request: FastifyRequest, reply: FastifyReply): MaybePromise<void> | 'answered' => {
-      const route = matchedRoute(request)
-      const { policy } = route
-      reply.header('x-request-id', request.id)
-      reply.header('x-content-type-options', 'nosniff')
-      // Sessions, credentials and personal data must never sit in a shared or browser cache.
-      if (!policy.cacheable) reply.header('cache-control', 'no-store')
-      if (closing()) {
-        reply.header('connection', 'close')
-        throw serviceUnavailable('The service is shutting down', 5)
-      }
-
-      const origin = request.headers.origin
-      const originTrusted = origin !== undefined && trusted.has(origin)
-      if (originTrusted) {
-        reply.header('access-control-allow-origin', origin)
-        reply.header('access-control-allow-credentials', 'true')
-      }
-      reply.header('vary', 'Origin')
-      if (request.method === 'OPTIONS' && request.headers['access-control-request-method']) {
-        if (!originTrusted) throw untrusted('Origin', origin ?? null)
-        reply.header('access-control-allow-methods', ALLOWED_METHODS)
-        reply.header('access-control-allow-headers', ALLOWED_HEADERS)
-        reply.header('access-control-max-age', '600')
-        reply.code(204).send()
-        return 'answered'
-      }
-      if (policy.checkOrigin !== false) checkOrigin(request, route, origin, originTrusted)
-
-      return andThen(countPerIp(request, policy), () =>
-        // A cacheable answer must never carry a Set-Cookie (a renewed or cleared session cookie).
-        andThen(policy.cacheable ? undefined : loadSession(request, reply), () => checkAccess(request, policy)),
-      )
-    }
-
-    // Callback style: the common request passes every step without a promise. A hook that has
-    // answered (a preflight) must not call done: Fastify would go on to the handler.
-    app.addHook('onRequest', (request, reply, done) => {
-      let outcome: ReturnType<typeof enforce>
-      try {
-        outcome = enforce(request, reply)
-      } catch (err) {
-        return done(err as Error)
-      }
-      if (outcome instanceof Promise) outcome.then(() => done(), done)
-      else if (outcome !== 'answered') done()
-    })
-
-    // Budgets that need the parsed body or the signed-in account, before the handler does any work.
-    async function budgetsBeforeHandler(request: FastifyRequest): Promise<void> {
-      const { policy } = matchedRoute(request)
-      const perEmail = policy.rateLimit?.perEmail
-      if (perEmail && emailOf(request)) refuseSpent(await app.rateLimits.perEmail[perEmail](request))
-      if (policy.reverifiesPassword && request.user) {
-        // Claimed before the hash is checked, so parallel guesses cannot all slip under the limit,
-        // and a right guess past the limit is refused like a wrong one.
-        const retryAfter = await app.rateLimits.passwordChecks.take(request.user.id)
-        if (retryAfter > 0) throw rateLimited(retryAfter)
-        passwordAttempts.add(request)
-      }
-    }
-
-    // A right answer keeps its claim like a wrong one: refunded right answers let one account keep
-    // every hash worker busy. Only an attempt refused before its password was looked at gives it
-    // back: invalid input, or the hash admission's or queue's own refusal (nothing was hashed).
-    const passwordAttempts = new WeakSet<FastifyRequest>()
-    async function refundUncheckedAttempt(request: FastifyRequest, _reply: FastifyReply, error: Error): Promise<void> {
-      if (error instanceof AppError && NOT_CHECKED.has(error.code) && passwordAttempts.delete(request)) {
-        await app.rateLimits.passwordChecks.refund(request.user!.id)
-      }
-    }
   },
   { name: 'route-policy', dependencies: ['@fastify/cookie', 'rate-limit'] },
 )

@@ -41,7 +41,7 @@ const routes: AdminRoute[] = [
 const auditCount = async (actorId: string, action: string) => (await auditEvents(app.db, { action, actorId })).length
 
 // That no session is 401 and a member 403 on every admin route is proven for every route by
-// test/foundation/route-policy.test.ts; here, what the refusal leaves behind and what an admin's call writes.
+// test/plugins/route-policy.test.ts; here, what the refusal leaves behind and what an admin's call writes.
 for (const route of routes) {
   t.test(`${route.name}: a member's call changes nothing and is not audited, admin and owner get 200`, async (t) => {
     const target: TestUser = await signUp(app)

@@ -81,7 +81,9 @@ t.test('a code signs a new address up through emailOTPClient, verified, and name
   t.match(signInEvent?.details, { method: 'email-otp' }, 'the audit trail names the method')
   const events = await call(app, 'GET', '/api/v1/me/security-events', { cookie: b.cookie() })
   t.ok(
-    (events.json() as { items: { kind: string }[] }).items.some((e) => e.kind === 'sign_in'),
+    (events.json() as { items: { kind: string; method: string | null }[] }).items.some(
+      (e) => e.kind === 'sign_in' && e.method === 'email-otp',
+    ),
     'the sign-in is in the security activity',
   )
 
@@ -350,6 +352,7 @@ t.test('a sign-in link: its page signs nobody in and spends nothing; its button 
     t.equal(page.headers['referrer-policy'], 'no-referrer')
     t.equal(page.headers['set-cookie'], undefined, 'no cookie from opening it')
     t.match(page.body, /<button id="sign-in"/)
+    t.match(page.body, `<strong id="email">${email}</strong>`, 'it says whose account it signs in to')
   }
   t.equal(
     await app.db.selectFrom('user').select('id').where('email', '=', email).executeTakeFirst(),

@@ -1,8 +1,11 @@
 // Rate limits: global per IP, sign-in per IP and per email, sign-up per IP, mail per email; in
-// memory, shared through Redis when REDIS_URL is set, and never an outage when Redis is down.
+// memory, shared through Redis when REDIS_URL is set, and, when Redis is down, counted in each
+// instance's memory: still enforced, never an outage.
+import { Writable } from 'node:stream'
 import type { FastifyInstance } from 'fastify'
-import t from 'tap'
-import { clientKey, MemoryWindows } from '../../src/plugins/rate-limit.js'
+import t, { type Test } from 'tap'
+import { type BudgetCounter, MemoryCounter, RedisCounter, RedisOrMemory } from '../../src/plugins/budget-counter.js'
+import { clientKey } from '../../src/plugins/rate-limit.js'
 import { buildTestApp, signUp, uniqueEmail, WEB_ORIGIN } from '../helpers/app.js'
 import { redisTest } from '../helpers/redis.js'
 
@@ -14,22 +17,84 @@ function send(app: FastifyInstance, method: 'GET' | 'POST', url: string, ip: str
   return app.inject({ method, url, remoteAddress: ip, headers: { origin: WEB_ORIGIN }, ...(body ? { payload: body } : {}) })
 }
 
-t.test('memory windows: a fixed window per key from its first request, and a bounded number of keys', async (t) => {
+t.test('memory counter: a fixed window per key from its first take, and a bounded number of keys', async (t) => {
   let now = 1_000_000
-  const windows = new MemoryWindows({ max: 2, windowMs: 60_000 }, () => now, 3)
-  t.same(windows.take('a'), { exceeded: false, retryAfter: 0 })
-  t.same(windows.take('a'), { exceeded: false, retryAfter: 0 })
+  const counter = new MemoryCounter(() => now, 3)
+  const take = (key: string) => counter.take(key, 2, 60_000)
+  t.same(take('a'), { allowed: true, remaining: 1, resetAt: 1_060_000 })
+  t.same(take('a'), { allowed: true, remaining: 0, resetAt: 1_060_000 })
   now += 20_000
-  t.same(windows.take('a'), { exceeded: true, retryAfter: 40 }, 'the third in the window, until its end')
-  t.same(windows.take('b'), { exceeded: false, retryAfter: 0 }, 'another key has its own window')
+  t.same(take('a'), { allowed: false, remaining: 0, resetAt: 1_060_000 }, 'the third in the window, until its end (40 s)')
+  t.same(take('b'), { allowed: true, remaining: 1, resetAt: 1_080_000 }, 'another key has its own window')
   now += 40_000
-  t.same(windows.take('a'), { exceeded: false, retryAfter: 0 }, 'a new window once the old one ended')
-  windows.take('c')
-  windows.take('d') // a fourth key: the oldest window (b) is dropped
-  t.same(windows.take('b'), { exceeded: false, retryAfter: 0 })
-  t.same(windows.take('b'), { exceeded: false, retryAfter: 0 })
-  t.same(windows.take('b'), { exceeded: true, retryAfter: 60 }, 'and b starts over')
+  t.same(take('a'), { allowed: true, remaining: 1, resetAt: 1_120_000 }, 'a new window once the old one ended')
+  take('c')
+  take('d') // a fourth key: the oldest window (b) is dropped
+  t.same(take('b'), { allowed: true, remaining: 1, resetAt: 1_120_000 })
+  t.same(take('b'), { allowed: true, remaining: 0, resetAt: 1_120_000 })
+  t.same(take('b'), { allowed: false, remaining: 0, resetAt: 1_120_000 }, 'and b starts over (60 s)')
 })
+
+/** What both stores of the budget counter must do alike: the same takes get the same answers. */
+async function counterContract(t: Test, counter: BudgetCounter, now: () => number, wait: (ms: number) => Promise<void>) {
+  const WINDOW = 400
+  const take = async (key: string, limit = 2) => counter.take(key, limit, WINDOW)
+  const first = await take('a')
+  t.same([first.allowed, first.remaining], [true, 1])
+  t.ok(first.resetAt > now() && first.resetAt <= now() + WINDOW, 'the window ends within its length')
+  t.match(await take('a'), { allowed: true, remaining: 0 })
+  t.match(await take('a'), { allowed: false, remaining: 0 }, 'past the limit, refused')
+  t.match(await take('a'), { allowed: false, remaining: 0 })
+  await counter.refund('a')
+  t.match(await take('a'), { allowed: true, remaining: 0 }, 'a refund frees one place, however many were refused')
+  t.match(await take('a'), { allowed: false })
+  t.match(await take('b'), { allowed: true, remaining: 1 }, 'another key has its own window')
+  await counter.refund('never-taken')
+  t.match(await take('never-taken', 1), { allowed: true }, 'a refund of nothing leaves nothing to spare')
+  t.match(await take('never-taken', 1), { allowed: false })
+  await wait(WINDOW + 50)
+  await counter.refund('a') // its window has ended: nothing to give back
+  t.match(await take('a'), { allowed: true, remaining: 1 }, 'a new window once the old one ended')
+  t.match(await take('a'), { allowed: true, remaining: 0 })
+  t.match(await take('a'), { allowed: false }, 'and a refund never reaches a later window')
+}
+
+t.test('the memory store keeps the counter contract', async (t) => {
+  let now = 5_000_000
+  await counterContract(
+    t,
+    new MemoryCounter(() => now),
+    () => now,
+    async (ms) => {
+      now += ms
+    },
+  )
+})
+
+redisTest('the Redis store keeps the counter contract', 'its Lua script is not tested', async (t, { redis, prefix }) => {
+  await counterContract(t, new RedisCounter(redis, prefix, Date.now), Date.now, (ms) => new Promise((r) => setTimeout(r, ms)))
+  t.ok((await redis.keys(`${prefix}*`)).length > 0, 'its windows live in Redis under the prefix')
+})
+
+redisTest(
+  "a Redis command that fails is counted in this instance's memory, and reported until Redis answers again",
+  'the fallback of a failing command is not tested',
+  async (t, { redis, prefix }) => {
+    const failures: unknown[] = []
+    const local = new MemoryCounter(Date.now)
+    const watch = { fellBack: (err: unknown) => failures.push(err), answered: () => failures.splice(0) }
+    const counter = new RedisOrMemory(redis, new RedisCounter(redis, prefix, Date.now), local, watch)
+    // A list where a count should be, in its window: the script's GET fails on it.
+    await redis.lpush(`${prefix}broken`, 'not a count')
+    await redis.pexpire(`${prefix}broken`, 60_000)
+    t.match(await counter.take('broken', 1, 60_000), { allowed: true })
+    t.match(await counter.take('broken', 1, 60_000), { allowed: false }, 'the limit holds in memory')
+    t.equal(failures.length, 2, 'each failure is reported (the plugin logs the first of an outage)')
+    t.match(local.take('broken', 1, 60_000), { allowed: false }, 'the takes were counted in memory')
+    t.match(await counter.take('working', 1, 60_000), { allowed: true })
+    t.equal(failures.length, 0, 'an answer from Redis is reported too (the outage is over)')
+  },
+)
 
 t.test('memory store', async (t) => {
   t.test('the global limit counts per IP and answers 429 RATE_LIMITED with Retry-After', async (t) => {
@@ -174,18 +239,95 @@ redisTest('Redis store', 'the shared store is not tested', async (t, { url, pref
   })
 })
 
-t.test('a Redis that is down never takes the service down (limits are skipped meanwhile)', async (t) => {
-  const app = await buildTestApp({
-    env: { REDIS_URL: 'redis://127.0.0.1:1', RATE_LIMIT_GLOBAL_PER_MINUTE: '2', RATE_LIMIT_SIGN_IN_IP_PER_MINUTE: '1' },
+t.test("Redis unreachable: every route budget is counted in this instance's memory, logged once, never an outage", async (t) => {
+  const lines: string[] = []
+  const logStream = new Writable({
+    write(chunk, _enc, cb) {
+      lines.push(String(chunk))
+      cb()
+    },
   })
-  const ip = freshIp()
-  for (let i = 0; i < 4; i++) t.equal((await send(app, 'GET', '/api/auth/get-session', ip)).statusCode, 200)
-  for (let i = 0; i < 2; i++) {
-    t.equal(
-      (await send(app, 'POST', '/api/auth/sign-in/email', ip, { email: uniqueEmail(), password: PASSWORD })).statusCode,
-      401,
-    )
+  const app = await buildTestApp({
+    env: {
+      REDIS_URL: 'redis://127.0.0.1:1',
+      LOG_LEVEL: 'warn',
+      RATE_LIMIT_GLOBAL_PER_MINUTE: '3',
+      RATE_LIMIT_SIGN_IN_IP_PER_MINUTE: '1',
+      RATE_LIMIT_SIGN_IN_EMAIL_PER_MINUTE: '1',
+      RATE_LIMIT_SIGN_UP_IP_PER_MINUTE: '1',
+      RATE_LIMIT_MAIL_PER_HOUR: '1',
+    },
+    deps: { logStream },
+  })
+  const refused = (res: { statusCode: number; json(): unknown; headers: Record<string, unknown> }, what: string) => {
+    t.equal(res.statusCode, 429, what)
+    t.match(res.json(), { code: 'RATE_LIMITED' })
+    t.ok(Number(res.headers['retry-after']) > 0, 'with Retry-After')
   }
+
+  const ip = freshIp()
+  for (let i = 0; i < 3; i++) t.equal((await send(app, 'GET', '/api/auth/get-session', ip)).statusCode, 200)
+  refused(await send(app, 'GET', '/api/auth/get-session', ip), 'the global budget')
+
+  const signInIp = freshIp()
+  const signIn = (from: string, email: string) =>
+    send(app, 'POST', '/api/auth/sign-in/email', from, { email, password: PASSWORD })
+  t.equal((await signIn(signInIp, uniqueEmail())).statusCode, 401)
+  refused(await signIn(signInIp, uniqueEmail()), 'the sign-in budget per IP')
+
+  const email = uniqueEmail('down')
+  t.equal((await signIn(freshIp(), email)).statusCode, 401)
+  refused(await signIn(freshIp(), email), 'the sign-in budget per email')
+
+  const signUpIp = freshIp()
+  const signUpFrom = () =>
+    send(app, 'POST', '/api/auth/sign-up/email', signUpIp, { name: 'N', email: uniqueEmail(), password: PASSWORD })
+  t.equal((await signUpFrom()).statusCode, 200, 'a sign-up works without Redis')
+  refused(await signUpFrom(), 'the sign-up budget per IP')
+
+  const reset = () => send(app, 'POST', '/api/auth/request-password-reset', freshIp(), { email })
+  t.equal((await reset()).statusCode, 200)
+  refused(await reset(), 'the mail budget')
+
+  t.equal(lines.filter((l) => l.includes('redis unavailable')).length, 1, 'the outage is logged once, not per request')
+})
+
+t.test("Redis unreachable: the password re-check and Argon2 budgets are counted in this instance's memory", async (t) => {
+  const app = await buildTestApp({
+    env: {
+      REDIS_URL: 'redis://127.0.0.1:1',
+      RATE_LIMIT_PASSWORD_CHECKS_PER_MINUTE: '1',
+      RATE_LIMIT_HASHES_PER_ACCOUNT_PER_MINUTE: '1',
+      RATE_LIMIT_HASHES_PER_IP_PER_MINUTE: '3',
+    },
+  })
+  const user = await signUp(app) // counted for the address: there was no account yet
+  const deleteUser = () =>
+    app.inject({
+      method: 'POST',
+      url: '/api/auth/delete-user',
+      remoteAddress: freshIp(),
+      headers: { origin: WEB_ORIGIN, cookie: user.cookie },
+      payload: { password: 'not the password' },
+    })
+  t.match(
+    (await deleteUser()).json(),
+    { code: 'INVALID_PASSWORD' },
+    "a re-check: the account's one Argon2 operation in the minute",
+  )
+  const recheck = await deleteUser()
+  t.same([recheck.statusCode, recheck.json().code], [429, 'RATE_LIMITED'], 'the re-check budget per account')
+
+  const right = await send(app, 'POST', '/api/auth/sign-in/email', freshIp(), { email: user.email, password: user.password })
+  t.same([right.statusCode, right.json().code], [429, 'RATE_LIMITED'], 'the Argon2 budget per account, right answer or not')
+
+  const hashIp = freshIp()
+  const statuses: number[] = []
+  for (let i = 0; i < 4; i++)
+    statuses.push(
+      (await send(app, 'POST', '/api/auth/sign-in/email', hashIp, { email: uniqueEmail(), password: PASSWORD })).statusCode,
+    )
+  t.same(statuses, [401, 401, 401, 429], 'the Argon2 budget per IP')
 })
 
 t.test('an IPv6 client is budgeted by its /64, an IPv4 one by its address', async (t) => {

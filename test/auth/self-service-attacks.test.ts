@@ -194,7 +194,7 @@ t.test('cross-site requests cannot drive the self-service routes', async (t) => 
 t.test("a password reset of an account nobody had proven ends the identity provider's links", async (t) => {
   // The attacker signs in through the identity provider with the victim's address, which the
   // provider does not vouch for: an unverified account, with the attacker's subject as its way in
-  // (as the identity provider's sign-in makes it; see test/idp).
+  // (as the identity provider's sign-in makes it; see test/auth/idp).
   const victimEmail = fresh('victim')
   const attacker = await signUp(app, { email: victimEmail })
   const sub = `attacker-${newId()}`

@@ -51,7 +51,7 @@ const storedInsights = async (id: string) =>
 const rowsOf = (userId: string) => countRows(app.db, 'compatibility_result', 'user_id', userId)
 
 // That every compatibility route answers an anonymous caller 401 UNAUTHORIZED is proven for all
-// routes by test/foundation/route-policy.test.ts; here, that such a write with a real result changes
+// routes by test/plugins/route-policy.test.ts; here, that such a write with a real result changes
 // nothing.
 t.test('an anonymous write to a real result stores nothing', async (t) => {
   await anonymousWritesChangeNothing(t, app, { create, rowsOf }, (id) => [

@@ -24,7 +24,7 @@ const create = (user: TestUser, body: Record<string, unknown> = entry()) =>
 const rowsOf = (userId: string) => countRows(app.db, 'journal_entry', 'user_id', userId)
 
 // That every journal route answers an anonymous caller 401 UNAUTHORIZED is proven for all routes by
-// test/foundation/route-policy.test.ts; here, that such a write with a real entry changes nothing.
+// test/plugins/route-policy.test.ts; here, that such a write with a real entry changes nothing.
 t.test('an anonymous write to a real entry writes and deletes nothing', async (t) => {
   await anonymousWritesChangeNothing(t, app, { create, rowsOf }, (id) => [
     ['POST', ENTRIES, entry()],

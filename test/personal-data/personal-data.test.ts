@@ -136,7 +136,7 @@ t.test('the export holds nothing of other users and no secret', async (t) => {
   t.notOk(/tokenHash|passwordHash|"token"/.test(text))
 })
 
-// Without a session both routes are 401: test/foundation/route-policy.test.ts proves it for every route.
+// Without a session both routes are 401: test/plugins/route-policy.test.ts proves it for every route.
 t.test('the export is audited', async (t) => {
   const events = await app.db
     .selectFrom('audit_event')

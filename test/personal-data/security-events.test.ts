@@ -68,7 +68,11 @@ t.test("the list holds the user's own security events, newest first", async (t) 
   )
   t.ok(times.every((ms) => Number.isFinite(ms)))
   const browserSignIn = items.find((i) => i.kind === 'sign_in')!
-  t.match(browserSignIn, { ip: '127.0.0.1', userAgent: AGENT, byAdministrator: false }, 'a sign-in: browser, address, time')
+  t.match(
+    browserSignIn,
+    { ip: '127.0.0.1', userAgent: AGENT, method: 'email', byAdministrator: false },
+    'a sign-in: browser, address, time, method',
+  )
   t.equal(items.at(-2)!.userAgent, 'lightMyRequest', "sign-up's sign-in, with its browser")
   t.same(
     items.filter((i) => i.byAdministrator).map((i) => i.kind),

@@ -22,6 +22,7 @@ import {
   updateUser,
   type AccountDeps,
 } from './service.js'
+import { emailAuthDepsOf } from '../email/service.js'
 
 const tags = ['auth']
 
@@ -41,14 +42,7 @@ const Deleted = z.object({ success: z.literal(true), message: z.enum(['User dele
 
 export default async function accountRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>()
-  const deps: AccountDeps = {
-    db: app.db,
-    clock: app.clock,
-    hasher: app.hasher,
-    mailer: app.mailer,
-    config: app.config.auth,
-    notices: app.securityNotices,
-  }
+  const deps: AccountDeps = emailAuthDepsOf(app)
   // A link's landing page defaults to the front end's home, as better-auth's "/" does.
   const landing = (url: string | undefined) => resolveRedirect(url ?? '/', app.redirectRules, 'callbackURL')
   /** A deletion done (with the password or the mailed link): the sessions went with the account, so does the cookie. */
@@ -94,7 +88,7 @@ export default async function accountRoutes(fastify: FastifyInstance) {
       assertNewEmail(user, newEmail)
       const callbackURL = landing(request.body.callbackURL)
       // The recipient's hourly mail budget, taken whether or not the address is free (no enumeration).
-      if (!(await app.takeMailBudget(request, newEmail))) {
+      if (!(await app.takeMailBudget(newEmail))) {
         request.log.info('change-email mail skipped: hourly mail budget of the new address is spent')
         return { status: true as const }
       }

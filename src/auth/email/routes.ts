@@ -25,7 +25,7 @@ import {
   UserSchema,
 } from '../schemas.js'
 import { ErrorSchema } from '../../shared/errors.js'
-import { afterFirstFactor, signInWith } from '../session/sign-in.js'
+import { afterFirstFactor, signInDepsOf, signInWith } from '../session/sign-in.js'
 import {
   changePassword,
   invalidCredentials,
@@ -38,7 +38,7 @@ import {
   signUpWithEmail,
   verifyEmail,
   verifyEmailPassword,
-  type EmailAuthDeps,
+  emailAuthDepsOf,
 } from './service.js'
 
 const tags = ['auth']
@@ -52,15 +52,8 @@ const redirectOf = (field: RedirectField) =>
 
 export default async function emailRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>()
-  const deps: EmailAuthDeps = {
-    db: app.db,
-    clock: app.clock,
-    hasher: app.hasher,
-    mailer: app.mailer,
-    config: app.config.auth,
-    notices: app.securityNotices,
-  }
-  const signInDeps = { db: app.db, clock: app.clock, sessions: app.sessions, devices: app.knownDevices }
+  const deps = emailAuthDepsOf(app)
+  const signInDeps = signInDepsOf(app)
 
   const callback = (url: string | undefined, field = 'callbackURL') => resolveOptionalRedirect(url, app.redirectRules, field)
   /**
@@ -69,7 +62,7 @@ export default async function emailRoutes(fastify: FastifyInstance) {
    * per-email limit already counts.
    */
   const mailBudgetLeft = async (request: FastifyRequest, email: string, mail: string): Promise<boolean> => {
-    if (await app.takeMailBudget(request, email)) return true
+    if (await app.takeMailBudget(email)) return true
     request.log.info(`${mail} mail skipped: hourly mail budget of this address is spent`)
     return false
   }

@@ -1,5 +1,6 @@
 // Email and password accounts: sign-up and sign-in, password reset, email verification and the
 // change of password.
+import type { FastifyInstance } from 'fastify'
 import type { DB, Trx } from '../../../db/index.js'
 import type { Config } from '../../config.js'
 import type { ConsentInput } from '../../consent/schemas.js'
@@ -56,6 +57,16 @@ export interface EmailAuthDeps {
 }
 
 type Recipient = Pick<UserWithFlags, 'id' | 'email'>
+
+/** The email flows' dependencies, from the app's decorations (src/app.ts). */
+export const emailAuthDepsOf = (app: FastifyInstance): EmailAuthDeps => ({
+  db: app.db,
+  clock: app.clock,
+  hasher: app.hasher,
+  mailer: app.mailer,
+  config: app.config.auth,
+  notices: app.securityNotices,
+})
 
 export const invalidCredentials = () => new AppError(401, 'INVALID_EMAIL_OR_PASSWORD', 'Invalid email or password')
 

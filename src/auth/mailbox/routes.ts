@@ -10,7 +10,7 @@ import { resolveOptionalRedirect, resolveRedirect, withQuery } from '../../share
 import type { RoutePolicy } from '../../shared/route-policy.js'
 import { SingleLine } from '../../shared/validation.js'
 import { CodeStore } from '../links/codes.js'
-import { sendPage } from '../links/page.js'
+import { sendPage } from '../../shared/html-page.js'
 import {
   CallbackUrl,
   Email,
@@ -22,12 +22,13 @@ import {
   UserSchema,
 } from '../schemas.js'
 import type { UserWithFlags } from '../queries.js'
-import { afterFirstFactor } from '../session/sign-in.js'
+import { emailAuthDepsOf } from '../email/service.js'
+import { afterFirstFactor, signInDepsOf } from '../session/sign-in.js'
 import { MAGIC_LINK_VERIFY_PATH, renderSignInPage, renderUsedLinkPage } from './page.js'
 import {
   CODE_TYPES,
   type CodeType,
-  magicLinkIsLive,
+  magicLinkAddress,
   type MailboxDeps,
   type MailboxMethod,
   requestMagicLink,
@@ -53,16 +54,8 @@ const CodeTypes = Object.keys(CODE_TYPES) as [CodeType, ...CodeType[]]
 
 export default async function mailboxRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>()
-  const deps: MailboxDeps = {
-    db: app.db,
-    clock: app.clock,
-    hasher: app.hasher,
-    mailer: app.mailer,
-    config: app.config.auth,
-    notices: app.securityNotices,
-    codes: new CodeStore(app.config.auth.secrets[0]!),
-  }
-  const signInDeps = { db: app.db, clock: app.clock, sessions: app.sessions, devices: app.knownDevices }
+  const deps: MailboxDeps = { ...emailAuthDepsOf(app), codes: new CodeStore(app.config.auth.secrets[0]!) }
+  const signInDeps = signInDepsOf(app)
 
   /** A code is mailed after the answer, whatever the address: the same answer, in the same time. */
   const sendCodeRoute = (
@@ -92,13 +85,13 @@ export default async function mailboxRoutes(fastify: FastifyInstance) {
 
   sendCodeRoute(
     '/api/auth/email-otp/send-verification-otp',
-    'sendVerificationOTP',
+    'sendEmailVerificationOTP',
     'Mail a six-digit code (5 min, 3 tries) to sign in, verify the address or reset the password; the same answer whether the address has an account or not',
     z.strictObject({ email: Email, type: z.enum(CodeTypes) }),
   )
   sendCodeRoute(
     '/api/auth/email-otp/request-password-reset',
-    'requestPasswordResetEmailOTP',
+    'requestPasswordResetWithEmailOTP',
     'Mail a six-digit password reset code (5 min, 3 tries); the same answer whether the address has an account or not',
     z.strictObject({ email: Email }),
   )
@@ -126,7 +119,7 @@ export default async function mailboxRoutes(fastify: FastifyInstance) {
     {
       config: { policy: TAKES_CODE },
       schema: {
-        operationId: 'signInEmailOTP',
+        operationId: 'signInWithEmailOTP',
         tags,
         summary:
           'Sign in with a mailed code; creates a verified account for a new address. With two-factor on, the second step is asked for as after a password',
@@ -179,7 +172,7 @@ export default async function mailboxRoutes(fastify: FastifyInstance) {
     {
       config: { policy: TAKES_CODE },
       schema: {
-        operationId: 'resetPasswordEmailOTP',
+        operationId: 'resetPasswordWithEmailOTP',
         tags,
         summary: 'Set a new password with a mailed code; ends every session of the account',
         body: z.strictObject({ email: Email, otp: Otp, password: Password }),
@@ -201,7 +194,7 @@ export default async function mailboxRoutes(fastify: FastifyInstance) {
     {
       config: { policy: MAILS },
       schema: {
-        operationId: 'signInMagicLink',
+        operationId: 'signInWithMagicLink',
         tags,
         summary:
           'Mail a single-use sign-in link (5 min); using it creates a verified account for a new address. The same answer whether the address has an account or not',
@@ -234,17 +227,19 @@ export default async function mailboxRoutes(fastify: FastifyInstance) {
     {
       config: { policy: LINK },
       schema: {
-        operationId: 'magicLinkPage',
+        operationId: 'verifyMagicLink',
         tags,
         summary: `The mailed sign-in link: an HTML page whose button (POST ${MAGIC_LINK_VERIFY_PATH}) signs in; opening it signs nobody in and spends nothing`,
         querystring: z.strictObject({ token: EmailedToken }),
         response: { 200: z.string().describe('text/html'), 400: z.string().describe('text/html') },
       },
     },
-    async (request, reply) =>
-      (await magicLinkIsLive(deps, request.query.token))
-        ? sendPage(reply, renderSignInPage(request.query.token), 200)
-        : sendPage(reply, renderUsedLinkPage(), 400),
+    async (request, reply) => {
+      const email = await magicLinkAddress(deps, request.query.token)
+      return email
+        ? sendPage(reply, renderSignInPage(request.query.token, email), 200)
+        : sendPage(reply, renderUsedLinkPage(), 400)
+    },
   )
 
   app.post(
@@ -252,7 +247,7 @@ export default async function mailboxRoutes(fastify: FastifyInstance) {
     {
       config: { policy: LINK },
       schema: {
-        operationId: 'magicLinkVerify',
+        operationId: 'confirmMagicLink',
         tags,
         summary:
           "Use a sign-in link (its page's button): signs in and answers where to go, the link's newUserCallbackURL for a new account; with two-factor on, callbackURL with twoFactorRedirect=true and the second step's cookie",

@@ -219,9 +219,10 @@ export async function requestMagicLink(
   deps.mailer.sendInBackground(magicLinkMail(deps.config, input.email, token))
 }
 
-/** Whether a sign-in link is live (its page says so before anyone presses its button). */
-export async function magicLinkIsLive(deps: MailboxDeps, token: string): Promise<boolean> {
-  return (await peekMagicLink(deps.db, token, now(deps))) !== null
+/** The address a live sign-in link signs in to, or null (its page says which before anyone presses its button). */
+export async function magicLinkAddress(deps: MailboxDeps, token: string): Promise<string | null> {
+  const record = await peekMagicLink(deps.db, token, now(deps))
+  return record ? String(record.data.email) : null
 }
 
 /** Uses a sign-in link (its page's button): single use; throws INVALID_TOKEN. */

@@ -10,11 +10,12 @@
 // Redis), and the budget refuses the rest at once. The queue takes turns by client address
 // (hash-pool.ts).
 import { clientKey, rateLimited } from '../../plugins/rate-limit.js'
+import type { MaybePromise } from '../../shared/maybe-async.js'
 import { type HashFor, OFFLINE } from './password.js'
 
-/** A fixed-window budget per key: `take` returns 0 when allowed, else the seconds to wait (plugins/rate-limit.ts). */
+/** A fixed-window budget per key: `spend` takes one or throws 429 RATE_LIMITED (plugins/rate-limit.ts). */
 export interface KeyedBudget {
-  take(key: string): Promise<number>
+  spend(key: string): MaybePromise<void>
 }
 
 export interface Admitted {
@@ -41,9 +42,8 @@ export class HashAdmission {
     // The budgets first: an operation past them is refused at once and never waits, so an account's
     // line is no longer than its budget lets it be.
     const ip = who.ip === null ? null : clientKey(who.ip)
-    let retryAfter = ip === null ? 0 : await this.budgets.perIp.take(ip)
-    if (retryAfter === 0) retryAfter = await this.budgets.perAccount.take(who.account)
-    if (retryAfter > 0) throw rateLimited(retryAfter)
+    if (ip !== null) await this.budgets.perIp.spend(ip)
+    await this.budgets.perAccount.spend(who.account)
     // No await between the look-up and the claim: two parallel operations cannot both find it free.
     const line = this.lines.get(who.account)
     if (!line) this.lines.set(who.account, [])

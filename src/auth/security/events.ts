@@ -12,7 +12,7 @@ export interface SecurityEvent {
   at: Date
   ip: string | null
   userAgent: string | null
-  /** How a sign-in (or a failed one) was made, when it was recorded: "passkey". */
+  /** How a sign-in (or a failed one) was made, when it was recorded: 'email', 'email-otp', 'magic-link', 'passkey', 'idp'. */
   method: string | null
   byAdministrator: boolean
 }

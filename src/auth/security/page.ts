@@ -1,38 +1,30 @@
 // The page a security notice's link opens: it says what the notice was about and asks before it
 // acts. Opening it changes nothing (mail scanners open every link); its button posts the token.
-import { htmlPage, pageData, type Page } from '../links/page.js'
+import { htmlPage, type Page, tokenButtonScript } from '../../shared/html-page.js'
 import { type NoticeData, noticeHappened, printedTime } from './notices.js'
 
 export const SECURE_ACCOUNT_PATH = '/api/auth/secure-account'
 const TITLE = 'Secure your account'
+const ALARM = 'button { background: #b42318; color: #fff; }'
 
 /** The confirmation page of a live link. Only fixed words and the notice's time are printed; the token travels as JSON data. */
 export function renderConfirmPage(notice: NoticeData, token: string): Page {
-  const data = pageData({ url: SECURE_ACCOUNT_PATH, token })
   return htmlPage(
     TITLE,
     (nonce) => `<h1>Was this not you?</h1>
 <p id="notice">${noticeHappened(notice.event)} on ${printedTime(new Date(notice.at))}.</p>
 <p>If it was not you, secure your account: every session of the account ends, linked sign-in providers are removed, every pending emailed link and remembered device stops working, and a new password must be chosen before the account can be signed in to again. A link to choose it is mailed to you.</p>
 <p><button id="secure" type="button">Secure my account</button></p>
-<p id="message" role="status"></p>
-<script type="application/json" id="data">${data}</script>
-<script nonce="${nonce}">
-const data = JSON.parse(document.getElementById('data').textContent)
-document.getElementById('secure').addEventListener('click', async (event) => {
-  event.target.disabled = true
-  const message = document.getElementById('message')
-  try {
-    const res = await fetch(data.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: data.token }) })
-    message.textContent = res.ok
+${tokenButtonScript(
+  nonce,
+  'secure',
+  SECURE_ACCOUNT_PATH,
+  token,
+  `    message.textContent = res.ok
       ? 'Your account is secured: every session has ended. Check your mailbox for the link to choose a new password.'
-      : 'This link is invalid, used or expired.'
-  } catch {
-    event.target.disabled = false
-    message.textContent = 'The request could not be sent; please try again.'
-  }
-})
-</script>`,
+      : 'This link is invalid, used or expired.'`,
+)}`,
+    ALARM,
   )
 }
 

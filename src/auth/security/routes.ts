@@ -7,9 +7,9 @@ import { z } from 'zod'
 import { contextOf } from '../../shared/context.js'
 import { ErrorSchema } from '../../shared/errors.js'
 import type { RoutePolicy } from '../../shared/route-policy.js'
-import { sendPasswordResetMail, type EmailAuthDeps } from '../email/service.js'
+import { emailAuthDepsOf, sendPasswordResetMail } from '../email/service.js'
 import { EmailedToken, Status } from '../schemas.js'
-import { sendPage } from '../links/page.js'
+import { sendPage } from '../../shared/html-page.js'
 import { renderConfirmPage, renderInvalidPage, SECURE_ACCOUNT_PATH } from './page.js'
 import { findNotice, secureAccount } from './secure.js'
 
@@ -19,14 +19,7 @@ const LINK: RoutePolicy = { access: 'public', rateLimit: { perIp: 'signIn' } }
 
 export default async function securityRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>()
-  const deps: EmailAuthDeps = {
-    db: app.db,
-    clock: app.clock,
-    hasher: app.hasher,
-    mailer: app.mailer,
-    config: app.config.auth,
-    notices: app.securityNotices,
-  }
+  const deps = emailAuthDepsOf(app)
 
   app.get(
     '/api/auth/security-notice',

@@ -48,7 +48,9 @@ export const SecurityEventSchema = z
     method: z
       .string()
       .nullable()
-      .describe('How a sign-in or a failed one was made, when recorded (better-auth\'s names: "passkey"), else null'),
+      .describe(
+        "How a sign-in (or a refused one) proved who it was: 'email' (password), 'email-otp', 'magic-link', 'passkey', 'idp'; else null",
+      ),
     byAdministrator: z.boolean().describe('Done to the account by an administrator (who is not shown)'),
   })
   .meta({ id: 'SecurityEvent' })

@@ -1,7 +1,7 @@
 // The step every sign-in takes once its first factor passed (a password, the identity provider's
 // answer): a session at once, or, with two-factor on and no trusted device, a challenge for the
 // second factor. And the one place that turns either outcome into cookies on the reply.
-import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { DB } from '../../../db/index.js'
 import type { Config } from '../../config.js'
 import type { Clock } from '../../shared/clock.js'
@@ -21,6 +21,14 @@ export interface SignInDeps {
   /** A browser the account has not used before is mailed about (src/auth/security/devices.ts). */
   devices: KnownDevices
 }
+
+/** The sign-in step's dependencies, from the app's decorations (src/app.ts). */
+export const signInDepsOf = (app: FastifyInstance): SignInDeps => ({
+  db: app.db,
+  clock: app.clock,
+  sessions: app.sessions,
+  devices: app.knownDevices,
+})
 
 /** What the browser brought: the session it may already hold (it ends) and its trusted-device token. */
 export interface BrowserState {

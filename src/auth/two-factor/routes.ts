@@ -10,7 +10,7 @@ import { REVERIFIES_PASSWORD, type RoutePolicy } from '../../shared/route-policy
 import { PlainText } from '../../shared/validation.js'
 import { currentUser } from '../session/guard.js'
 import { CurrentPassword, Status, toUserJson, UserSchema } from '../schemas.js'
-import { signInWith } from '../session/sign-in.js'
+import { signInDepsOf, signInWith } from '../session/sign-in.js'
 import {
   disableTwoFactor,
   enableTwoFactor,
@@ -30,7 +30,7 @@ export default async function twoFactorRoutes(fastify: FastifyInstance) {
   const { cookies } = app.twoFactor
   // Turning it on or off mails the owner a security notice (src/auth/security/notices.ts).
   const deps = { ...app.twoFactor.deps, notices: app.securityNotices }
-  const signInDeps = { db: app.db, clock: app.clock, sessions: app.sessions, devices: app.knownDevices }
+  const signInDeps = signInDepsOf(app)
 
   // The code is short; anything longer is not a typo of one.
   const Code = z.string().min(1).max(64)

@@ -3,7 +3,7 @@
 // (route-policy.test.ts) sends every state-changing route an empty object, already a malformed body
 // for the others; these are the routes for which an empty object is well-formed.
 import t from 'tap'
-import { buildTestApp, call } from '../helpers/app.js'
+import { buildTestApp, call } from '../../helpers/app.js'
 
 const app = await buildTestApp()
 

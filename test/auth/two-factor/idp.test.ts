@@ -2,11 +2,11 @@
 // `two_factor` cookie, starts no session and sends the browser to the web app's two-factor page;
 // verify-totp there starts the session. A real OpenID Connect provider on loopback.
 import t from 'tap'
-import { signUp, WEB_ORIGIN } from '../helpers/app.js'
-import { userRow } from '../helpers/expect.js'
-import { Browser, CLIENT_ID, CLIENT_SECRET, drive, startOidcProvider } from '../helpers/idp.js'
-import { freePort } from '../helpers/port.js'
-import { CHALLENGE, codeAt, enableTotp, SESSION, sessionRows, TRUST, twoFactorApp } from '../helpers/two-factor.js'
+import { signUp, WEB_ORIGIN } from '../../helpers/app.js'
+import { userRow } from '../../helpers/expect.js'
+import { Browser, CLIENT_ID, CLIENT_SECRET, drive, startOidcProvider } from '../../helpers/idp.js'
+import { freePort } from '../../helpers/port.js'
+import { CHALLENGE, codeAt, enableTotp, SESSION, sessionRows, TRUST, twoFactorApp } from '../../helpers/two-factor.js'
 
 const apiPort = await freePort()
 const API = `http://127.0.0.1:${apiPort}`

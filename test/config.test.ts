@@ -3,9 +3,9 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { keptDevSecret } from '../../src/auth/session/dev-secret.js'
-import { ConfigError, ENV_VARIABLES, loadConfig, readEnvironment } from '../../src/config.js'
-import { entryPoint, ROOT } from '../helpers/paths.js'
+import { keptDevSecret } from '../src/auth/session/dev-secret.js'
+import { ConfigError, ENV_VARIABLES, loadConfig, readEnvironment } from '../src/config.js'
+import { entryPoint, ROOT } from './helpers/paths.js'
 
 const SECRET_32 = 'x'.repeat(32)
 

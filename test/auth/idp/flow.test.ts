@@ -1,9 +1,9 @@
 // The whole redirect dance against a real OpenID Connect provider (oidc-provider) on loopback,
 // over real sockets: the API listens, the provider listens, a fetch-driven browser goes between.
 import t from 'tap'
-import { buildTestApp, call, signUp, uniqueEmail, WEB_ORIGIN } from '../helpers/app.js'
-import { Browser, CLIENT_ID, CLIENT_SECRET, drive, startOidcProvider } from '../helpers/idp.js'
-import { freePort } from '../helpers/port.js'
+import { buildTestApp, call, signUp, uniqueEmail, WEB_ORIGIN } from '../../helpers/app.js'
+import { Browser, CLIENT_ID, CLIENT_SECRET, drive, startOidcProvider } from '../../helpers/idp.js'
+import { freePort } from '../../helpers/port.js'
 
 const OWNER_EMAIL = `owner-${process.pid}-${Date.now()}@example.com`
 const apiPort = await freePort()

@@ -1,7 +1,7 @@
 // REQUIRE_ADMIN_TWO_FACTOR=true: admin and owner routes refuse a session that did not pass a second
 // factor (403 TWO_FACTOR_REQUIRED); a code at sign-in, a confirmed setup or a trusted device passes.
 import t from 'tap'
-import { browser, codeAt, PASSWORD, secretOf, twoFactorApp } from '../helpers/two-factor.js'
+import { browser, codeAt, PASSWORD, secretOf, twoFactorApp } from '../../helpers/two-factor.js'
 
 const { app, clock, baseURL } = await twoFactorApp({ REQUIRE_ADMIN_TWO_FACTOR: 'true' })
 const ADMIN_ROUTE = '/api/v1/admin/users'

@@ -1,8 +1,8 @@
 // AUTH_SECRET rotation: with the old key still listed after the new one, a two-factor secret and the
 // backup codes made under the old key keep working; setups made after the rotation use the new key.
 import t from 'tap'
-import { buildTestApp, call, sessionCookieOf, signUp, TEST_SECRET } from '../helpers/app.js'
-import { codeAt, enableTotp } from '../helpers/two-factor.js'
+import { buildTestApp, call, sessionCookieOf, signUp, TEST_SECRET } from '../../helpers/app.js'
+import { codeAt, enableTotp } from '../../helpers/two-factor.js'
 
 const NEW_SECRET = 'a-new-secret-that-is-long-enough-9876543210'
 const before = await buildTestApp()

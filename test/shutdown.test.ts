@@ -6,11 +6,11 @@ import { connect, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { buildApp } from '../../src/app.js'
-import { loadConfig } from '../../src/config.js'
-import { call, signUp, TEST_ENV, WEB_ORIGIN, uniqueEmail } from '../helpers/app.js'
-import { freshPostgresUrl, usingPostgres } from '../helpers/db.js'
-import { startServer } from '../helpers/server-process.js'
+import { buildApp } from '../src/app.js'
+import { loadConfig } from '../src/config.js'
+import { call, signUp, TEST_ENV, WEB_ORIGIN, uniqueEmail } from './helpers/app.js'
+import { freshPostgresUrl, usingPostgres } from './helpers/db.js'
+import { startServer } from './helpers/server-process.js'
 
 // Spawns real processes: slow on a loaded machine, not a hang.
 t.setTimeout(240_000)

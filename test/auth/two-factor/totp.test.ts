@@ -2,7 +2,7 @@
 // with a cookie jar, as the web app does: enable and confirm, the sign-in that stops for the second
 // factor, TOTP and backup codes, replays, the attempt limits, the cookies, trusted devices, disable.
 import t from 'tap'
-import { call, signUp, uniqueEmail } from '../helpers/app.js'
+import { call, signUp, uniqueEmail } from '../../helpers/app.js'
 import {
   browser,
   CHALLENGE,
@@ -15,7 +15,7 @@ import {
   twoFactorApp,
   type TestBrowser,
   verificationIds,
-} from '../helpers/two-factor.js'
+} from '../../helpers/two-factor.js'
 
 const { app, clock, baseURL } = await twoFactorApp()
 

@@ -2,12 +2,12 @@
 // way in that was tried against the real app and must stay shut.
 import type { LightMyRequestResponse } from 'fastify'
 import t from 'tap'
-import { buildTestApp, call, signUp, signUpWithRole, type TestUser, uniqueEmail } from '../helpers/app.js'
-import { issueToken } from '../../src/auth/links/verification.js'
-import { auditEvents } from '../helpers/expect.js'
-import { createResult } from '../helpers/gateways.js'
-import { linkIn, startSmtpServer } from '../helpers/smtp.js'
-import { CHALLENGE, codeAt, secretOf, twoFactorApp } from '../helpers/two-factor.js'
+import { buildTestApp, call, signUp, signUpWithRole, type TestUser, uniqueEmail } from '../../helpers/app.js'
+import { issueToken } from '../../../src/auth/links/verification.js'
+import { auditEvents } from '../../helpers/expect.js'
+import { createResult } from '../../helpers/gateways.js'
+import { linkIn, startSmtpServer } from '../../helpers/smtp.js'
+import { CHALLENGE, codeAt, secretOf, twoFactorApp } from '../../helpers/two-factor.js'
 
 const smtp = await startSmtpServer()
 const { app, clock } = await twoFactorApp({ REQUIRE_ADMIN_TWO_FACTOR: 'true', SMTP_URL: smtp.url })

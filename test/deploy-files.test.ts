@@ -2,8 +2,8 @@
 import { readFileSync } from 'node:fs'
 import t from 'tap'
 import { parse } from 'yaml'
-import { ENV_VARIABLES } from '../../src/config.js'
-import { ROOT } from '../helpers/paths.js'
+import { ENV_VARIABLES } from '../src/config.js'
+import { ROOT } from './helpers/paths.js'
 
 const read = (file: string) => readFileSync(`${ROOT}${file}`, 'utf8')
 

@@ -2,9 +2,9 @@
 // forges: wrong audience, foreign signature, wrong nonce, ... each must fail the sign-in.
 import { createHash } from 'node:crypto'
 import t from 'tap'
-import { buildTestApp, uniqueEmail, WEB_ORIGIN } from '../helpers/app.js'
-import { Browser, CLIENT_ID, CLIENT_SECRET, signingKey, startForgingIssuer } from '../helpers/idp.js'
-import { freePort } from '../helpers/port.js'
+import { buildTestApp, uniqueEmail, WEB_ORIGIN } from '../../helpers/app.js'
+import { Browser, CLIENT_ID, CLIENT_SECRET, signingKey, startForgingIssuer } from '../../helpers/idp.js'
+import { freePort } from '../../helpers/port.js'
 
 const apiPort = await freePort()
 const API = `http://127.0.0.1:${apiPort}`

@@ -2,11 +2,11 @@
 // real SMTP server on loopback: linking (link-social, or a provider sign-in that links an existing
 // account) is mailed, and the notice's link removes the provider's way in.
 import t, { type Test } from 'tap'
-import { newId } from '../../src/shared/ids.js'
-import { buildTestApp, call, signUp, WEB_ORIGIN } from '../helpers/app.js'
-import { Browser, CLIENT_ID, CLIENT_SECRET, drive, startOidcProvider } from '../helpers/idp.js'
-import { freePort } from '../helpers/port.js'
-import { linkIn, startSmtpServer } from '../helpers/smtp.js'
+import { newId } from '../../../src/shared/ids.js'
+import { buildTestApp, call, signUp, WEB_ORIGIN } from '../../helpers/app.js'
+import { Browser, CLIENT_ID, CLIENT_SECRET, drive, startOidcProvider } from '../../helpers/idp.js'
+import { freePort } from '../../helpers/port.js'
+import { linkIn, startSmtpServer } from '../../helpers/smtp.js'
 
 const apiPort = await freePort()
 const API = `http://127.0.0.1:${apiPort}`

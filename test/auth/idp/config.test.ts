@@ -2,9 +2,9 @@
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import t from 'tap'
-import { buildTestApp, call, signUp } from '../helpers/app.js'
-import { CLIENT_ID, startForgingIssuer } from '../helpers/idp.js'
-import { freePort } from '../helpers/port.js'
+import { buildTestApp, call, signUp } from '../../helpers/app.js'
+import { CLIENT_ID, startForgingIssuer } from '../../helpers/idp.js'
+import { freePort } from '../../helpers/port.js'
 
 t.test('without IDP_CLIENT_ID the provider routes answer 503 and say what to set', async (t) => {
   const app = await buildTestApp({ env: { IDP_CLIENT_ID: '' } })

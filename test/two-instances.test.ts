@@ -1,11 +1,11 @@
 // Two server processes on different ports against one PostgreSQL and one Redis: nothing is kept
 // per instance, so sessions, sign-outs, usage limits and rate limits are shared, not doubled.
 import t from 'tap'
-import { openDatabase } from '../../db/index.js'
-import { migrateToLatest } from '../../db/migrate.js'
-import { WEB_ORIGIN } from '../helpers/app.js'
-import { freshPostgresUrl, usingPostgres } from '../helpers/db.js'
-import { startServer, type ServerProcess } from '../helpers/server-process.js'
+import { openDatabase } from '../db/index.js'
+import { migrateToLatest } from '../db/migrate.js'
+import { WEB_ORIGIN } from './helpers/app.js'
+import { freshPostgresUrl, usingPostgres } from './helpers/db.js'
+import { startServer, type ServerProcess } from './helpers/server-process.js'
 
 if (!usingPostgres()) {
   t.skip(

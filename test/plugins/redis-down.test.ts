@@ -1,7 +1,8 @@
-// With REDIS_URL set and Redis gone, the service keeps serving and says so in /api/health and the log.
+// With REDIS_URL set and Redis gone, the service keeps serving and says so in /api/health and the log;
+// the budgets are counted in this instance's memory meanwhile, so they still hold.
 import { Writable } from 'node:stream'
 import t from 'tap'
-import { buildTestApp, signUp } from '../helpers/app.js'
+import { buildTestApp, signUp, WEB_ORIGIN } from '../helpers/app.js'
 import { retarget, TcpProxy } from '../helpers/tcp-proxy.js'
 
 const redisUrl = process.env.REDIS_URL
@@ -24,6 +25,7 @@ if (!redisUrl) {
       REDIS_URL: retarget(redisUrl, port).url,
       REDIS_KEY_PREFIX: `redis-down-${process.pid}-${Date.now()}:`,
       LOG_LEVEL: 'info',
+      RATE_LIMIT_SIGN_IN_EMAIL_PER_MINUTE: '2',
     },
     deps: { logStream },
   })
@@ -51,6 +53,17 @@ if (!redisUrl) {
       lines.some((l) => l.includes('redis unavailable')),
       'the outage is in the log',
     )
+    const statuses: number[] = []
+    for (let i = 0; i < 3; i++) {
+      const res = await app.inject({
+        method: 'POST',
+        url: '/api/auth/sign-in/email',
+        headers: { origin: WEB_ORIGIN },
+        payload: { email: user.email, password: 'not the password' },
+      })
+      statuses.push(res.statusCode)
+    }
+    t.same(statuses, [401, 401, 429], "the sign-in budget still holds, counted in this instance's memory")
   })
 
   t.test('when Redis returns, health says ok again', async (t) => {

@@ -6,8 +6,8 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { WEB_ORIGIN } from '../helpers/app.js'
-import { startServer } from '../helpers/server-process.js'
+import { WEB_ORIGIN } from './helpers/app.js'
+import { startServer } from './helpers/server-process.js'
 
 // The embedded database only: the PostgreSQL pass has nothing of its own to add here.
 const embeddedPass = process.env.DATABASE_URL ? 'runs in the PGlite pass (DATABASE_URL unset); it never uses DATABASE_URL' : false

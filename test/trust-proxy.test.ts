@@ -3,7 +3,7 @@
 // sent, so only the entries those proxies added may be believed: the client's own prefix must never
 // become its IP, or it picks a fresh per-IP budget for every request.
 import t from 'tap'
-import { buildTestApp, call, sessionCookieOf, uniqueEmail, WEB_ORIGIN } from '../helpers/app.js'
+import { buildTestApp, call, sessionCookieOf, uniqueEmail, WEB_ORIGIN } from './helpers/app.js'
 
 const PROXY = '10.0.0.2' // the balancer: the TCP peer of every request
 const CLIENT = '203.0.113.7' // the attacker, as the balancer saw it and appended

@@ -8,10 +8,10 @@
 import { existsSync } from 'node:fs'
 import { createServer } from 'node:http'
 import t from 'tap'
-import { buildTestApp, uniqueEmail } from '../helpers/app.js'
-import { CHROMIUM, launchChromium } from '../helpers/chromium.js'
-import { CLIENT_ID, CLIENT_SECRET, startOidcProvider } from '../helpers/idp.js'
-import { freePort } from '../helpers/port.js'
+import { buildTestApp, uniqueEmail } from '../../helpers/app.js'
+import { CHROMIUM, launchChromium } from '../../helpers/chromium.js'
+import { CLIENT_ID, CLIENT_SECRET, startOidcProvider } from '../../helpers/idp.js'
+import { freePort } from '../../helpers/port.js'
 
 if (!existsSync(CHROMIUM)) {
   t.plan(0, `${CHROMIUM} is absent: install Debian's chromium (apt-get install -y chromium) to run the browser test`)

@@ -5,14 +5,14 @@
 import type { FastifyInstance } from 'fastify'
 import pg from 'pg'
 import t, { type Test } from 'tap'
-import { openDatabase } from '../../db/index.js'
-import { migrateToLatest } from '../../db/migrate.js'
-import { writesWatchedTable } from '../../db/notifications.js'
-import { buildApp } from '../../src/app.js'
-import { loadConfig } from '../../src/config.js'
-import { buildTestApp, call, sessionCookieOf, signUp, signUpWithRole, TEST_ENV, type TestUser } from '../helpers/app.js'
-import { runCli } from '../helpers/cli.js'
-import { freshPostgresUrl, usingPostgres } from '../helpers/db.js'
+import { openDatabase } from '../../../db/index.js'
+import { migrateToLatest } from '../../../db/migrate.js'
+import { writesWatchedTable } from '../../../db/notifications.js'
+import { buildApp } from '../../../src/app.js'
+import { loadConfig } from '../../../src/config.js'
+import { buildTestApp, call, sessionCookieOf, signUp, signUpWithRole, TEST_ENV, type TestUser } from '../../helpers/app.js'
+import { runCli } from '../../helpers/cli.js'
+import { freshPostgresUrl, usingPostgres } from '../../helpers/db.js'
 
 t.setTimeout(240_000)
 const DAY = 24 * 60 * 60 * 1000

@@ -3,11 +3,11 @@
 // same `sub` rules as sign-in.
 import { createAuthClient } from 'better-auth/client'
 import t from 'tap'
-import { newId } from '../../src/shared/ids.js'
-import { buildTestApp, call, signUp, WEB_ORIGIN } from '../helpers/app.js'
-import { auditEvents } from '../helpers/expect.js'
-import { Browser, CLIENT_ID, CLIENT_SECRET, drive, startOidcProvider } from '../helpers/idp.js'
-import { freePort } from '../helpers/port.js'
+import { newId } from '../../../src/shared/ids.js'
+import { buildTestApp, call, signUp, WEB_ORIGIN } from '../../helpers/app.js'
+import { auditEvents } from '../../helpers/expect.js'
+import { Browser, CLIENT_ID, CLIENT_SECRET, drive, startOidcProvider } from '../../helpers/idp.js'
+import { freePort } from '../../helpers/port.js'
 
 const apiPort = await freePort()
 const API = `http://127.0.0.1:${apiPort}`

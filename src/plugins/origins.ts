@@ -1,0 +1,97 @@
+// Trusted origins: CORS by hand (no CORS plugin) and the origin rule against cross-site requests
+// (docs/http-contract.md, "Trusted origins, CSRF and CORS"). Two steps of the route-policy hook
+// (plugins/route-policy.ts), judged on the route that matched, never on the request line.
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { AppError } from '../shared/errors.js'
+import type { RoutePolicy } from '../shared/route-policy.js'
+
+/** What the origin steps need of the matched route. */
+interface Route {
+  policy: RoutePolicy
+  /** Under /api/auth/: every method is origin-checked. */
+  authRoute: boolean
+}
+
+const STATE_CHANGING = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
+const ALLOWED_METHODS = 'GET, POST, PUT, PATCH, DELETE, OPTIONS'
+const ALLOWED_HEADERS = 'Content-Type, Authorization, X-Request-Id'
+
+export function originOf(value: string | undefined): string | null {
+  if (!value) return null
+  try {
+    const url = new URL(value)
+    return url.protocol === 'http:' || url.protocol === 'https:' ? url.origin : null
+  } catch {
+    return null
+  }
+}
+
+/**
+ * 403 INVALID_ORIGIN naming what was refused and how to allow it: a web app on an origin that was
+ * never trusted fails here first, and a bare "not trusted" sent its developer searching.
+ */
+function untrusted(what: 'Origin' | 'Referer', origin: string | null): AppError {
+  const named = origin === null ? `The ${what} header` : `${what} ${origin.slice(0, 200)}`
+  return new AppError(
+    403,
+    'INVALID_ORIGIN',
+    `${named} is not a trusted origin: a web app's origin is trusted when it is listed in AUTH_TRUSTED_ORIGIN (comma-separated) or is WEB_ORIGIN`,
+    { data: { origin: origin?.slice(0, 200) ?? null } },
+  )
+}
+
+/**
+ * The CORS headers for a trusted origin (on every answer, errors too), and the answer to a
+ * preflight: 204 for a trusted origin, 403 otherwise.
+ */
+export const answerCors =
+  (trusted: ReadonlySet<string>) =>
+  (request: FastifyRequest, reply: FastifyReply): 'answered' | undefined => {
+    const origin = request.headers.origin
+    const originTrusted = origin !== undefined && trusted.has(origin)
+    if (originTrusted) {
+      reply.header('access-control-allow-origin', origin)
+      reply.header('access-control-allow-credentials', 'true')
+    }
+    reply.header('vary', 'Origin')
+    if (request.method !== 'OPTIONS' || !request.headers['access-control-request-method']) return undefined
+    if (!originTrusted) throw untrusted('Origin', origin ?? null)
+    reply.header('access-control-allow-methods', ALLOWED_METHODS)
+    reply.header('access-control-allow-headers', ALLOWED_HEADERS)
+    reply.header('access-control-max-age', '600')
+    reply.code(204).send()
+    return 'answered'
+  }
+
+/**
+ * The origin rule. Any request to an /api/auth route, and any state-changing request to any route,
+ * whose Origin is present and untrusted is refused. Without an Origin, a state-changing request is
+ * judged by its Referer, and one that carries a cookie but neither header is refused. Only a route
+ * declaring `checkOrigin: false` (a signed webhook) is exempt.
+ */
+export const checkOrigin =
+  (trusted: ReadonlySet<string>) =>
+  (request: FastifyRequest, _reply: FastifyReply, route: Route): void => {
+    if (route.policy.checkOrigin === false) return
+    const stateChanging = STATE_CHANGING.has(request.method)
+    // The matched route's own path (the route table), not the request line.
+    if (!stateChanging && !route.authRoute) return
+    const origin = request.headers.origin
+    if (origin !== undefined) {
+      if (origin === 'null') throw new AppError(403, 'MISSING_OR_NULL_ORIGIN', 'Origin is null')
+      if (!trusted.has(origin)) throw untrusted('Origin', origin)
+      return
+    }
+    // GET navigations are judged by Origin only: the identity provider's redirect carries its own Referer.
+    if (!stateChanging) return
+    const referer = request.headers.referer
+    if (referer !== undefined) {
+      const refererOrigin = originOf(referer)
+      if (refererOrigin === null || !trusted.has(refererOrigin)) throw untrusted('Referer', refererOrigin)
+      return
+    }
+    // A browser sending cookies always sends Origin or Referer on a POST; a bare cookie is suspect.
+    if (request.headers.cookie !== undefined) {
+      throw new AppError(403, 'MISSING_OR_NULL_ORIGIN', 'Origin header is required')
+    }
+  }
