@@ -1,5 +1,6 @@
 // The Database interface lists the tables of every domain; each domain declares its own tables.
 import type { AdminTables } from '../src/admin/tables.js'
+import type { PasskeyTables } from '../src/auth/passkey/tables.js'
 import type { SecurityTables } from '../src/auth/security/tables.js'
 import type { AuthTables } from '../src/auth/tables.js'
 import type { CompatibilityTables } from '../src/compatibility/tables.js'
@@ -20,4 +21,5 @@ export interface Database
     ConsentTables,
     PaymentTables,
     ImportTables,
-    SecurityTables {}
+    SecurityTables,
+    PasskeyTables {}

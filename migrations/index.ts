@@ -14,6 +14,7 @@ import * as m0011 from './0011_former_emails.js'
 import * as m0012 from './0012_payment_plan_expiry.js'
 import * as m0013 from './0013_credential_epoch.js'
 import * as m0014 from './0014_security_notices.js'
+import * as m0015 from './0015_passkey.js'
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -30,4 +31,5 @@ export const migrations: Record<string, Migration> = {
   '0012_payment_plan_expiry': m0012,
   '0013_credential_epoch': m0013,
   '0014_security_notices': m0014,
+  '0015_passkey': m0015,
 }

@@ -13,6 +13,7 @@ import emailRoutes from './auth/email/routes.js'
 import idpRoutes from './auth/idp/routes.js'
 import mailboxRoutes from './auth/mailbox/routes.js'
 import twoFactorRoutes from './auth/two-factor/routes.js'
+import passkeyRoutes from './auth/passkey/routes.js'
 import securityNotices from './auth/security/plugin.js'
 import securityRoutes from './auth/security/routes.js'
 import mailer from './plugins/mailer.js'
@@ -213,6 +214,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   await app.register(idpRoutes)
   await app.register(accountRoutes)
   await app.register(twoFactorRoutes)
+  await app.register(passkeyRoutes)
   await app.register(mailboxRoutes)
   await app.register(securityRoutes)
   await app.register(profileRoutes)

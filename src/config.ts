@@ -80,6 +80,13 @@ const envSchema = z.object({
   REQUIRE_EMAIL_VERIFICATION: bool.default(false),
   BOOTSTRAP_OWNER_EMAIL: optionalString.pipe(z.email().optional()),
   REQUIRE_ADMIN_TWO_FACTOR: bool.default(false),
+  PASSKEY_RP_ID: optionalString.pipe(
+    z
+      .string()
+      .regex(/^[a-z0-9.-]+$/i, 'a host name, without scheme or port')
+      .optional(),
+  ),
+  PASSKEY_ORIGINS: originList.default([]),
 
   IDP_ISSUER: httpUrl.default('https://accounts.google.com'),
   IDP_CLIENT_ID: optionalString,
@@ -141,6 +148,8 @@ export interface Config {
     bootstrapOwnerEmail?: string
     /** Admin and owner routes refuse a session that did not pass a second factor. */
     requireAdminTwoFactor: boolean
+    /** WebAuthn's relying party (src/auth/passkey/): its id, and the page origins its ceremonies may run on. */
+    passkey: { rpId: string; origins: string[] }
   }
   /** Seconds between purges of expired sessions and verification tokens; 0 disables them. */
   purge: { intervalSeconds: number }
@@ -234,6 +243,8 @@ export function loadConfig(
   const webOrigin = e.WEB_ORIGIN ? new URL(e.WEB_ORIGIN).origin : 'http://localhost:3000'
   const trustedOrigins = [...new Set([new URL(baseUrl).origin, webOrigin, ...e.AUTH_TRUSTED_ORIGIN])]
 
+  const passkey = relyingParty(e.PASSKEY_RP_ID, e.PASSKEY_ORIGINS, webOrigin, trustedOrigins)
+
   if (e.PAYMENT_GATEWAY === 'sandbox' && production) {
     throw new ConfigError('Invalid PAYMENT_GATEWAY: the sandbox gateway is refused when NODE_ENV=production')
   }
@@ -258,6 +269,7 @@ export function loadConfig(
       requireEmailVerification: e.REQUIRE_EMAIL_VERIFICATION,
       bootstrapOwnerEmail: e.BOOTSTRAP_OWNER_EMAIL?.toLowerCase(),
       requireAdminTwoFactor: e.REQUIRE_ADMIN_TWO_FACTOR,
+      passkey,
     },
     purge: { intervalSeconds: e.PURGE_INTERVAL_SECONDS },
     idp: { issuer: e.IDP_ISSUER, clientId: e.IDP_CLIENT_ID, clientSecret: e.IDP_CLIENT_SECRET },
@@ -283,4 +295,31 @@ export function loadConfig(
     },
     metricsToken: e.METRICS_TOKEN,
   }
+}
+
+/** The origin's host lies within the relying party id: a browser runs a ceremony of that id only there. */
+const withinRpId = (origin: string, rpId: string) => {
+  const host = new URL(origin).hostname
+  return host === rpId || host.endsWith(`.${rpId}`)
+}
+
+/**
+ * The passkeys' relying party: by default the web front end's host name, and the trusted origins on
+ * that host or under it (a page elsewhere cannot run a ceremony for it). PASSKEY_RP_ID may name a
+ * parent domain (example.com for app.example.com, so passkeys also work on its siblings), and
+ * PASSKEY_ORIGINS the exact page origins; each origin must lie within the id, or no browser would
+ * ever produce a response the service accepts.
+ */
+function relyingParty(rpIdGiven: string | undefined, originsGiven: string[], webOrigin: string, trusted: string[]) {
+  const rpId = (rpIdGiven ?? new URL(webOrigin).hostname).toLowerCase()
+  const origins = originsGiven.length ? [...new Set(originsGiven)] : trusted.filter((o) => withinRpId(o, rpId))
+  if (origins.length === 0)
+    throw new ConfigError(`Invalid PASSKEY_RP_ID: no trusted origin lies within "${rpId}"; set PASSKEY_ORIGINS or WEB_ORIGIN`)
+  const outside = origins.find((o) => !withinRpId(o, rpId))
+  if (outside) throw new ConfigError(`Invalid PASSKEY_ORIGINS: "${outside}" is not on "${rpId}" or a subdomain of it`)
+  // A page on an untrusted origin could not call the passkey routes at all (INVALID_ORIGIN).
+  const untrusted = origins.find((o) => !trusted.includes(o))
+  if (untrusted)
+    throw new ConfigError(`Invalid PASSKEY_ORIGINS: "${untrusted}" is not a trusted origin (WEB_ORIGIN, AUTH_TRUSTED_ORIGIN)`)
+  return { rpId, origins }
 }

@@ -190,6 +190,30 @@ t.test('trusted origins: AUTH_URL origin, WEB_ORIGIN and each AUTH_TRUSTED_ORIGI
   t.equal(config.auth.webOrigin, 'https://app.example.com')
 })
 
+t.test("passkeys' relying party: the web origin's host and the trusted origins on it, or as configured", async (t) => {
+  const sites = {
+    AUTH_URL: 'https://api.example.com',
+    WEB_ORIGIN: 'https://app.example.com',
+    AUTH_TRUSTED_ORIGIN: 'https://admin.example.com,https://partner.example.org',
+  }
+  t.same(load(sites).config.auth.passkey, { rpId: 'app.example.com', origins: ['https://app.example.com'] })
+  t.same(load({ ...sites, PASSKEY_RP_ID: 'Example.com' }).config.auth.passkey, {
+    rpId: 'example.com',
+    origins: ['https://api.example.com', 'https://app.example.com', 'https://admin.example.com'],
+  })
+  t.same(load({ ...sites, PASSKEY_RP_ID: 'example.com', PASSKEY_ORIGINS: 'https://admin.example.com' }).config.auth.passkey, {
+    rpId: 'example.com',
+    origins: ['https://admin.example.com'],
+  })
+  t.match(configError(t, { ...sites, PASSKEY_RP_ID: 'evil.example' }, 'PASSKEY_RP_ID'), /no trusted origin/)
+  configError(t, { ...sites, PASSKEY_RP_ID: 'https://example.com' }, 'PASSKEY_RP_ID')
+  configError(t, { ...sites, PASSKEY_ORIGINS: 'https://partner.example.org' }, 'PASSKEY_ORIGINS')
+  t.match(
+    configError(t, { ...sites, PASSKEY_RP_ID: 'example.com', PASSKEY_ORIGINS: 'https://other.example.com' }, 'PASSKEY_ORIGINS'),
+    /not a trusted origin/,
+  )
+})
+
 t.test('a malformed AUTH_TRUSTED_ORIGIN entry stops the start', async (t) => {
   const message = configError(t, { AUTH_TRUSTED_ORIGIN: 'https://ok.example.com,not a url' }, 'AUTH_TRUSTED_ORIGIN')
   t.match(message, /not a url/)

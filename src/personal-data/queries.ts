@@ -22,6 +22,8 @@ const SECTIONS = [
   { key: 'twoFactorBackupCodes', table: 'two_factor_backup_code', owner: 'user_id', order: 'code_hash' },
   // The devices the account signed in from: when first and last seen (the hash is never exported).
   { key: 'knownDevices', table: 'known_device', owner: 'user_id', order: 'first_seen_at' },
+  // Public keys and their names: nothing in a passkey's row lets anyone sign in.
+  { key: 'passkeys', table: 'passkey', owner: 'user_id', order: 'created_at' },
 ] as const satisfies ReadonlyArray<{ key: SectionKey; table: string; owner: string | readonly string[]; order: string }>
 
 // Every section of the export's schema (schemas.ts) has its table here.

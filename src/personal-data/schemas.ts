@@ -16,6 +16,7 @@ export const SECTION_KEYS = [
   'twoFactor',
   'twoFactorBackupCodes',
   'knownDevices',
+  'passkeys',
 ] as const
 export type SectionKey = (typeof SECTION_KEYS)[number]
 

@@ -12,7 +12,8 @@ export interface AuditEvent {
   details?: Record<string, unknown>
 }
 
-const SECRET_KEY = /pass|token|secret|hash|cookie|authorization/i
+// A passkey is a public key, not a secret: its id and counts may be recorded.
+const SECRET_KEY = /pass(?!key)|token|secret|hash|cookie|authorization/i
 
 /** Drops any key that looks like a secret, however deep, so a careless caller cannot leak one. */
 function scrub(value: unknown): unknown {

@@ -45,6 +45,14 @@ export type ErrorCode =
   | 'TWO_FACTOR_ALREADY_ENABLED'
   | 'TWO_FACTOR_REQUIRED'
   | 'ACCOUNT_TEMPORARILY_LOCKED'
+  // Passkeys, in better-auth's passkey plugin's names (and its core's SESSION_NOT_FRESH)
+  | 'SESSION_NOT_FRESH'
+  | 'CHALLENGE_NOT_FOUND'
+  | 'YOU_ARE_NOT_ALLOWED_TO_REGISTER_THIS_PASSKEY'
+  | 'FAILED_TO_VERIFY_REGISTRATION'
+  | 'PASSKEY_NOT_FOUND'
+  | 'AUTHENTICATION_FAILED'
+  | 'TOO_MANY_PASSKEYS'
   // Emailed one-time codes, in better-auth's emailOTP plugin's names
   | 'INVALID_OTP'
   | 'OTP_EXPIRED'

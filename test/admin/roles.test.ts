@@ -267,10 +267,12 @@ t.test('audit events never hold a password, token or secret', async (t) => {
       authorization: 'Bearer x',
       nested: { currentPassword: 'p', keep: 'ok', list: [{ refreshToken: 'r', kept: 1 }] },
       role: 'admin',
+      // A passkey is a public key: its id is kept, though its name starts like a password's.
+      passkeyId: 'pk_1',
     },
   })
   const [row] = await auditOf(id, 'test.scrub')
-  t.same(row!.details, { nested: { keep: 'ok', list: [{ kept: 1 }] }, role: 'admin' })
+  t.same(row!.details, { nested: { keep: 'ok', list: [{ kept: 1 }] }, role: 'admin', passkeyId: 'pk_1' })
 
   // And across everything this file did: sign-ups, sign-ins, admin acts.
   const all = await app.db.selectFrom('audit_event').select(['action', 'details']).execute()

@@ -11,7 +11,18 @@ import t, { type Test } from 'tap'
 import { CodeStore } from '../../src/auth/links/codes.js'
 import { issueToken } from '../../src/auth/links/verification.js'
 import { newId } from '../../src/shared/ids.js'
-import { buildTestApp, call, sessionCookieOf, signUp, signUpWithRole, TEST_SECRET, type TestUser } from '../helpers/app.js'
+import {
+  buildTestApp,
+  call,
+  sessionCookieOf,
+  signUp,
+  signUpWithRole,
+  TEST_SECRET,
+  WEB_ORIGIN,
+  type TestUser,
+} from '../helpers/app.js'
+import { SoftAuthenticator } from '../helpers/authenticator.js'
+import { registerPasskey, signInWithPasskey } from '../helpers/passkey.js'
 import { codeAt, secretOf } from '../helpers/two-factor.js'
 
 // Many Argon2 operations in a row: under a loaded 2-core machine the file can pass tap's 120 s.
@@ -149,6 +160,30 @@ t.test('a squatter who keeps signing in holds no session once the reset commits'
     for (const cookie of w.signIns) t.notOk(await alive(cookie), 'no session with the old password outlives the reset')
     const left = await app.db.selectFrom('session').select('id').where('user_id', '=', w.user.id).execute()
     t.same(left, [], 'nothing left behind')
+  }
+})
+
+t.test('passkey sign-ins racing a reset or a ban hold no session once it commits', async (t) => {
+  for (const name of ['reset', 'ban'] as const) {
+    for (let trial = 0; trial < Math.max(3, TRIALS); trial++) {
+      const w = await world(false)
+      const authenticator = new SoftAuthenticator(WEB_ORIGIN)
+      await registerPasskey(app, authenticator, w.user.cookie)
+      // Sign-ins spread over the reset's hashing and transaction, or the ban's.
+      const signIns = Array.from({ length: 6 }, (_, k) =>
+        new Promise((r) => setTimeout(r, k * 15)).then(() => signInWithPasskey(app, authenticator)),
+      )
+      const done = await OPS[name]!(w)
+      const answers = await Promise.all(signIns)
+      t.equal(done.statusCode, 200, `${name}: ${done.body}`)
+      for (const res of answers) t.ok([200, 401, 403].includes(res.statusCode), `${name}: sign-in answered ${res.statusCode}`)
+      for (const res of answers) {
+        const cookie = sessionCookieOf(res)
+        if (cookie) t.notOk(await alive(cookie), `${name}: no passkey session outlives it`)
+      }
+      const left = await app.db.selectFrom('session').select('id').where('user_id', '=', w.user.id).execute()
+      t.same(left, [], `${name}: nothing left behind`)
+    }
   }
 })
 

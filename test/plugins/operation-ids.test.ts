@@ -66,6 +66,13 @@ const OPERATION_IDS: Record<string, string> = {
   'POST /api/auth/sign-in/magic-link': 'signInWithMagicLink',
   'GET /api/auth/magic-link/verify': 'verifyMagicLink',
   'POST /api/auth/magic-link/verify': 'confirmMagicLink',
+  'GET /api/auth/passkey/generate-register-options': 'generatePasskeyRegistrationOptions',
+  'POST /api/auth/passkey/verify-registration': 'passkeyVerifyRegistration',
+  'GET /api/auth/passkey/generate-authenticate-options': 'passkeyGenerateAuthenticateOptions',
+  'POST /api/auth/passkey/verify-authentication': 'passkeyVerifyAuthentication',
+  'GET /api/auth/passkey/list-user-passkeys': 'listPasskeys',
+  'POST /api/auth/passkey/update-passkey': 'updatePasskey',
+  'POST /api/auth/passkey/delete-passkey': 'deletePasskey',
   'POST /api/v1/admin/users/{id}/ban': 'banUser',
   'POST /api/v1/admin/users/{id}/unban': 'unbanUser',
 }

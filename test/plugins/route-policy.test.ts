@@ -56,6 +56,8 @@ const PUBLIC_ROUTES = [
   'GET /api/auth/error',
   'POST /api/auth/two-factor/verify-totp',
   'POST /api/auth/two-factor/verify-backup-code',
+  'GET /api/auth/passkey/generate-authenticate-options',
+  'POST /api/auth/passkey/verify-authentication',
   'GET /api/auth/security-notice',
   'POST /api/auth/secure-account',
   'POST /api/auth/email-otp/send-verification-otp',

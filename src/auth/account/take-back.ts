@@ -8,6 +8,7 @@ import { deleteAccountsBut, endSessionsOfUser } from '../queries.js'
 import { lockUser } from '../../user/queries.js'
 import { deleteTwoFactor } from '../two-factor/queries.js'
 import { revokeTokens } from '../links/verification.js'
+import { deletePasskeysOf } from '../passkey/queries.js'
 
 /**
  * The way in that stays: the password just set by a reset, the provider login just used, or none
@@ -18,6 +19,7 @@ export type KeptWayIn = 'password' | 'none' | { providerId: string; subject: str
 export interface TakenBack {
   /** The provider ids of the ways in removed ('credential' for a password). */
   removedAccounts: string[]
+  passkeysRemoved: number
   sessionsEnded: number
   trustedDevicesRevoked: number
   tokensRevoked: number
@@ -25,13 +27,14 @@ export interface TakenBack {
 
 /**
  * In the caller's transaction, with the user row locked first (the order every writer of the
- * account takes): every way in but `keep` goes, the second factor with its backup codes, trusted
+ * account takes): every way in but `keep` goes (passkeys too), the second factor with its backup codes, trusted
  * devices and sign-in challenges, every session (the credential epoch rises, so no sign-in in
  * flight outlives it), every emailed link; the address counts as proven by its holder.
  */
 export async function takeAccountBack(trx: Trx, userId: string, keep: KeptWayIn, now: Date): Promise<TakenBack> {
   await lockUser(trx, { id: userId }, ['id'])
   const removedAccounts = (await deleteAccountsBut(trx, userId, keep)).sort()
+  const passkeysRemoved = await deletePasskeysOf(trx, userId)
   const { trustedDevices } = await deleteTwoFactor(trx, userId)
   await trx
     .updateTable('user')
@@ -40,7 +43,7 @@ export async function takeAccountBack(trx: Trx, userId: string, keep: KeptWayIn,
     .execute()
   const sessionsEnded = await endSessionsOfUser(trx, userId)
   const tokensRevoked = await revokeTokens(trx, userId)
-  return { removedAccounts, sessionsEnded, trustedDevicesRevoked: trustedDevices, tokensRevoked }
+  return { removedAccounts, passkeysRemoved, sessionsEnded, trustedDevicesRevoked: trustedDevices, tokensRevoked }
 }
 
 /** Whether a proof of the address must take the account back: nobody has proven its ways in are the mailbox holder's. */

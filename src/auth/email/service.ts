@@ -232,6 +232,7 @@ export async function completeReset(
       sessionsEnded: taken.sessionsEnded,
       takenBack: true,
       ...(taken.removedAccounts.length ? { removedAccounts: taken.removedAccounts } : {}),
+      ...(taken.passkeysRemoved ? { passkeysRemoved: taken.passkeysRemoved } : {}),
       ...(user.twoFactorEnabled ? { twoFactorRemoved: true } : {}),
     })
     return deps.notices.prepare(trx, ctx, user.id, 'password_reset')

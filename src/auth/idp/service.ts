@@ -188,6 +188,7 @@ async function claimUnverifiedAccount(trx: Trx, userId: string, subject: string,
       sessionsRevoked: taken.sessionsEnded,
       tokensRevoked: taken.tokensRevoked,
       trustedDevicesRevoked: taken.trustedDevicesRevoked,
+      ...(taken.passkeysRemoved ? { passkeysRemoved: taken.passkeysRemoved } : {}),
     },
   })
 }

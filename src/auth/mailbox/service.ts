@@ -101,6 +101,7 @@ async function accountOfProvenAddress(
       via: input.via,
       sessionsEnded: taken.sessionsEnded,
       ...(taken.removedAccounts.length ? { removedAccounts: taken.removedAccounts } : {}),
+      ...(taken.passkeysRemoved ? { passkeysRemoved: taken.passkeysRemoved } : {}),
       ...(existing.twoFactorEnabled ? { twoFactorRemoved: true } : {}),
     })
     return { user: (await findUserById(trx, existing.id))!, isNewUser: false }

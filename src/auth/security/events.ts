@@ -12,6 +12,7 @@ export interface SecurityEvent {
   at: Date
   ip: string | null
   userAgent: string | null
+  /** How a sign-in (or a failed one) was made, when it was recorded: 'email', 'email-otp', 'magic-link', 'passkey', 'idp'. */
   method: string | null
   byAdministrator: boolean
 }
@@ -37,6 +38,9 @@ const ABOUT_USER = {
   'auth.two_factor.enabled': 'two_factor_enabled',
   'auth.two_factor.disabled': 'two_factor_disabled',
   'auth.two_factor.backup_codes_regenerated': 'backup_codes_regenerated',
+  'auth.passkey.added': 'passkey_added',
+  'auth.passkey.renamed': 'passkey_renamed',
+  'auth.passkey.removed': 'passkey_removed',
   'auth.other_sessions_revoked': 'other_sessions_revoked',
   'auth.all_sessions_revoked': 'all_sessions_revoked',
   'auth.account_secured': 'account_secured',
@@ -64,7 +68,7 @@ const toEvent =
     at: row.at,
     ip: row.ip,
     userAgent: row.action === 'auth.sign_in' ? row.user_agent : null,
-    method: row.action === 'auth.sign_in' ? row.method : null,
+    method: row.action === 'auth.sign_in' || row.action === 'auth.sign_in_failed' ? row.method : null,
     // Someone else acted on the account: only an administrator can; who it was is theirs to know.
     byAdministrator: row.actor_id !== null && row.actor_id !== userId,
   })

@@ -1,5 +1,5 @@
 // The security notices: a mail to the account's owner on each change to its ways in (password,
-// address, two-factor, provider links) and on a sign-in from a device it had not used before, each
+// address, two-factor, provider links, passkeys) and on a sign-in from a device it had not used before, each
 // with a one-click "this wasn't me" link (secure.ts says what the link does).
 //
 // The link's token is single-use, lives 7 days and is stored hashed (verification.ts, purpose
@@ -25,6 +25,8 @@ export type NoticeEvent =
   | 'provider_linked'
   | 'provider_unlinked'
   | 'new_device'
+  | 'passkey_added'
+  | 'passkey_removed'
 
 export const NOTICE_PURPOSE = 'security-notice' satisfies VerificationPurpose
 export const NOTICE_TTL_MS = 7 * 24 * 60 * 60 * 1000
@@ -73,6 +75,14 @@ const WORDING: Record<NoticeEvent, { subject: string; happened: string }> = {
   provider_unlinked: {
     subject: 'a way to sign in was removed',
     happened: 'A way to sign in (the password or a sign-in provider) was removed from your account',
+  },
+  passkey_added: {
+    subject: 'a passkey was added',
+    happened: 'A passkey was added to your account, and can now sign in to it without the password',
+  },
+  passkey_removed: {
+    subject: 'a passkey was removed',
+    happened: 'A passkey was removed from your account',
   },
   new_device: {
     subject: 'a sign-in from a new device',

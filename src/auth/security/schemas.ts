@@ -20,6 +20,9 @@ export const SECURITY_EVENT_KINDS = [
   'two_factor_enabled',
   'two_factor_disabled',
   'backup_codes_regenerated',
+  'passkey_added',
+  'passkey_renamed',
+  'passkey_removed',
   'session_revoked',
   'other_sessions_revoked',
   'all_sessions_revoked',
@@ -45,7 +48,9 @@ export const SecurityEventSchema = z
     method: z
       .string()
       .nullable()
-      .describe("How a sign-in proved who it was: 'email' (password), 'email-otp', 'magic-link', 'passkey', 'idp'; else null"),
+      .describe(
+        "How a sign-in (or a refused one) proved who it was: 'email' (password), 'email-otp', 'magic-link', 'passkey', 'idp'; else null",
+      ),
     byAdministrator: z.boolean().describe('Done to the account by an administrator (who is not shown)'),
   })
   .meta({ id: 'SecurityEvent' })

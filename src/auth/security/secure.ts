@@ -1,7 +1,7 @@
 // "This wasn't me": what a security notice's link does once its page is confirmed (a POST; opening
 // the link, as a mail scanner does, only shows the page). The account is secured against whoever
 // made the change: every session ends (and every sign-in in flight: the credential epoch rises),
-// every provider link goes (a provider sign-in would skip the password reset), every pending emailed
+// every provider link and passkey goes (a sign-in with either would skip the password reset), every pending emailed
 // link, sign-in awaiting a second factor and trusted device stops working, and the password must be
 // reset before it signs in again; an address change is undone.
 //
@@ -23,6 +23,7 @@ import { deleteAccountsBut, endSessionsOfUser } from '../queries.js'
 import { findUserById, lockUser } from '../../user/queries.js'
 import type { UserWithFlags } from '../../user/types.js'
 import { consumeToken, invalidToken, peekToken, revokeTokens, type VerificationRecord } from '../links/verification.js'
+import { deletePasskeysOf } from '../passkey/queries.js'
 import { NOTICE_PURPOSE, type NoticeData, type NoticeEvent } from './notices.js'
 import { requirePasswordReset } from './queries.js'
 
@@ -40,6 +41,8 @@ const EVENTS: readonly NoticeEvent[] = [
   'provider_linked',
   'provider_unlinked',
   'new_device',
+  'passkey_added',
+  'passkey_removed',
 ]
 
 function noticeOf(record: VerificationRecord): NoticeData | null {
@@ -81,6 +84,7 @@ export async function secureAccount(deps: SecureAccountDeps, ctx: RequestContext
         !(await emailTaken(trx, notice.restore)) &&
         (await replaceEmail(trx, userId, notice.email, notice.restore, now)) !== undefined
       const removedAccounts = await deleteAccountsBut(trx, userId, 'password')
+      const passkeysRemoved = await deletePasskeysOf(trx, userId)
       await requirePasswordReset(trx, userId, now)
       // Sign-ins in flight end too: the credential epoch rises with it.
       const sessionsEnded = await endSessionsOfUser(trx, userId)
@@ -92,6 +96,7 @@ export async function secureAccount(deps: SecureAccountDeps, ctx: RequestContext
         sessionsEnded,
         tokensRevoked,
         ...(removedAccounts.length ? { removedAccounts } : {}),
+        ...(passkeysRemoved ? { passkeysRemoved } : {}),
         ...(restored ? { addressRestored: true } : {}),
       })
       return (await findUserById(trx, userId))!

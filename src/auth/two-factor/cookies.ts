@@ -9,7 +9,8 @@ import { cookieAttributes, cookieName, cookiesOf, readSignedCookie } from '../se
 export const CHALLENGE_TTL_MS = 10 * 60 * 1000
 export const TRUSTED_DEVICE_TTL_MS = 30 * 24 * 60 * 60 * 1000
 
-class SignedCookie {
+/** An HttpOnly cookie signed with AUTH_SECRET, carrying a random token whose SHA-256 is a `verification` row. */
+export class SignedCookie {
   readonly name: string
 
   constructor(
