@@ -131,15 +131,16 @@ export default fp(
       return new Budget(limit, windowMs, counter, now)
     }
 
-    const mail = budget('mail', limits.mailPerHour, HOUR)
+    // Keyed by what a caller chooses (an address): a flood of other keys must not evict a victim's.
+    const mail = budget('mail', limits.mailPerHour, HOUR, ATTEMPT_KEYS)
     app.decorate('rateLimits', {
       global: budget('global', limits.globalPerMinute, MINUTE),
       perIp: {
-        signIn: budget('sign-in:ip', limits.signInIpPerMinute, MINUTE),
+        signIn: budget('sign-in:ip', limits.signInIpPerMinute, MINUTE, ATTEMPT_KEYS),
         signUp: budget('sign-up:ip', limits.signUpIpPerMinute, MINUTE),
       },
       perEmail: {
-        signIn: budget('sign-in:email', limits.signInEmailPerMinute, MINUTE),
+        signIn: budget('sign-in:email', limits.signInEmailPerMinute, MINUTE, ATTEMPT_KEYS),
         // One mail budget per recipient, whichever route or sign-in sends the mail.
         mail,
       },

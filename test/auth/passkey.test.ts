@@ -5,6 +5,7 @@
 import { passkeyClient } from '@better-auth/passkey/client'
 import { createAuthClient } from 'better-auth/client'
 import t from 'tap'
+import { issueToken } from '../../src/auth/links/verification.js'
 import { LAST_LOGIN_METHOD_COOKIE } from '../../src/auth/session/sign-in.js'
 import type { Clock } from '../../src/shared/clock.js'
 import { buildTestApp, call, sessionCookieOf, signUp, signUpWithRole, uniqueEmail, WEB_ORIGIN } from '../helpers/app.js'
@@ -121,7 +122,7 @@ t.test('register, sign out, sign in with the passkey, list, rename, delete; refu
   t.same(actions, [
     ['auth.passkey.added', { passkeyId: passkey.id }],
     ['auth.passkey.renamed', { passkeyId: passkey.id }],
-    ['auth.passkey.removed', { passkeyId: passkey.id }],
+    ['auth.passkey.removed', { passkeyId: passkey.id, sessionsEnded: 0 }],
   ])
   const signIns = await auditEvents(app.db, { action: 'auth.sign_in', actorId: alice.id })
   t.match(signIns.at(-1)?.details, { method: 'passkey', twoFactor: true })
@@ -443,6 +444,7 @@ t.test('"this wasn\'t me" removes the passkeys with the other ways in', async (t
   t.match((await signInWithPasskey(app, pat.authenticator)).json(), { code: 'PASSKEY_NOT_FOUND' })
   const [event] = await auditEvents(app.db, { action: 'auth.account_secured', targetId: pat.id })
   t.match(event?.details, { passkeysRemoved: 1 })
+  t.notOk((event?.details as { takenBack?: boolean }).takenBack, 'a plain reset, not a take-back')
 })
 
 t.test('the personal-data export lists the passkeys', async (t) => {
@@ -450,4 +452,34 @@ t.test('the personal-data export lists the passkeys', async (t) => {
   await registerPasskey(app, quinn.authenticator, quinn.cookie(), 'Phone')
   const res = await call(app, 'GET', '/api/v1/me/export', { cookie: quinn.cookie() })
   t.match(res.json().passkeys, [{ name: 'Phone', userId: quinn.id }])
+})
+
+t.test("removing a passkey ends the account's other sessions; a password reset removes every passkey", async (t) => {
+  const frank = await member()
+  t.equal((await frank.client.passkey.addPasskey({ name: 'Laptop' })).error, null)
+  // Another browser signed in with that passkey (perhaps whoever took the authenticator).
+  const other = browser()
+  t.equal((await other.client.signIn.passkey()).error, null)
+  t.equal((await other.client.getSession()).data?.user.id, frank.id)
+  const [passkey] = (await frank.client.passkey.listUserPasskeys()).data!
+  t.equal((await frank.client.passkey.deletePasskey({ id: passkey!.id })).error, null)
+  t.equal((await other.client.getSession()).data, null, 'the other session ended')
+  t.equal((await frank.client.getSession()).data?.user.id, frank.id, 'the one that removed it stays')
+  const [removed] = await auditEvents(app.db, { action: 'auth.passkey.removed', targetId: frank.id })
+  t.match(removed?.details, { sessionsEnded: 1 })
+
+  // A passkey added with a session the owner does not know of must not outlast their reset (of a
+  // verified account: one whose ways in nobody proved is taken back whole, passkeys included).
+  await app.db.updateTable('user').set({ email_verified: true }).where('id', '=', frank.id).execute()
+  t.equal((await frank.client.passkey.addPasskey({ name: 'Added by someone' })).error, null)
+  t.equal((await passkeyRows(frank.id)).length, 1)
+  const token = await issueToken(app.db, 'reset-password', frank.id, { expiresAt: new Date(clock.now().getTime() + DAY) })
+  const reset = await call(app, 'POST', '/api/auth/reset-password', { body: { token, newPassword: 'a brand new passphrase' } })
+  t.equal(reset.statusCode, 200, reset.body)
+  t.same(await passkeyRows(frank.id), [], 'the reset removed the passkey')
+  const [event] = await auditEvents(app.db, { action: 'auth.password_reset', targetId: frank.id })
+  t.match(event?.details, { passkeysRemoved: 1 })
+  t.notOk((event?.details as { takenBack?: boolean }).takenBack, 'a plain reset, not a take-back')
+  const refused = await browser().client.signIn.passkey()
+  t.ok(refused.error, 'the removed passkey signs nobody in')
 })

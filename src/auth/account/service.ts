@@ -191,6 +191,8 @@ async function eraseWithToken(deps: AccountDeps, ctx: RequestContext, user: Sess
   const peeked = await peekToken(deps.db, 'delete-account', token, now)
   if (!peeked || peeked.userId !== user.id) throw invalidToken(404)
   await deps.db.transaction().execute(async (trx) => {
+    // The user row first, the order of every writer of the account (a take-back revokes this token).
+    await lockUser(trx, { id: user.id }, ['id'])
     const record = await consumeToken(trx, 'delete-account', token, now)
     if (!record || record.userId !== user.id) throw invalidToken(404)
     await eraseAccount(trx, user)

@@ -34,6 +34,7 @@ import { findUserByEmail, findUserById, lockUser } from '../../user/queries.js'
 import type { UserWithFlags } from '../../user/types.js'
 import { approveEmailChange, completeEmailChange } from '../account/service.js'
 import { takeAccountBack, waysInUnproven } from '../account/take-back.js'
+import { deletePasskeysOf } from '../passkey/queries.js'
 import { deleteChallenges } from '../two-factor/queries.js'
 import {
   consumeToken,
@@ -241,10 +242,16 @@ export async function completeReset(
   // with the old password still in flight or waiting for their second factor can no longer start one.
   const ended = await endSessionsOfUser(trx, user.id)
   await deleteChallenges(trx, user.id)
+  // A passkey added with a stolen session would outlast the reset and skip the second factor: a
+  // reset removes them all (the owner adds theirs again, signed in).
+  const passkeysRemoved = await deletePasskeysOf(trx, user.id)
   // Pending changes of address too: one asked for by whoever held a session would otherwise move
   // the account away from the owner who just took it back.
   await revokeTokens(trx, user.id, EVICTED_PURPOSES)
-  await recordUserEvent(trx, ctx, user.id, 'auth.password_reset', { sessionsEnded: ended })
+  await recordUserEvent(trx, ctx, user.id, 'auth.password_reset', {
+    sessionsEnded: ended,
+    ...(passkeysRemoved ? { passkeysRemoved } : {}),
+  })
   return deps.notices.prepare(trx, ctx, user.id, 'password_reset')
 }
 

@@ -190,7 +190,7 @@ export default async function passkeyRoutes(fastify: FastifyInstance) {
       },
     },
     async (request) => {
-      await deleteOwnPasskey(deps, contextOf(request), currentUser(request).id, request.body.id)
+      await deleteOwnPasskey(deps, contextOf(request), currentUser(request).id, request.session!.id, request.body.id)
       return { status: true as const }
     },
   )

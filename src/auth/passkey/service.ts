@@ -22,7 +22,7 @@ import type { Clock } from '../../shared/clock.js'
 import type { RequestContext } from '../../shared/context.js'
 import { AppError, unauthorized } from '../../shared/errors.js'
 import { bannedUser, banHolds } from '../account/ban.js'
-import { lockSessionOf } from '../queries.js'
+import { endSessionsOfUser, lockSessionOf } from '../queries.js'
 import { lockUser } from '../../user/queries.js'
 import type { UserWithFlags } from '../../user/types.js'
 import type { SecurityNotices } from '../security/notices.js'
@@ -280,12 +280,23 @@ export async function renameOwnPasskey(
   })
 }
 
-/** Removes one of the user's passkeys; the owner is mailed a notice. */
-export async function deleteOwnPasskey(deps: PasskeyDeps, ctx: RequestContext, userId: string, id: string): Promise<void> {
+/**
+ * Removes one of the user's passkeys; the owner is mailed a notice. Like a change of password, it
+ * ends every other session of the account (one may have come through that passkey) and every
+ * sign-in in flight (the credential epoch rises); the session that removed it stays.
+ */
+export async function deleteOwnPasskey(
+  deps: PasskeyDeps,
+  ctx: RequestContext,
+  userId: string,
+  currentSessionId: string,
+  id: string,
+): Promise<void> {
   const notice = await deps.db.transaction().execute(async (trx) => {
     if (!(await lockUser(trx, { id: userId }, ['id']))) throw unauthorized()
     if (!(await deletePasskeyOf(trx, userId, id))) throw passkeyNotFound()
-    await recordUserEvent(trx, ctx, userId, 'auth.passkey.removed', { passkeyId: id })
+    const sessionsEnded = await endSessionsOfUser(trx, userId, { except: currentSessionId })
+    await recordUserEvent(trx, ctx, userId, 'auth.passkey.removed', { passkeyId: id, sessionsEnded })
     return deps.notices.prepare(trx, ctx, userId, 'passkey_removed')
   })
   notice()
