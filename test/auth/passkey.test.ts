@@ -444,7 +444,6 @@ t.test('"this wasn\'t me" removes the passkeys with the other ways in', async (t
   t.match((await signInWithPasskey(app, pat.authenticator)).json(), { code: 'PASSKEY_NOT_FOUND' })
   const [event] = await auditEvents(app.db, { action: 'auth.account_secured', targetId: pat.id })
   t.match(event?.details, { passkeysRemoved: 1 })
-  t.notOk((event?.details as { takenBack?: boolean }).takenBack, 'a plain reset, not a take-back')
 })
 
 t.test('the personal-data export lists the passkeys', async (t) => {
@@ -479,7 +478,7 @@ t.test("removing a passkey ends the account's other sessions; a password reset r
   t.same(await passkeyRows(frank.id), [], 'the reset removed the passkey')
   const [event] = await auditEvents(app.db, { action: 'auth.password_reset', targetId: frank.id })
   t.match(event?.details, { passkeysRemoved: 1 })
-  t.notOk((event?.details as { takenBack?: boolean }).takenBack, 'a plain reset, not a take-back')
+  t.notMatch(event?.details ?? {}, { takenBack: true }, 'a plain reset, not a take-back')
   const refused = await browser().client.signIn.passkey()
   t.ok(refused.error, 'the removed passkey signs nobody in')
 })
