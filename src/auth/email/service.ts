@@ -35,7 +35,7 @@ import type { UserWithFlags } from '../../user/types.js'
 import { approveEmailChange, completeEmailChange } from '../account/service.js'
 import { takeAccountBack, waysInUnproven } from '../account/take-back.js'
 import { deletePasskeysOf } from '../passkey/queries.js'
-import { deleteChallenges } from '../two-factor/queries.js'
+import { deleteChallenges } from '../links/challenges.js'
 import {
   consumeToken,
   consumeTokenOf,

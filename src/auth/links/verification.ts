@@ -24,6 +24,11 @@ export type VerificationPurpose =
   | 'sign-in-code'
   | 'verify-email-code'
   | 'reset-password-code'
+  /** Not mailed (challenges.ts): a sign-in awaiting its second factor, a trusted device, a passkey ceremony. */
+  | 'two-factor-challenge'
+  | 'two-factor-trusted-device'
+  | 'passkey-registration'
+  | 'passkey-authentication'
 
 /** An emailed link whose token is unknown, used or expired; 404 where better-auth answers so (the deletion link). */
 export const invalidToken = (status = 400) => new AppError(status, 'INVALID_TOKEN', 'The link is invalid, used or expired')
@@ -167,4 +172,21 @@ export async function consumeMagicLink(trx: Trx, token: string, now: Date): Prom
     .executeTakeFirst()
   if (!row || row.expires_at.getTime() <= now.getTime()) return null
   return { userId: row.user_id, data: row.data }
+}
+
+/** How many of the user's live links of `purpose` expire after `after` (were issued since then plus their lifetime). */
+export async function countLinksExpiringAfter(
+  db: Executor,
+  userId: string,
+  purpose: VerificationPurpose,
+  after: Date,
+): Promise<number> {
+  const row = await db
+    .selectFrom('verification')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('user_id', '=', userId)
+    .where('purpose', '=', purpose)
+    .where('expires_at', '>', after)
+    .executeTakeFirstOrThrow()
+  return Number(row.n)
 }

@@ -1,12 +1,11 @@
 // Passkeys' SQL: the `passkey` rows of a user, the one read a passkey sign-in makes (the passkey
-// joined to its user, so the credential epoch comes with the credential), and the ceremonies'
-// challenges, which are `verification` rows stored as the SHA-256 of the cookie's token.
+// joined to its user, so the credential epoch comes with the credential). The ceremonies'
+// challenges are `verification` rows, kept by src/auth/links/challenges.ts.
 import type { Selectable } from 'kysely'
-import { json, type Executor, type Trx } from '../../../db/index.js'
+import type { Executor, Trx } from '../../../db/index.js'
 import { newId } from '../../shared/ids.js'
 import { toUserWithFlags, userColumns, type UserWithFlagsRow } from '../../user/rows.js'
 import type { UserWithFlags } from '../../user/types.js'
-import { hashToken, newToken } from '../session/tokens.js'
 import type { PasskeyTable } from './tables.js'
 
 /** A passkey as its owner sees it (better-auth's passkey model), and the user handle it was given. */
@@ -174,55 +173,4 @@ export async function deletePasskeyOf(trx: Trx, userId: string, id: string): Pro
 export async function deletePasskeysOf(trx: Trx, userId: string): Promise<number> {
   const result = await trx.deleteFrom('passkey').where('user_id', '=', userId).executeTakeFirst()
   return Number(result.numDeletedRows)
-}
-
-// --- Challenges: one per ceremony, single-use, minutes of life ---
-
-export type Ceremony = 'passkey-registration' | 'passkey-authentication'
-
-export interface Challenge {
-  /** The user the ceremony was started for: the registering user, or a signed-in user's re-authentication. */
-  userId: string | null
-  /** base64url, as the options carried it. */
-  challenge: string
-  /** Registration: the WebAuthn user id given to the authenticator. */
-  userHandle?: string
-  /** Registration: the session that asked, which must still be live to add the passkey. */
-  sessionId?: string
-}
-
-export async function issueChallenge(db: Executor, ceremony: Ceremony, c: Challenge, expiresAt: Date): Promise<string> {
-  const token = newToken()
-  const { userId, ...data } = c
-  await db
-    .insertInto('verification')
-    .values({
-      id: newId(),
-      purpose: ceremony,
-      token_hash: hashToken(token),
-      user_id: userId,
-      data: json(data),
-      expires_at: expiresAt,
-    })
-    .execute()
-  return token
-}
-
-/** Uses the challenge up, whatever comes of the ceremony: null when it is unknown, used, expired or of another ceremony. */
-export async function consumeChallenge(db: Executor, ceremony: Ceremony, token: string, now: Date): Promise<Challenge | null> {
-  const row = await db
-    .deleteFrom('verification')
-    .where('token_hash', '=', hashToken(token))
-    .where('purpose', '=', ceremony)
-    .returning(['user_id', 'data', 'expires_at'])
-    .executeTakeFirst()
-  if (!row || row.expires_at.getTime() <= now.getTime()) return null
-  const { challenge, userHandle, sessionId } = row.data as Record<string, unknown>
-  if (typeof challenge !== 'string') return null
-  return {
-    userId: row.user_id,
-    challenge,
-    ...(typeof userHandle === 'string' ? { userHandle } : {}),
-    ...(typeof sessionId === 'string' ? { sessionId } : {}),
-  }
 }

@@ -24,22 +24,19 @@ import { AppError, unauthorized } from '../../shared/errors.js'
 import { bannedUser, banHolds } from '../account/ban.js'
 import { endSessionsOfUser, lockSessionOf } from '../queries.js'
 import { lockUser } from '../../user/queries.js'
+import { type Ceremony, type CeremonyChallenge, consumeCeremonyChallenge, issueCeremonyChallenge } from '../links/challenges.js'
 import type { UserWithFlags } from '../../user/types.js'
 import type { SecurityNotices } from '../security/notices.js'
 import type { CheckedCredential } from '../session/sessions.js'
 import type { SessionState } from '../session/types.js'
 import {
-  consumeChallenge,
   countPasskeys,
   deletePasskeyOf,
   findPasskeyForSignIn,
   insertPasskey,
-  issueChallenge,
   passkeysOf,
   recordUse,
   renamePasskey,
-  type Ceremony,
-  type Challenge,
   type Passkey,
   type StoredPasskey,
 } from './queries.js'
@@ -121,12 +118,12 @@ export async function registrationOptions(
   return { options, token }
 }
 
-const issue = (deps: PasskeyDeps, ceremony: Ceremony, challenge: Challenge) =>
-  issueChallenge(deps.db, ceremony, challenge, challengeExpiry(deps))
+const issue = (deps: PasskeyDeps, ceremony: Ceremony, challenge: CeremonyChallenge) =>
+  issueCeremonyChallenge(deps.db, ceremony, challenge, challengeExpiry(deps))
 
 /** The challenge of the browser's cookie, used up; 400 CHALLENGE_NOT_FOUND without a live one. */
 async function takeChallenge(deps: PasskeyDeps, ceremony: Ceremony, token: string | null) {
-  const challenge = token && (await consumeChallenge(deps.db, ceremony, token, deps.clock.now()))
+  const challenge = token && (await consumeCeremonyChallenge(deps.db, ceremony, token, deps.clock.now()))
   if (!challenge) throw challengeNotFound()
   return challenge
 }

@@ -14,7 +14,8 @@ import type { Mailer } from '../../plugins/mailer.js'
 import type { Clock } from '../../shared/clock.js'
 import type { RequestContext } from '../../shared/context.js'
 import { issueToken, type VerificationPurpose } from '../links/verification.js'
-import { addressOf, countLinksExpiringAfter } from './queries.js'
+import { countLinksExpiringAfter } from '../links/verification.js'
+import { addressOf } from './queries.js'
 
 export type NoticeEvent =
   | 'password_reset'

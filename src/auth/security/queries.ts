@@ -71,18 +71,6 @@ export async function rememberDevice(db: Executor, userId: string, deviceHash: s
   return row.inserted
 }
 
-/** How many of the user's live links of `purpose` expire after `after` (were issued since then plus their lifetime). */
-export async function countLinksExpiringAfter(db: Executor, userId: string, purpose: string, after: Date): Promise<number> {
-  const row = await db
-    .selectFrom('verification')
-    .select((eb) => eb.fn.countAll<number>().as('n'))
-    .where('user_id', '=', userId)
-    .where('purpose', '=', purpose)
-    .where('expires_at', '>', after)
-    .executeTakeFirstOrThrow()
-  return Number(row.n)
-}
-
 /** The address of the user and whether it is verified, read in the caller's transaction. */
 export async function addressOf(db: Executor, userId: string): Promise<{ email: string; verified: boolean } | undefined> {
   const row = await db.selectFrom('user').select(['email', 'email_verified']).where('id', '=', userId).executeTakeFirst()

@@ -1,13 +1,9 @@
-// Two-factor authentication's SQL: the `two_factor` row of a user, their backup codes, and the sign-in
-// challenges and trusted devices, which are `verification` rows (purged when they expire). Like every
-// emailed link, a challenge or trusted-device token is stored only as its SHA-256.
+// Two-factor authentication's SQL: the `two_factor` row of a user and their backup codes. Its sign-in
+// challenges and trusted devices are `verification` rows, kept by the one store of that table
+// (src/auth/links/challenges.ts).
 import { sql } from 'kysely'
-import { json, type Executor, type Trx } from '../../../db/index.js'
-import { newId } from '../../shared/ids.js'
-import { hashToken, newToken } from '../session/tokens.js'
-
-const CHALLENGE = 'two-factor-challenge'
-const TRUSTED_DEVICE = 'two-factor-trusted-device'
+import type { Executor, Trx } from '../../../db/index.js'
+import { deleteChallenges, deleteTrustedDevices } from '../links/challenges.js'
 
 export interface TwoFactorRow {
   secret: string
@@ -158,15 +154,11 @@ export async function useBackupCode(trx: Trx, userId: string, candidates: readon
  * row), so the two racing on PostgreSQL wait for each other instead of deadlocking into a 500.
  */
 export async function deleteTwoFactor(trx: Trx, userId: string): Promise<{ trustedDevices: number }> {
-  await trx.deleteFrom('verification').where('user_id', '=', userId).where('purpose', '=', CHALLENGE).execute()
-  const trusted = await trx
-    .deleteFrom('verification')
-    .where('user_id', '=', userId)
-    .where('purpose', '=', TRUSTED_DEVICE)
-    .executeTakeFirst()
+  await deleteChallenges(trx, userId)
+  const trustedDevices = await deleteTrustedDevices(trx, userId)
   await trx.deleteFrom('two_factor_backup_code').where('user_id', '=', userId).execute()
   await trx.deleteFrom('two_factor').where('user_id', '=', userId).execute()
-  return { trustedDevices: Number(trusted.numDeletedRows) }
+  return { trustedDevices }
 }
 
 /** The session (public id) was confirmed by a second factor. */
@@ -182,114 +174,4 @@ export async function clearSessionsTwoFactorVerified(trx: Trx, userId: string): 
     .where('user_id', '=', userId)
     .where('two_factor_verified', '=', true)
     .execute()
-}
-
-// --- Sign-in challenges: the first factor passed, the second is awaited ---
-
-export interface Challenge {
-  userId: string
-  rememberMe: boolean
-  /** The credential epoch read with the first factor: the session it leads to is born only while unchanged. */
-  epoch: number
-  /** The first factor's login method (session/sign-in.ts), which the session will name. */
-  method: string
-}
-
-export async function issueChallenge(db: Executor, challenge: Challenge, expiresAt: Date): Promise<string> {
-  const { userId, rememberMe, epoch, method } = challenge
-  const token = newToken()
-  await db
-    .insertInto('verification')
-    .values({
-      id: newId(),
-      purpose: CHALLENGE,
-      token_hash: hashToken(token),
-      user_id: userId,
-      data: json({ attempts: 0, rememberMe, epoch, method }),
-      expires_at: expiresAt,
-    })
-    .execute()
-  return token
-}
-
-const attemptsOf = sql<number>`coalesce((data->>'attempts')::int, 0)`
-
-/**
- * Takes one try of a live challenge before its code is checked. `exhausted` when its tries are spent
- * (the challenge is then deleted: the user signs in again for a new one); null when there is no live
- * challenge for the token.
- */
-export async function claimChallengeAttempt(
-  db: Executor,
-  token: string,
-  max: number,
-  now: Date,
-): Promise<Challenge | 'exhausted' | null> {
-  const tokenHash = hashToken(token)
-  const row = await db
-    .updateTable('verification')
-    .set({ data: sql<string>`jsonb_set(data, '{attempts}', to_jsonb(${attemptsOf} + 1))` })
-    .where('token_hash', '=', tokenHash)
-    .where('purpose', '=', CHALLENGE)
-    .where('expires_at', '>', now)
-    .where(attemptsOf, '<', max)
-    .returning(['user_id', 'data'])
-    .executeTakeFirst()
-  if (row?.user_id) {
-    // A challenge without an epoch (issued before migration 0013) can start no session.
-    const epoch = typeof row.data.epoch === 'number' ? row.data.epoch : -1
-    const method = typeof row.data.method === 'string' ? row.data.method : 'email'
-    return { userId: row.user_id, rememberMe: row.data.rememberMe !== false, epoch, method }
-  }
-  const spent = await db
-    .deleteFrom('verification')
-    .where('token_hash', '=', tokenHash)
-    .where('purpose', '=', CHALLENGE)
-    .where('expires_at', '>', now)
-    .executeTakeFirst()
-  return spent.numDeletedRows > 0n ? 'exhausted' : null
-}
-
-/** Ends every sign-in of the user still waiting for its second factor (the password changed under it). */
-export async function deleteChallenges(trx: Trx, userId: string): Promise<number> {
-  const result = await trx
-    .deleteFrom('verification')
-    .where('user_id', '=', userId)
-    .where('purpose', '=', CHALLENGE)
-    .executeTakeFirst()
-  return Number(result.numDeletedRows)
-}
-
-/** Ends the challenge once its second factor passed; false when another request ended it first. */
-export async function consumeChallenge(trx: Trx, token: string, userId: string): Promise<boolean> {
-  const result = await trx
-    .deleteFrom('verification')
-    .where('token_hash', '=', hashToken(token))
-    .where('purpose', '=', CHALLENGE)
-    .where('user_id', '=', userId)
-    .executeTakeFirst()
-  return result.numDeletedRows > 0n
-}
-
-// --- Trusted devices: a browser that passed the second factor skips it for 30 days ---
-
-export async function issueTrustedDevice(db: Executor, userId: string, expiresAt: Date): Promise<string> {
-  const token = newToken()
-  await db
-    .insertInto('verification')
-    .values({ id: newId(), purpose: TRUSTED_DEVICE, token_hash: hashToken(token), user_id: userId, expires_at: expiresAt })
-    .execute()
-  return token
-}
-
-/** Uses the user's trusted-device token (it is replaced by a new one); false when it is not theirs or not live. */
-export async function consumeTrustedDevice(trx: Trx, token: string, userId: string, now: Date): Promise<boolean> {
-  const row = await trx
-    .deleteFrom('verification')
-    .where('token_hash', '=', hashToken(token))
-    .where('purpose', '=', TRUSTED_DEVICE)
-    .where('user_id', '=', userId)
-    .returning('expires_at')
-    .executeTakeFirst()
-  return row !== undefined && row.expires_at.getTime() > now.getTime()
 }

@@ -11,20 +11,22 @@ import type { CheckedCredential } from '../session/sessions.js'
 import { findPasswordHash, lockSessionOf } from '../queries.js'
 import { findUserById, lockUser } from '../../user/queries.js'
 import type { UserWithFlags } from '../../user/types.js'
+import {
+  claimChallengeAttempt,
+  consumeChallenge,
+  consumeTrustedDevice,
+  issueChallenge,
+  issueTrustedDevice,
+} from '../links/challenges.js'
 import { CHALLENGE_TTL_MS, TRUSTED_DEVICE_TTL_MS } from './cookies.js'
 import { matchingStep, newBackupCodes, newTotpSecret, totpUri, type TwoFactorKeys } from './crypto.js'
 import {
   acceptStep,
-  claimChallengeAttempt,
   claimCodeAttempt,
   claimSignInAttempt,
   clearSessionsTwoFactorVerified,
-  consumeChallenge,
-  consumeTrustedDevice,
   deleteTwoFactor,
   findTwoFactor,
-  issueChallenge,
-  issueTrustedDevice,
   lockSetup,
   markSecretVerified,
   markSessionTwoFactorVerified,
