@@ -1,12 +1,12 @@
 // Rate limits: global per IP, sign-in per IP and per email, sign-up per IP, mail per email; in
 // memory, shared through Redis when REDIS_URL is set, and, when Redis is down, counted in each
 // instance's memory: still enforced, never an outage.
-import { Writable } from 'node:stream'
 import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
 import { type BudgetCounter, MemoryCounter, RedisCounter, RedisOrMemory } from '../../src/plugins/budget-counter.js'
 import { clientKey } from '../../src/plugins/rate-limit.js'
 import { buildTestApp, signUp, uniqueEmail, WEB_ORIGIN } from '../helpers/app.js'
+import { logLines } from '../helpers/log-lines.js'
 import { redisTest } from '../helpers/redis.js'
 
 const PASSWORD = 'correct horse battery staple'
@@ -240,13 +240,7 @@ redisTest('Redis store', 'the shared store is not tested', async (t, { url, pref
 })
 
 t.test("Redis unreachable: every route budget is counted in this instance's memory, logged once, never an outage", async (t) => {
-  const lines: string[] = []
-  const logStream = new Writable({
-    write(chunk, _enc, cb) {
-      lines.push(String(chunk))
-      cb()
-    },
-  })
+  const { stream: logStream, lines } = logLines()
   const app = await buildTestApp({
     env: {
       REDIS_URL: 'redis://127.0.0.1:1',

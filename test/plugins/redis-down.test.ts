@@ -1,7 +1,7 @@
 // With REDIS_URL set and Redis gone, the service keeps serving and says so in /api/health and the log;
 // the budgets are counted in this instance's memory meanwhile, so they still hold.
-import { Writable } from 'node:stream'
 import t from 'tap'
+import { logLines } from '../helpers/log-lines.js'
 import { buildTestApp, signUp, WEB_ORIGIN } from '../helpers/app.js'
 import { retarget, TcpProxy } from '../helpers/tcp-proxy.js'
 
@@ -13,13 +13,7 @@ if (!redisUrl) {
   const proxy = new TcpProxy(target.host, target.port)
   const port = await proxy.start()
   t.teardown(() => proxy.close())
-  const lines: string[] = []
-  const logStream = new Writable({
-    write(chunk, _enc, cb) {
-      lines.push(String(chunk))
-      cb()
-    },
-  })
+  const { stream: logStream, lines } = logLines()
   const app = await buildTestApp({
     env: {
       REDIS_URL: retarget(redisUrl, port).url,

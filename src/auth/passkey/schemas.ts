@@ -22,37 +22,34 @@ const ClientExtensionResults = z.record(z.string().max(64), z.unknown()).optiona
 /** A passkey's name: what its owner calls it. */
 export const PasskeyName = SingleLine(1, 100)
 
-export const RegistrationResponse = z.strictObject({
-  id: CredentialId,
-  rawId: CredentialId,
-  type: z.literal('public-key'),
-  authenticatorAttachment: Attachment.optional(),
-  clientExtensionResults: ClientExtensionResults,
-  response: z.strictObject({
-    clientDataJSON: Base64Url(8192),
-    // With attestation "none", no certificate chain: a few hundred bytes.
-    attestationObject: Base64Url(16384),
-    authenticatorData: Base64Url(16384).optional(),
-    transports: z.array(Transport).max(7).optional(),
-    publicKeyAlgorithm: z.number().int().optional(),
-    publicKey: Base64Url(8192).optional(),
-  }),
+/** A WebAuthn credential as the browser returns it (`PublicKeyCredential` JSON), with its ceremony's `response`. */
+const credential = <R extends z.ZodRawShape>(response: R) =>
+  z.strictObject({
+    id: CredentialId,
+    rawId: CredentialId,
+    type: z.literal('public-key'),
+    authenticatorAttachment: Attachment.optional(),
+    clientExtensionResults: ClientExtensionResults,
+    response: z.strictObject(response),
+  })
+
+export const RegistrationResponse = credential({
+  clientDataJSON: Base64Url(8192),
+  // With attestation "none", no certificate chain: a few hundred bytes.
+  attestationObject: Base64Url(16384),
+  authenticatorData: Base64Url(16384).optional(),
+  transports: z.array(Transport).max(7).optional(),
+  publicKeyAlgorithm: z.number().int().optional(),
+  publicKey: Base64Url(8192).optional(),
 })
 
-export const AuthenticationResponse = z.strictObject({
-  id: CredentialId,
-  rawId: CredentialId,
-  type: z.literal('public-key'),
-  authenticatorAttachment: Attachment.optional(),
-  clientExtensionResults: ClientExtensionResults,
-  response: z.strictObject({
-    clientDataJSON: Base64Url(8192),
-    authenticatorData: Base64Url(16384),
-    // An RSA-4096 signature is 512 bytes; ECDSA and EdDSA ones are far shorter.
-    signature: Base64Url(1024),
-    // The WebAuthn user id: at most 64 bytes.
-    userHandle: Base64Url(86).optional(),
-  }),
+export const AuthenticationResponse = credential({
+  clientDataJSON: Base64Url(8192),
+  authenticatorData: Base64Url(16384),
+  // An RSA-4096 signature is 512 bytes; ECDSA and EdDSA ones are far shorter.
+  signature: Base64Url(1024),
+  // The WebAuthn user id: at most 64 bytes.
+  userHandle: Base64Url(86).optional(),
 })
 
 export const RegisterOptionsQuery = z.strictObject({
