@@ -6,7 +6,7 @@ import { sql } from 'kysely'
 import { json, type Executor, type Trx } from '../../../db/index.js'
 import { newId } from '../../shared/ids.js'
 import { hashToken, newToken } from '../session/tokens.js'
-import type { VerificationPurpose } from './verification.js'
+import { revokeTokens, type VerificationPurpose } from './verification.js'
 
 const CHALLENGE = 'two-factor-challenge' satisfies VerificationPurpose
 const TRUSTED_DEVICE = 'two-factor-trusted-device' satisfies VerificationPurpose
@@ -78,14 +78,7 @@ export async function claimChallengeAttempt(
 }
 
 /** Ends every sign-in of the user still waiting for its second factor (the password changed under it). */
-export async function deleteChallenges(trx: Trx, userId: string): Promise<number> {
-  const result = await trx
-    .deleteFrom('verification')
-    .where('user_id', '=', userId)
-    .where('purpose', '=', CHALLENGE)
-    .executeTakeFirst()
-  return Number(result.numDeletedRows)
-}
+export const deleteChallenges = (trx: Trx, userId: string): Promise<number> => revokeTokens(trx, userId, CHALLENGE)
 
 /** Ends the challenge once its second factor passed; false when another request ended it first. */
 export async function consumeChallenge(trx: Trx, token: string, userId: string): Promise<boolean> {
@@ -122,14 +115,7 @@ export async function consumeTrustedDevice(trx: Trx, token: string, userId: stri
 }
 
 /** Ends every trusted device of the user (two-factor turned off or taken back); how many. */
-export async function deleteTrustedDevices(trx: Trx, userId: string): Promise<number> {
-  const result = await trx
-    .deleteFrom('verification')
-    .where('user_id', '=', userId)
-    .where('purpose', '=', TRUSTED_DEVICE)
-    .executeTakeFirst()
-  return Number(result.numDeletedRows)
-}
+export const deleteTrustedDevices = (trx: Trx, userId: string): Promise<number> => revokeTokens(trx, userId, TRUSTED_DEVICE)
 
 // --- Passkey ceremonies' challenges: one per ceremony, single-use, minutes of life ---
 
