@@ -1,6 +1,8 @@
 // Stripe Checkout Sessions through the official SDK. STRIPE_API_BASE points the SDK elsewhere (tests).
+// The SDK (hundreds of modules) is loaded on the first call that needs it, not at start-up: a
+// server without payments, or before its first checkout, never pays for it.
 import type { IncomingHttpHeaders } from 'node:http'
-import Stripe from 'stripe'
+import type Stripe from 'stripe'
 import {
   badSignature,
   gatewayError,
@@ -25,11 +27,20 @@ interface StripeOptions {
 
 export class StripeGateway implements PaymentGateway {
   readonly provider = 'stripe' as const
-  private readonly stripe: Stripe
+  private client: Promise<Stripe> | undefined
 
-  constructor(private readonly options: StripeOptions) {
+  constructor(private readonly options: StripeOptions) {}
+
+  private sdk(): Promise<Stripe> {
+    this.client ??= this.connect()
+    return this.client
+  }
+
+  private async connect(): Promise<Stripe> {
+    const { default: StripeSdk } = await import('stripe')
+    const { options } = this
     const base = options.apiBase ? new URL(options.apiBase) : undefined
-    this.stripe = new Stripe(options.secretKey, {
+    return new StripeSdk(options.secretKey, {
       ...(base
         ? {
             host: base.hostname,
@@ -46,7 +57,7 @@ export class StripeGateway implements PaymentGateway {
   async createCheckout(request: CheckoutRequest): Promise<CheckoutSession> {
     let session: Stripe.Checkout.Session
     try {
-      session = await this.stripe.checkout.sessions.create(
+      session = await (await this.sdk()).checkout.sessions.create(
         {
           mode: 'payment',
           line_items: [
@@ -81,7 +92,7 @@ export class StripeGateway implements PaymentGateway {
     if (!payment.providerRef) return { status: 'pending', amount: null, currency: null }
     let session: Stripe.Checkout.Session
     try {
-      session = await this.stripe.checkout.sessions.retrieve(payment.providerRef, {
+      session = await (await this.sdk()).checkout.sessions.retrieve(payment.providerRef, {
         expand: ['payment_intent.latest_charge'],
       })
     } catch (err) {
@@ -113,10 +124,11 @@ export class StripeGateway implements PaymentGateway {
   async parseWebhook(rawBody: Buffer, headers: IncomingHttpHeaders): Promise<WebhookNotice> {
     const signature = header(headers, 'stripe-signature')
     if (!signature) throw badSignature('Stripe-Signature header is missing')
+    const stripe = await this.sdk()
     let event: Stripe.Event
     try {
       // Verified over the exact bytes received, with Stripe's default 5-minute tolerance.
-      event = this.stripe.webhooks.constructEvent(rawBody, signature, this.options.webhookSecret)
+      event = stripe.webhooks.constructEvent(rawBody, signature, this.options.webhookSecret)
     } catch {
       throw badSignature()
     }
@@ -135,7 +147,7 @@ export class StripeGateway implements PaymentGateway {
       if (!intent) return null
       // The charge does not always carry the intent's metadata: find the session that made it.
       try {
-        const sessions = await this.stripe.checkout.sessions.list({ payment_intent: intent, limit: 1 })
+        const sessions = await (await this.sdk()).checkout.sessions.list({ payment_intent: intent, limit: 1 })
         return sessions.data[0]?.client_reference_id ?? null
       } catch (err) {
         throw gatewayError(err)

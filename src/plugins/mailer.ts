@@ -2,7 +2,7 @@
 // SMTP_URL (development) each message, link included, is written to the log instead.
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import nodemailer, { type Transporter } from 'nodemailer'
+import type { Transporter } from 'nodemailer'
 import type { Config } from '../config.js'
 
 export interface MailMessage {
@@ -18,20 +18,26 @@ declare module 'fastify' {
 }
 
 export class Mailer {
-  private readonly transport: Transporter | undefined
+  /** Made by the first message: nodemailer is loaded then, not at start-up. */
+  private transport: Promise<Transporter> | undefined
   private readonly pending = new Set<Promise<void>>()
 
   constructor(
     private readonly config: Config['mail'],
     private readonly log: FastifyBaseLogger,
     private readonly production: boolean,
-  ) {
-    this.transport = config.smtpUrl ? nodemailer.createTransport(config.smtpUrl, { from: config.from }) : undefined
+  ) {}
+
+  private transportFor(smtpUrl: string): Promise<Transporter> {
+    this.transport ??= import('nodemailer').then(({ default: nodemailer }) =>
+      nodemailer.createTransport(smtpUrl, { from: this.config.from }),
+    )
+    return this.transport
   }
 
   /** Sends now; rejects when the SMTP server refuses or cannot be reached. */
   async send(message: MailMessage): Promise<void> {
-    if (!this.transport) {
+    if (!this.config.smtpUrl) {
       // A production log must never hold a working reset link: there only the recipient is logged.
       if (this.production) {
         this.log.warn({ to: message.to, subject: message.subject }, 'SMTP_URL is not set: mail not sent')
@@ -40,7 +46,8 @@ export class Mailer {
       }
       return
     }
-    await this.transport.sendMail({ from: this.config.from, to: message.to, subject: message.subject, text: message.text })
+    const transport = await this.transportFor(this.config.smtpUrl)
+    await transport.sendMail({ from: this.config.from, to: message.to, subject: message.subject, text: message.text })
   }
 
   /**
@@ -61,8 +68,9 @@ export class Mailer {
     while (this.pending.size > 0) await Promise.all([...this.pending])
   }
 
-  close(): void {
-    this.transport?.close()
+  async close(): Promise<void> {
+    const transport = await this.transport?.catch(() => undefined)
+    transport?.close()
   }
 }
 
@@ -72,7 +80,7 @@ export default fp(
     app.decorate('mailer', mailer)
     app.addHook('onClose', async () => {
       await mailer.flush()
-      mailer.close()
+      await mailer.close()
     })
   },
   { name: 'mailer' },

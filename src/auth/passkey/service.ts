@@ -5,14 +5,12 @@
 // passkey was given, the relying party's origins are a fixed list (never the request's own Origin),
 // and a banned user gets nothing.
 import { randomBytes } from 'node:crypto'
-import {
-  generateAuthenticationOptions,
-  generateRegistrationOptions,
+import type {
+  AuthenticatorTransportFuture,
+  PublicKeyCredentialCreationOptionsJSON,
+  PublicKeyCredentialRequestOptionsJSON,
   verifyAuthenticationResponse,
   verifyRegistrationResponse,
-  type AuthenticatorTransportFuture,
-  type PublicKeyCredentialCreationOptionsJSON,
-  type PublicKeyCredentialRequestOptionsJSON,
 } from '@simplewebauthn/server'
 import type { z } from 'zod'
 import type { DB } from '../../../db/index.js'
@@ -58,6 +56,9 @@ export const MAX_PASSKEYS = 20
 /** The relying party's name an authenticator shows. */
 export const RP_NAME = 'Insight'
 
+/** The WebAuthn library (a large module graph), loaded by the first ceremony rather than at start-up. */
+const webauthn = () => import('@simplewebauthn/server')
+
 // better-auth's codes and messages, so its client's error handling reads them unchanged.
 const challengeNotFound = () => new AppError(400, 'CHALLENGE_NOT_FOUND', 'Challenge not found')
 const notAllowed = () =>
@@ -97,7 +98,7 @@ export async function registrationOptions(
   // One WebAuthn user id per account (the spec's advice: authenticators group its passkeys), random
   // so that it tells nothing about the account.
   const userHandle = existing[0]?.userHandle ?? randomBytes(32).toString('base64url')
-  const options = await generateRegistrationOptions({
+  const options = await (await webauthn()).generateRegistrationOptions({
     rpName: RP_NAME,
     rpID: deps.relyingParty.rpId,
     userID: Buffer.from(userHandle, 'base64url'),
@@ -146,7 +147,7 @@ export async function verifyRegistration(
   if (challenge.userId !== user.id || !challenge.userHandle) throw notAllowed()
   let verification: Awaited<ReturnType<typeof verifyRegistrationResponse>>
   try {
-    verification = await verifyRegistrationResponse({
+    verification = await (await webauthn()).verifyRegistrationResponse({
       response: { ...body.response, clientExtensionResults: body.response.clientExtensionResults ?? {} },
       expectedChallenge: challenge.challenge,
       expectedOrigin: deps.relyingParty.origins,
@@ -195,7 +196,7 @@ export async function authenticationOptions(
   signedInUserId: string | null,
 ): Promise<{ options: PublicKeyCredentialRequestOptionsJSON; token: string }> {
   const own = signedInUserId ? await passkeysOf(deps.db, signedInUserId) : []
-  const options = await generateAuthenticationOptions({
+  const options = await (await webauthn()).generateAuthenticationOptions({
     rpID: deps.relyingParty.rpId,
     userVerification: 'required',
     ...(own.length ? { allowCredentials: own.map((p) => ({ id: p.credentialID, transports: transportsOf(p) })) } : {}),
@@ -232,7 +233,7 @@ export async function verifyAuthentication(
     throw await refuse('user handle mismatch')
   let verification: Awaited<ReturnType<typeof verifyAuthenticationResponse>>
   try {
-    verification = await verifyAuthenticationResponse({
+    verification = await (await webauthn()).verifyAuthenticationResponse({
       response: { ...response, clientExtensionResults: response.clientExtensionResults ?? {} },
       expectedChallenge: challenge.challenge,
       expectedOrigin: deps.relyingParty.origins,
