@@ -1,26 +1,16 @@
 // Graceful shutdown of the real server process: SIGTERM lets an in-flight request finish, refuses
 // new ones, closes the database and exits 0. And in process: closing the app lets a running
 // handler finish before the hash pool and the database close.
-import { mkdtemp, rm } from 'node:fs/promises'
 import { connect, type Socket } from 'node:net'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import t from 'tap'
 import { buildApp } from '../src/app.js'
 import { loadConfig } from '../src/config.js'
 import { call, signUp, TEST_ENV, WEB_ORIGIN, uniqueEmail } from './helpers/app.js'
-import { freshPostgresUrl, usingPostgres } from './helpers/db.js'
+import { freshPostgresUrl, migratedDatabaseEnv, usingPostgres } from './helpers/db.js'
 import { startServer } from './helpers/server-process.js'
 
 // Spawns real processes: slow on a loaded machine, not a hang.
 t.setTimeout(240_000)
-
-async function databaseEnv(): Promise<Record<string, string>> {
-  if (usingPostgres()) return { DATABASE_URL: await freshPostgresUrl() }
-  const dir = await mkdtemp(join(tmpdir(), 'insight-shutdown-'))
-  t.teardown(() => rm(dir, { recursive: true, force: true }))
-  return { PGLITE_DIR: dir }
-}
 
 async function waitFor(what: string, check: () => boolean, attempts = 200): Promise<void> {
   for (let i = 0; i < attempts; i++) {
@@ -52,7 +42,7 @@ function readResponse(socket: Socket): Promise<{ status: number; headers: string
 }
 
 t.test('SIGTERM during a slow request lets it finish, refuses new requests and exits 0', async (t) => {
-  const server = await startServer({ ...(await databaseEnv()), LOG_LEVEL: 'debug' }, 90_000)
+  const server = await startServer({ ...(await migratedDatabaseEnv('shutdown')), LOG_LEVEL: 'debug' }, 90_000)
   t.teardown(() => server.stop('SIGKILL'))
   const { hostname, port } = new URL(server.url)
 

@@ -2,6 +2,9 @@
 // migrated snapshot by default, or on the PostgreSQL server of DATABASE_URL a copy of the run's
 // migrated template database, dropped when the file ends.
 import { randomBytes } from 'node:crypto'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import pg from 'pg'
 import t from 'tap'
 import { openDatabase, type DatabaseHandle } from '../../db/index.js'
@@ -55,4 +58,19 @@ export function testDatabase(): Promise<DatabaseHandle> {
     return handle
   })()
   return shared
+}
+
+/**
+ * The environment of a child process (the server, a command) of this file on a migrated database
+ * of its own: a copy of the run's template on the PostgreSQL server, or a temporary PGlite data
+ * directory unpacked from the run's snapshot (an empty one, which the child migrates, outside a tap
+ * run). Tests whose subject is a first start on an empty database use an empty one instead.
+ */
+export async function migratedDatabaseEnv(prefix: string): Promise<Record<string, string>> {
+  if (usingPostgres()) return { DATABASE_URL: await freshPostgresUrl(readPgTemplate()?.name) }
+  const dir = await mkdtemp(join(tmpdir(), `insight-${prefix}-`))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  const snapshot = readPgliteSnapshot()
+  if (snapshot) await (await openDatabase({ pgliteDir: dir, poolSize: 1, pgliteSnapshot: snapshot })).close()
+  return { PGLITE_DIR: dir }
 }
