@@ -1,7 +1,8 @@
-// The app's log as lines, for tests that check what was logged (pass `stream` as deps.logStream).
+// What was written to a stream, for tests that check it: the app's log as lines (pass `stream` as
+// deps.logStream), or a command's output as text (pass it as its stdout or stderr).
 import { Writable } from 'node:stream'
 
-export function logLines(): { stream: Writable; lines: string[] } {
+export function logLines(): { stream: Writable; lines: string[]; text: () => string } {
   const lines: string[] = []
   const stream = new Writable({
     write(chunk, _enc, done) {
@@ -9,5 +10,5 @@ export function logLines(): { stream: Writable; lines: string[] } {
       done()
     },
   })
-  return { stream, lines }
+  return { stream, lines, text: () => lines.join('') }
 }

@@ -2,7 +2,6 @@
 // the real app signs the imported users in.
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { Writable } from 'node:stream'
 import { verifyPassword } from 'better-auth/crypto'
 import { sql } from 'kysely'
 import t from 'tap'
@@ -10,6 +9,7 @@ import { EXIT, main } from '../../src/cli/import.js'
 import type { ImportReport } from '../../src/import/report.js'
 import { linkIn, startSmtpServer } from '../helpers/smtp.js'
 import { buildTestApp, call, signUp, TEST_ENV } from '../helpers/app.js'
+import { logLines } from '../helpers/log-lines.js'
 import { ROOT } from '../helpers/paths.js'
 
 const smtp = await startSmtpServer()
@@ -30,20 +30,9 @@ const PASSWORDS: Record<string, string> = {
 }
 const IMPORTED = ['u_1001', 'u_1002', 'u_1003', 'u_1004', 'u_1005', 'u_1006', 'u_1007', 'u_1008', 'u_1009', 'u_1010']
 
-function sink() {
-  let text = ''
-  const stream = new Writable({
-    write(chunk, _enc, done) {
-      text += String(chunk)
-      done()
-    },
-  })
-  return { stream, text: () => text }
-}
-
 async function runImport(args: string[]): Promise<{ code: number; report: ImportReport; log: string }> {
-  const out = sink()
-  const err = sink()
+  const out = logLines()
+  const err = logLines()
   const code = await main(args, { env: TEST_ENV, database: app.database, stdout: out.stream, stderr: err.stream })
   return { code, report: JSON.parse(out.text()), log: err.text() }
 }
@@ -416,8 +405,8 @@ t.test('a row the database refuses at write time is rejected alone; the rest of 
 })
 
 t.test('a file that is not an export, or bad arguments, fail clearly', async (t) => {
-  const out = sink()
-  const err = sink()
+  const out = logLines()
+  const err = logLines()
   const io = { env: TEST_ENV, database: app.database, stdout: out.stream, stderr: err.stream }
   t.equal(await main([], io), EXIT.usage)
   t.equal(await main([FIXTURE, '--nope'], io), EXIT.usage)
