@@ -5,7 +5,7 @@ import t from 'tap'
 import { newId } from '../../src/shared/ids.js'
 import { buildTestApp, call, sessionCookieOf, signUp, uniqueEmail, WEB_ORIGIN } from '../helpers/app.js'
 import { linkIn, startSmtpServer } from '../helpers/smtp.js'
-import { auditEvents } from '../helpers/expect.js'
+import { auditEvents, verificationsOf } from '../helpers/expect.js'
 
 const smtp = await startSmtpServer()
 const app = await buildTestApp({ env: { SMTP_URL: smtp.url } })
@@ -27,7 +27,7 @@ t.test('a verification link from the mail marks the email verified, once', async
   t.equal(mail.subject, 'Verify your email address')
   const link = linkIn(mail)
   t.equal(`${link.origin}${link.pathname}`, 'http://localhost:8787/api/auth/verify-email', 'served by this API (AUTH_URL)')
-  const row = await app.db.selectFrom('verification').selectAll().where('user_id', '=', user.id).executeTakeFirstOrThrow()
+  const row = await verificationsOf(app.db, user.id).executeTakeFirstOrThrow()
   t.ok(Math.abs(row.expires_at.getTime() - row.created_at.getTime() - 24 * 3600_000) < 60_000, 'valid 24 hours')
 
   const verified = await open(app, link)
