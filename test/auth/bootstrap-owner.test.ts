@@ -6,7 +6,7 @@ import t, { type Test } from 'tap'
 import { buildTestApp, call, uniqueEmail, WEB_ORIGIN } from '../helpers/app.js'
 import { Browser, CLIENT_ID, CLIENT_SECRET, drive, startOidcProvider } from '../helpers/idp.js'
 import { freePort } from '../helpers/port.js'
-import { linkIn, startSmtpServer } from '../helpers/smtp.js'
+import { linkIn, resetThroughMailbox, startSmtpServer } from '../helpers/smtp.js'
 
 const smtp = await startSmtpServer()
 const apiPort = await freePort()
@@ -53,12 +53,6 @@ async function openElsewhere(link: URL): Promise<boolean> {
   return res.status === 302 && !new URL(res.headers.get('location')!).searchParams.has('error')
 }
 
-async function resetFromMailbox(app: Awaited<ReturnType<typeof boot>>['app'], email: string) {
-  await call(app, 'POST', '/api/auth/request-password-reset', { body: { email } })
-  const token = linkIn(await smtp.inbox.next(email)).searchParams.get('token')!
-  return call(app, 'POST', '/api/auth/reset-password', { body: { token, newPassword: 'the owner chose this one' } })
-}
-
 t.test('a provider-only account moved to the owner address is not promoted when the owner opens its link', async (t) => {
   const OWNER = uniqueEmail('owner')
   const { app, userRow } = await boot(t, OWNER)
@@ -84,7 +78,7 @@ t.test('a provider-only account moved to the owner address is not promoted when 
   t.equal((await userRow(attackerId)).role, 'member', 'two provider logins: not the only way in')
 
   // The reset takes the account back: the password is the only way in, and then it is owner.
-  t.equal((await resetFromMailbox(app, OWNER)).statusCode, 200)
+  t.equal((await resetThroughMailbox(app, smtp.inbox, OWNER, 'the owner chose this one')).statusCode, 200)
   t.equal((await userRow(attackerId)).role, 'owner')
   t.equal(await sessionOf(attacker), null, "the attacker's session ended")
   t.equal(await sessionOf(owner), null)
@@ -140,7 +134,7 @@ t.test('the reset that makes the owner removes the provider logins and second fa
   // An account that reached the address before that rule (as a release before it let happen).
   await app.db.updateTable('user').set({ email: OWNER }).where('id', '=', attackerId).execute()
 
-  t.equal((await resetFromMailbox(app, OWNER)).statusCode, 200)
+  t.equal((await resetThroughMailbox(app, smtp.inbox, OWNER, 'the owner chose this one')).statusCode, 200)
   t.equal((await userRow(attackerId)).role, 'owner')
   const row = await app.db.selectFrom('user').select('two_factor_enabled').where('id', '=', attackerId).executeTakeFirstOrThrow()
   t.equal(row.two_factor_enabled, false, "the owner is not asked for the first holder's code")
