@@ -13,8 +13,12 @@ const apiPort = await freePort()
 const API = `http://127.0.0.1:${apiPort}`
 const idp = await startOidcProvider(`${API}/api/auth/callback/idp`)
 
-/** An app whose bootstrap owner is `ownerEmail`, listening on API for the provider's redirects. */
-async function boot(t: Test, ownerEmail: string) {
+/**
+ * An app whose bootstrap owner is a fresh address, `OWNER`, listening on API for the provider's
+ * redirects; `userRow` reads a user's email, its proof and role.
+ */
+async function boot(t: Test) {
+  const ownerEmail = uniqueEmail('owner')
   const app = await buildTestApp({
     env: {
       AUTH_URL: API,
@@ -29,7 +33,7 @@ async function boot(t: Test, ownerEmail: string) {
   t.teardown(() => app.close())
   const userRow = (id: string) =>
     app.db.selectFrom('user').select(['email', 'email_verified', 'role']).where('id', '=', id).executeTakeFirstOrThrow()
-  return { app, userRow }
+  return { app, userRow, OWNER: ownerEmail }
 }
 
 let subjects = 0
@@ -54,8 +58,7 @@ async function openElsewhere(link: URL): Promise<boolean> {
 }
 
 t.test('a provider-only account moved to the owner address is not promoted when the owner opens its link', async (t) => {
-  const OWNER = uniqueEmail('owner')
-  const { app, userRow } = await boot(t, OWNER)
+  const { app, userRow, OWNER } = await boot(t)
   const attackerEmail = uniqueEmail('attacker')
   const sub = providerLogin({ email: attackerEmail, email_verified: true })
   const attacker = new Browser()
@@ -94,8 +97,7 @@ t.test('a provider-only account moved to the owner address is not promoted when 
 t.test(
   'a provider sign-up with the owner address unverified is not promoted by a verification link opened elsewhere',
   async (t) => {
-    const OWNER = uniqueEmail('owner')
-    const { app, userRow } = await boot(t, OWNER)
+    const { app, userRow, OWNER } = await boot(t)
     const attacker = new Browser()
     await signInThroughProvider(attacker, providerLogin({ email: OWNER, email_verified: false }))
     const attackerId = (await sessionOf(attacker))!.user.id
@@ -107,8 +109,7 @@ t.test(
 )
 
 t.test('the reset that makes the owner removes the provider logins and second factor the first holder set up', async (t) => {
-  const OWNER = uniqueEmail('owner')
-  const { app, userRow } = await boot(t, OWNER)
+  const { app, userRow, OWNER } = await boot(t)
   const attackerEmail = uniqueEmail('attacker')
   const attacker = new Browser()
   const signUp = await post(attacker, '/api/auth/sign-up/email', {
@@ -146,8 +147,7 @@ t.test('the reset that makes the owner removes the provider logins and second fa
 })
 
 t.test('the owner signing in through the provider, the account only way in, becomes owner at once', async (t) => {
-  const OWNER = uniqueEmail('owner')
-  const { userRow } = await boot(t, OWNER)
+  const { userRow, OWNER } = await boot(t)
   const owner = new Browser()
   await signInThroughProvider(owner, providerLogin({ email: OWNER, email_verified: true }))
   const session = (await sessionOf(owner))!
@@ -160,8 +160,7 @@ t.test(
   async (t) => {
     // The first holder chose a password; the real owner opened the sign-up's mail elsewhere (no
     // session of the account), then signs in through the provider.
-    const OWNER = uniqueEmail('owner')
-    const { app, userRow } = await boot(t, OWNER)
+    const { app, userRow, OWNER } = await boot(t)
     const squatter = new Browser()
     await post(squatter, '/api/auth/sign-up/email', { name: 'S', email: OWNER, password: 'the squatter chose this one' })
     const id = (await sessionOf(squatter))!.user.id
@@ -185,8 +184,7 @@ t.test(
 t.test(
   'a provider linked from a session proves the mailbox, not who holds the account: it does not make the owner',
   async (t) => {
-    const OWNER = uniqueEmail('owner')
-    const { userRow } = await boot(t, OWNER)
+    const { userRow, OWNER } = await boot(t)
     const owner = new Browser()
     const signUp = await post(owner, '/api/auth/sign-up/email', { name: 'O', email: OWNER, password: 'the owner chose this one' })
     t.equal(signUp.status, 200)
@@ -204,8 +202,7 @@ t.test("the owner's provider sign-in, once the only way in, removes the second f
   // The squatter turns two-factor on with its own app, lets the owner's provider login be linked,
   // then gives up its password: the owner's next provider sign-in makes the owner, who must not be
   // asked for the squatter's code.
-  const OWNER = uniqueEmail('owner')
-  const { app, userRow } = await boot(t, OWNER)
+  const { app, userRow, OWNER } = await boot(t)
   const squatter = new Browser()
   await post(squatter, '/api/auth/sign-up/email', { name: 'S', email: OWNER, password: 'the squatter chose this one' })
   const id = (await sessionOf(squatter))!.user.id
@@ -230,8 +227,7 @@ t.test("the owner's provider sign-in, once the only way in, removes the second f
 t.test('what got in before the promotion (a session, an emailed link) ends with it', async (t) => {
   // The squatter keeps a session and a change of address to its own mailbox, then gives up its
   // password so that the owner's provider login is the only way in left.
-  const OWNER = uniqueEmail('owner')
-  const { userRow } = await boot(t, OWNER)
+  const { userRow, OWNER } = await boot(t)
   const squatter = new Browser()
   await post(squatter, '/api/auth/sign-up/email', { name: 'S', email: OWNER, password: 'the squatter chose this one' })
   const id = (await sessionOf(squatter))!.user.id
