@@ -3,6 +3,7 @@
 // nothing, a session that exists anyway is refused, and an expired ban no longer applies.
 import t from 'tap'
 import { buildTestApp, call, sessionCookieOf, signUp, signUpWithRole, uniqueEmail, type TestUser } from '../helpers/app.js'
+import { credentialEpoch } from '../helpers/expect.js'
 import { Browser, CLIENT_ID, CLIENT_SECRET, drive, startOidcProvider } from '../helpers/idp.js'
 import { freePort } from '../helpers/port.js'
 
@@ -128,11 +129,7 @@ t.test('a session of a banned user is refused even if one exists', async (t) => 
   t.equal(await sessionCount(target.id), 0, 'and ends it')
 
   // No session is ever created for a user whose ban holds, whatever the path.
-  const { credential_epoch: epoch } = await app.db
-    .selectFrom('user')
-    .select('credential_epoch')
-    .where('id', '=', target.id)
-    .executeTakeFirstOrThrow()
+  const epoch = await credentialEpoch(app.db, target.id)
   const options = { rememberMe: true, ipAddress: null, userAgent: null }
   await t.rejects(app.sessions.create({ userId: target.id, epoch }, options), { code: 'BANNED_USER' })
   t.equal(await sessionCount(target.id), 0)

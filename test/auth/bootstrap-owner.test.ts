@@ -6,15 +6,19 @@ import t, { type Test } from 'tap'
 import { buildTestApp, call, uniqueEmail, WEB_ORIGIN } from '../helpers/app.js'
 import { Browser, CLIENT_ID, CLIENT_SECRET, drive, startOidcProvider } from '../helpers/idp.js'
 import { freePort } from '../helpers/port.js'
-import { linkIn, startSmtpServer } from '../helpers/smtp.js'
+import { linkIn, resetThroughMailbox, startSmtpServer } from '../helpers/smtp.js'
 
 const smtp = await startSmtpServer()
 const apiPort = await freePort()
 const API = `http://127.0.0.1:${apiPort}`
 const idp = await startOidcProvider(`${API}/api/auth/callback/idp`)
 
-/** An app whose bootstrap owner is `ownerEmail`, listening on API for the provider's redirects. */
-async function boot(t: Test, ownerEmail: string) {
+/**
+ * An app whose bootstrap owner is a fresh address, `OWNER`, listening on API for the provider's
+ * redirects; `userRow` reads a user's email, its proof and role.
+ */
+async function boot(t: Test) {
+  const ownerEmail = uniqueEmail('owner')
   const app = await buildTestApp({
     env: {
       AUTH_URL: API,
@@ -29,7 +33,7 @@ async function boot(t: Test, ownerEmail: string) {
   t.teardown(() => app.close())
   const userRow = (id: string) =>
     app.db.selectFrom('user').select(['email', 'email_verified', 'role']).where('id', '=', id).executeTakeFirstOrThrow()
-  return { app, userRow }
+  return { app, userRow, OWNER: ownerEmail }
 }
 
 let subjects = 0
@@ -53,15 +57,8 @@ async function openElsewhere(link: URL): Promise<boolean> {
   return res.status === 302 && !new URL(res.headers.get('location')!).searchParams.has('error')
 }
 
-async function resetFromMailbox(app: Awaited<ReturnType<typeof boot>>['app'], email: string) {
-  await call(app, 'POST', '/api/auth/request-password-reset', { body: { email } })
-  const token = linkIn(await smtp.inbox.next(email)).searchParams.get('token')!
-  return call(app, 'POST', '/api/auth/reset-password', { body: { token, newPassword: 'the owner chose this one' } })
-}
-
 t.test('a provider-only account moved to the owner address is not promoted when the owner opens its link', async (t) => {
-  const OWNER = uniqueEmail('owner')
-  const { app, userRow } = await boot(t, OWNER)
+  const { app, userRow, OWNER } = await boot(t)
   const attackerEmail = uniqueEmail('attacker')
   const sub = providerLogin({ email: attackerEmail, email_verified: true })
   const attacker = new Browser()
@@ -84,7 +81,7 @@ t.test('a provider-only account moved to the owner address is not promoted when 
   t.equal((await userRow(attackerId)).role, 'member', 'two provider logins: not the only way in')
 
   // The reset takes the account back: the password is the only way in, and then it is owner.
-  t.equal((await resetFromMailbox(app, OWNER)).statusCode, 200)
+  t.equal((await resetThroughMailbox(app, smtp.inbox, OWNER, 'the owner chose this one')).statusCode, 200)
   t.equal((await userRow(attackerId)).role, 'owner')
   t.equal(await sessionOf(attacker), null, "the attacker's session ended")
   t.equal(await sessionOf(owner), null)
@@ -100,8 +97,7 @@ t.test('a provider-only account moved to the owner address is not promoted when 
 t.test(
   'a provider sign-up with the owner address unverified is not promoted by a verification link opened elsewhere',
   async (t) => {
-    const OWNER = uniqueEmail('owner')
-    const { app, userRow } = await boot(t, OWNER)
+    const { app, userRow, OWNER } = await boot(t)
     const attacker = new Browser()
     await signInThroughProvider(attacker, providerLogin({ email: OWNER, email_verified: false }))
     const attackerId = (await sessionOf(attacker))!.user.id
@@ -113,8 +109,7 @@ t.test(
 )
 
 t.test('the reset that makes the owner removes the provider logins and second factor the first holder set up', async (t) => {
-  const OWNER = uniqueEmail('owner')
-  const { app, userRow } = await boot(t, OWNER)
+  const { app, userRow, OWNER } = await boot(t)
   const attackerEmail = uniqueEmail('attacker')
   const attacker = new Browser()
   const signUp = await post(attacker, '/api/auth/sign-up/email', {
@@ -140,7 +135,7 @@ t.test('the reset that makes the owner removes the provider logins and second fa
   // An account that reached the address before that rule (as a release before it let happen).
   await app.db.updateTable('user').set({ email: OWNER }).where('id', '=', attackerId).execute()
 
-  t.equal((await resetFromMailbox(app, OWNER)).statusCode, 200)
+  t.equal((await resetThroughMailbox(app, smtp.inbox, OWNER, 'the owner chose this one')).statusCode, 200)
   t.equal((await userRow(attackerId)).role, 'owner')
   const row = await app.db.selectFrom('user').select('two_factor_enabled').where('id', '=', attackerId).executeTakeFirstOrThrow()
   t.equal(row.two_factor_enabled, false, "the owner is not asked for the first holder's code")
@@ -152,8 +147,7 @@ t.test('the reset that makes the owner removes the provider logins and second fa
 })
 
 t.test('the owner signing in through the provider, the account only way in, becomes owner at once', async (t) => {
-  const OWNER = uniqueEmail('owner')
-  const { userRow } = await boot(t, OWNER)
+  const { userRow, OWNER } = await boot(t)
   const owner = new Browser()
   await signInThroughProvider(owner, providerLogin({ email: OWNER, email_verified: true }))
   const session = (await sessionOf(owner))!
@@ -166,8 +160,7 @@ t.test(
   async (t) => {
     // The first holder chose a password; the real owner opened the sign-up's mail elsewhere (no
     // session of the account), then signs in through the provider.
-    const OWNER = uniqueEmail('owner')
-    const { app, userRow } = await boot(t, OWNER)
+    const { app, userRow, OWNER } = await boot(t)
     const squatter = new Browser()
     await post(squatter, '/api/auth/sign-up/email', { name: 'S', email: OWNER, password: 'the squatter chose this one' })
     const id = (await sessionOf(squatter))!.user.id
@@ -191,8 +184,7 @@ t.test(
 t.test(
   'a provider linked from a session proves the mailbox, not who holds the account: it does not make the owner',
   async (t) => {
-    const OWNER = uniqueEmail('owner')
-    const { userRow } = await boot(t, OWNER)
+    const { userRow, OWNER } = await boot(t)
     const owner = new Browser()
     const signUp = await post(owner, '/api/auth/sign-up/email', { name: 'O', email: OWNER, password: 'the owner chose this one' })
     t.equal(signUp.status, 200)
@@ -210,8 +202,7 @@ t.test("the owner's provider sign-in, once the only way in, removes the second f
   // The squatter turns two-factor on with its own app, lets the owner's provider login be linked,
   // then gives up its password: the owner's next provider sign-in makes the owner, who must not be
   // asked for the squatter's code.
-  const OWNER = uniqueEmail('owner')
-  const { app, userRow } = await boot(t, OWNER)
+  const { app, userRow, OWNER } = await boot(t)
   const squatter = new Browser()
   await post(squatter, '/api/auth/sign-up/email', { name: 'S', email: OWNER, password: 'the squatter chose this one' })
   const id = (await sessionOf(squatter))!.user.id
@@ -236,8 +227,7 @@ t.test("the owner's provider sign-in, once the only way in, removes the second f
 t.test('what got in before the promotion (a session, an emailed link) ends with it', async (t) => {
   // The squatter keeps a session and a change of address to its own mailbox, then gives up its
   // password so that the owner's provider login is the only way in left.
-  const OWNER = uniqueEmail('owner')
-  const { userRow } = await boot(t, OWNER)
+  const { userRow, OWNER } = await boot(t)
   const squatter = new Browser()
   await post(squatter, '/api/auth/sign-up/email', { name: 'S', email: OWNER, password: 'the squatter chose this one' })
   const id = (await sessionOf(squatter))!.user.id

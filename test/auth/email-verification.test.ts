@@ -4,8 +4,8 @@ import type { FastifyInstance } from 'fastify'
 import t from 'tap'
 import { newId } from '../../src/shared/ids.js'
 import { buildTestApp, call, sessionCookieOf, signUp, uniqueEmail, WEB_ORIGIN } from '../helpers/app.js'
-import { linkIn, startSmtpServer } from '../helpers/smtp.js'
-import { auditEvents } from '../helpers/expect.js'
+import { linkIn, resetThroughMailbox, startSmtpServer } from '../helpers/smtp.js'
+import { auditEvents, verificationsOf } from '../helpers/expect.js'
 
 const smtp = await startSmtpServer()
 const app = await buildTestApp({ env: { SMTP_URL: smtp.url } })
@@ -27,7 +27,7 @@ t.test('a verification link from the mail marks the email verified, once', async
   t.equal(mail.subject, 'Verify your email address')
   const link = linkIn(mail)
   t.equal(`${link.origin}${link.pathname}`, 'http://localhost:8787/api/auth/verify-email', 'served by this API (AUTH_URL)')
-  const row = await app.db.selectFrom('verification').selectAll().where('user_id', '=', user.id).executeTakeFirstOrThrow()
+  const row = await verificationsOf(app.db, user.id).executeTakeFirstOrThrow()
   t.ok(Math.abs(row.expires_at.getTime() - row.created_at.getTime() - 24 * 3600_000) < 60_000, 'valid 24 hours')
 
   const verified = await open(app, link)
@@ -146,13 +146,7 @@ t.test('BOOTSTRAP_OWNER_EMAIL: the sign-up becomes owner through a password rese
   t.equal((await open(boot, link, user.cookie)).statusCode, 200)
   t.same(await userRow(user.id), { email_verified: true, role: 'member' })
 
-  await call(boot, 'POST', '/api/auth/request-password-reset', { body: { email: ownerEmail } })
-  const token = linkIn(await smtp.inbox.next(ownerEmail)).searchParams.get('token')!
-  t.equal(
-    (await call(boot, 'POST', '/api/auth/reset-password', { body: { token, newPassword: 'the owner chose this one' } }))
-      .statusCode,
-    200,
-  )
+  t.equal((await resetThroughMailbox(boot, smtp.inbox, ownerEmail, 'the owner chose this one')).statusCode, 200)
   t.same(await userRow(user.id), { email_verified: true, role: 'owner' })
   const audit = await auditEvents(boot.db, { action: 'admin.user.role_changed', targetId: user.id })
   t.equal(audit.length, 1)
@@ -163,9 +157,7 @@ t.test('BOOTSTRAP_OWNER_EMAIL: the sign-up becomes owner through a password rese
   t.equal(signIn.json().user.role, 'owner')
 
   const other = await signUp(boot)
-  await call(boot, 'POST', '/api/auth/request-password-reset', { body: { email: other.email } })
-  const otherToken = linkIn(await smtp.inbox.next(other.email)).searchParams.get('token')!
-  await call(boot, 'POST', '/api/auth/reset-password', { body: { token: otherToken, newPassword: 'another long passphrase' } })
+  await resetThroughMailbox(boot, smtp.inbox, other.email, 'another long passphrase')
   t.equal((await userRow(other.id)).role, 'member', 'another address stays member')
 })
 
@@ -198,9 +190,7 @@ t.test('BOOTSTRAP_OWNER_EMAIL: whoever signed up first with the address never be
   t.same(await auditEvents(boot.db, { action: 'admin.user.role_changed', targetId: squatter.id }), [])
 
   // The mailbox holder resets the password: now the only way in is theirs, and the account is owner.
-  await call(boot, 'POST', '/api/auth/request-password-reset', { body: { email: ownerEmail } })
-  const token = linkIn(await smtp.inbox.next(ownerEmail)).searchParams.get('token')!
-  const reset = await call(boot, 'POST', '/api/auth/reset-password', { body: { token, newPassword: 'the owner chose this one' } })
+  const reset = await resetThroughMailbox(boot, smtp.inbox, ownerEmail, 'the owner chose this one')
   t.equal(reset.statusCode, 200)
   t.equal((await userRow(squatter.id)).role, 'owner')
   t.equal(
@@ -220,13 +210,7 @@ t.test('BOOTSTRAP_OWNER_EMAIL: a reset of a never-verified address proves it and
   const boot = await buildTestApp({ env: { SMTP_URL: smtp.url, BOOTSTRAP_OWNER_EMAIL: ownerEmail } })
   const user = await signUp(boot, { email: ownerEmail })
   await smtp.inbox.next(ownerEmail) // the verification mail, left unopened
-  await call(boot, 'POST', '/api/auth/request-password-reset', { body: { email: ownerEmail } })
-  const token = linkIn(await smtp.inbox.next(ownerEmail)).searchParams.get('token')!
-  t.equal(
-    (await call(boot, 'POST', '/api/auth/reset-password', { body: { token, newPassword: 'another long passphrase' } }))
-      .statusCode,
-    200,
-  )
+  t.equal((await resetThroughMailbox(boot, smtp.inbox, ownerEmail, 'another long passphrase')).statusCode, 200)
   t.same(await userRow(user.id), { email_verified: true, role: 'owner' })
 })
 

@@ -4,10 +4,9 @@
 // Register, sign out, sign in with the passkey, list, rename; another account; a replayed
 // assertion; a page on another origin; delete, and sign-in refused after deletion.
 import { existsSync } from 'node:fs'
-import { createServer } from 'node:http'
 import t from 'tap'
 import { buildTestApp, uniqueEmail } from '../helpers/app.js'
-import { CHROMIUM, launchChromium } from '../helpers/chromium.js'
+import { bundleForBrowser, CHROMIUM, launchChromium, pageWithScript, serveOrigin } from '../helpers/chromium.js'
 import { ROOT } from '../helpers/paths.js'
 import { CHALLENGE_COOKIE } from '../helpers/passkey.js'
 import { freePort } from '../helpers/port.js'
@@ -197,37 +196,11 @@ async function start() {
   const app = await buildTestApp({ env: { AUTH_URL: api, WEB_ORIGIN: web } })
   await app.listen({ port: apiPort, host: 'localhost' })
 
-  const esbuild = await import('esbuild')
-  const bundle = await esbuild.build({
+  const { script } = await bundleForBrowser({
     stdin: { contents: MAIN, resolveDir: ROOT, loader: 'ts' },
-    bundle: true,
-    format: 'esm',
-    platform: 'browser',
-    target: 'es2022',
-    write: false,
     define: { API: JSON.stringify(api) },
-    logLevel: 'silent',
   })
-  const script = bundle.outputFiles[0]!.text
-  for (const port of [webPort, evilPort]) {
-    const server = createServer((req, res) => {
-      if (req.url?.startsWith('/main.js')) {
-        res.writeHead(200, { 'content-type': 'text/javascript; charset=utf-8' })
-        res.end(script)
-        return
-      }
-      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
-      res.end('<!doctype html><title>Web</title><script type="module" src="/main.js"></script>')
-    })
-    await new Promise<void>((resolve) => server.listen(port, 'localhost', resolve))
-    t.teardown(
-      () =>
-        new Promise<void>((resolve) => {
-          server.closeAllConnections()
-          server.close(() => resolve())
-        }),
-    )
-  }
+  for (const port of [webPort, evilPort]) await serveOrigin(pageWithScript(script), { port })
   const browser = await launchChromium()
   return { app, browser, web, evil, api }
 }

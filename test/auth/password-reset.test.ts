@@ -4,7 +4,7 @@ import t from 'tap'
 import { newId } from '../../src/shared/ids.js'
 import { buildTestApp, call, signUp, uniqueEmail, WEB_ORIGIN } from '../helpers/app.js'
 import { linkIn, startSmtpServer } from '../helpers/smtp.js'
-import { auditEvents, userRow } from '../helpers/expect.js'
+import { auditEvents, userRow, verificationsOf } from '../helpers/expect.js'
 
 const smtp = await startSmtpServer()
 const app = await buildTestApp({ env: { SMTP_URL: smtp.url } })
@@ -38,12 +38,7 @@ t.test('a reset mail links to the web front end; the token sets a new password o
   t.match(token, /^[A-Za-z0-9_-]{43}$/, '256 random bits')
 
   // The second sign-in, from a new device, was mailed a security notice: its link is a row too.
-  const row = await app.db
-    .selectFrom('verification')
-    .selectAll()
-    .where('user_id', '=', user.id)
-    .where('purpose', '<>', 'security-notice')
-    .executeTakeFirstOrThrow()
+  const row = await verificationsOf(app.db, user.id).where('purpose', '<>', 'security-notice').executeTakeFirstOrThrow()
   t.equal(row.purpose, 'reset-password')
   t.not(row.token_hash, token, 'only a hash is stored')
   const ttl = row.expires_at.getTime() - row.created_at.getTime()

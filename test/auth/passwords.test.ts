@@ -8,6 +8,7 @@ import { HASH_THREAD_NICE, HashPool } from '../../src/auth/password/hash-pool.js
 import { ARGON2, scryptFromBetterAuth } from '../../src/auth/password/password.js'
 import { newId } from '../../src/shared/ids.js'
 import { buildTestApp, call, signUp, uniqueEmail } from '../helpers/app.js'
+import { accountsOf } from '../helpers/expect.js'
 
 // Many Argon2 operations in a row: under a loaded 2-core machine the file can pass tap's 120 s.
 t.setTimeout(300_000)
@@ -16,14 +17,7 @@ const PASSWORD = 'correct horse battery staple'
 
 const signIn = (email: string, password: string) => call(app, 'POST', '/api/auth/sign-in/email', { body: { email, password } })
 const storedHash = async (userId: string) =>
-  (
-    await app.db
-      .selectFrom('account')
-      .select('password_hash')
-      .where('user_id', '=', userId)
-      .where('provider_id', '=', 'credential')
-      .executeTakeFirstOrThrow()
-  ).password_hash!
+  (await accountsOf(app.db, userId, 'credential').executeTakeFirstOrThrow()).password_hash!
 
 /** A user as the import would leave them: the given stored hash on their credential account. */
 async function importedUser(passwordHash: string, options: { resetRequired?: boolean } = {}) {

@@ -22,6 +22,7 @@ import {
   type TestUser,
 } from '../helpers/app.js'
 import { SoftAuthenticator } from '../helpers/authenticator.js'
+import { credentialEpoch } from '../helpers/expect.js'
 import { registerPasskey, signInWithPasskey } from '../helpers/passkey.js'
 import { codeAt, secretOf } from '../helpers/two-factor.js'
 
@@ -189,11 +190,7 @@ t.test('passkey sign-ins racing a reset or a ban hold no session once it commits
 
 t.test('a session is born only under the credential epoch it was checked with', async (t) => {
   const user = await signUp(app)
-  const { credential_epoch: epoch } = await app.db
-    .selectFrom('user')
-    .select('credential_epoch')
-    .where('id', '=', user.id)
-    .executeTakeFirstOrThrow()
+  const epoch = await credentialEpoch(app.db, user.id)
   const options = { rememberMe: true, ipAddress: null, userAgent: null }
   // A reset commits between the credential check and the session insert.
   const token = await issueToken(app.db, 'reset-password', user.id, { expiresAt: new Date(Date.now() + HOUR) })

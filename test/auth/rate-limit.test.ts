@@ -3,6 +3,7 @@
 // instance's memory: still enforced, never an outage.
 import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
+import type { AppDeps } from '../../src/app.js'
 import { type BudgetCounter, MemoryCounter, RedisCounter, RedisOrMemory } from '../../src/plugins/budget-counter.js'
 import { clientKey } from '../../src/plugins/rate-limit.js'
 import { buildTestApp, signUp, uniqueEmail, WEB_ORIGIN } from '../helpers/app.js'
@@ -12,6 +13,10 @@ import { redisTest } from '../helpers/redis.js'
 const PASSWORD = 'correct horse battery staple'
 let ipCounter = 1
 const freshIp = () => `10.${process.pid % 250}.${Math.floor(ipCounter / 250)}.${ipCounter++ % 250}`
+
+/** An instance whose Redis never answers (nothing listens on port 1), with these budgets. */
+const withoutRedis = (env: Record<string, string>, deps?: Omit<AppDeps, 'database'>) =>
+  buildTestApp({ env: { REDIS_URL: 'redis://127.0.0.1:1', ...env }, deps })
 
 function send(app: FastifyInstance, method: 'GET' | 'POST', url: string, ip: string, body?: object) {
   return app.inject({ method, url, remoteAddress: ip, headers: { origin: WEB_ORIGIN }, ...(body ? { payload: body } : {}) })
@@ -241,9 +246,8 @@ redisTest('Redis store', 'the shared store is not tested', async (t, { url, pref
 
 t.test("Redis unreachable: every route budget is counted in this instance's memory, logged once, never an outage", async (t) => {
   const { stream: logStream, lines } = logLines()
-  const app = await buildTestApp({
-    env: {
-      REDIS_URL: 'redis://127.0.0.1:1',
+  const app = await withoutRedis(
+    {
       LOG_LEVEL: 'warn',
       RATE_LIMIT_GLOBAL_PER_MINUTE: '3',
       RATE_LIMIT_SIGN_IN_IP_PER_MINUTE: '1',
@@ -251,8 +255,8 @@ t.test("Redis unreachable: every route budget is counted in this instance's memo
       RATE_LIMIT_SIGN_UP_IP_PER_MINUTE: '1',
       RATE_LIMIT_MAIL_PER_HOUR: '1',
     },
-    deps: { logStream },
-  })
+    { logStream },
+  )
   const refused = (res: { statusCode: number; json(): unknown; headers: Record<string, unknown> }, what: string) => {
     t.equal(res.statusCode, 429, what)
     t.match(res.json(), { code: 'RATE_LIMITED' })
@@ -287,13 +291,10 @@ t.test("Redis unreachable: every route budget is counted in this instance's memo
 })
 
 t.test("Redis unreachable: the password re-check and Argon2 budgets are counted in this instance's memory", async (t) => {
-  const app = await buildTestApp({
-    env: {
-      REDIS_URL: 'redis://127.0.0.1:1',
-      RATE_LIMIT_PASSWORD_CHECKS_PER_MINUTE: '1',
-      RATE_LIMIT_HASHES_PER_ACCOUNT_PER_MINUTE: '1',
-      RATE_LIMIT_HASHES_PER_IP_PER_MINUTE: '3',
-    },
+  const app = await withoutRedis({
+    RATE_LIMIT_PASSWORD_CHECKS_PER_MINUTE: '1',
+    RATE_LIMIT_HASHES_PER_ACCOUNT_PER_MINUTE: '1',
+    RATE_LIMIT_HASHES_PER_IP_PER_MINUTE: '3',
   })
   const user = await signUp(app) // counted for the address: there was no account yet
   const deleteUser = () =>

@@ -7,7 +7,7 @@ import type { LightMyRequestResponse } from 'fastify'
 import t, { type Test } from 'tap'
 import { NOTICES_PER_HOUR } from '../../src/auth/security/notices.js'
 import { buildTestApp, call, sessionCookieOf, type TestUser, uniqueEmail } from '../helpers/app.js'
-import { auditEvents, countRows, userRow } from '../helpers/expect.js'
+import { auditEvents, countRows, userRow, verificationsOf } from '../helpers/expect.js'
 import { linkIn, type ReceivedMail, startSmtpServer } from '../helpers/smtp.js'
 import { codeAt, enableTotp } from '../helpers/two-factor.js'
 
@@ -116,12 +116,7 @@ t.test('a sign-in from a device the account has not used is mailed; the same dev
   t.equal(elsewhere.statusCode, 200)
   const token = await oneNoticeTo(t, user.email, 'a sign-in from a new device')
   t.match(token, /^[A-Za-z0-9_-]{43}$/, '256 random bits')
-  const row = await app.db
-    .selectFrom('verification')
-    .selectAll()
-    .where('user_id', '=', user.id)
-    .where('purpose', '=', 'security-notice')
-    .executeTakeFirstOrThrow()
+  const row = await verificationsOf(app.db, user.id).where('purpose', '=', 'security-notice').executeTakeFirstOrThrow()
   t.not(row.token_hash, token, 'only a hash is stored')
   t.ok(Math.abs(row.expires_at.getTime() - clock.now().getTime() - 7 * DAY) < 60_000, 'valid 7 days')
 

@@ -4,11 +4,10 @@
 // then calls getProfile and journal.createEntry through RPCLink and reads back Dates. The bundle's
 // inputs prove the contract brought no server code with it.
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:http'
 import { join, relative } from 'node:path'
 import t from 'tap'
 import { buildTestApp, uniqueEmail } from '../helpers/app.js'
-import { CHROMIUM, launchChromium } from '../helpers/chromium.js'
+import { bundleForBrowser, CHROMIUM, launchChromium, pageWithScript, serveOrigin } from '../helpers/chromium.js'
 import { ROOT } from '../helpers/paths.js'
 import { freePort } from '../helpers/port.js'
 
@@ -142,37 +141,12 @@ async function startBrowserRun() {
   const app = await buildTestApp({ env: { AUTH_URL: API, WEB_ORIGIN: WEB } })
   await app.listen({ port: apiPort, host: 'localhost' })
 
-  const esbuild = await import('esbuild')
-  const bundle = await esbuild.build({
+  const { script, inputs } = await bundleForBrowser({
     entryPoints: [join(dir, 'src/main.ts')],
-    bundle: true,
-    format: 'esm',
-    platform: 'browser',
-    target: 'es2022',
-    write: false,
-    metafile: true,
     alias: { 'insight-accounts/contract': CONTRACT },
     define: { 'import.meta.env.VITE_API_URL': JSON.stringify(API) },
-    logLevel: 'silent',
   })
-  const script = bundle.outputFiles[0]!.text
-  const server = createServer((req, res) => {
-    if (req.url?.startsWith('/main.js')) {
-      res.writeHead(200, { 'content-type': 'text/javascript; charset=utf-8' })
-      res.end(script)
-      return
-    }
-    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
-    res.end('<!doctype html><title>Web</title><pre id="out">pending</pre><script type="module" src="/main.js"></script>')
-  })
-  await new Promise<void>((resolve) => server.listen(webPort, 'localhost', resolve))
-  t.teardown(
-    () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections()
-        server.close(() => resolve())
-      }),
-  )
+  await serveOrigin(pageWithScript(script, '<pre id="out">pending</pre>'), { port: webPort })
   const browser = await launchChromium()
-  return { app, browser, web: WEB, inputs: bundle.metafile.inputs }
+  return { app, browser, web: WEB, inputs }
 }

@@ -121,6 +121,13 @@ interface Scenario {
 const isDate = (t: Test, value: unknown, name: string) =>
   t.ok(value instanceof Date && !Number.isNaN(value.getTime()), `${name} is a Date`)
 
+/** An administrator's call on the target user: the input besides its id; what the answer shows besides the id. */
+const onTarget = (input: object, shows: object): Scenario => ({
+  as: admin,
+  input: { id: target.id, ...input },
+  check: (t, user) => t.match(user, { id: target.id, ...shows }),
+})
+
 const scenarios: Record<string, Scenario> = {
   getProfile: {
     as: member,
@@ -267,21 +274,9 @@ const scenarios: Record<string, Scenario> = {
       isDate(t, at(page, 'items', 0, 'createdAt'), 'items[0].createdAt')
     },
   },
-  'admin.getUser': {
-    as: admin,
-    input: { id: target.id },
-    check: (t, u) => t.match(u, { id: target.id, counts: { sessions: Number } }),
-  },
-  'admin.makeUserAdmin': {
-    as: admin,
-    input: { id: target.id },
-    check: (t, u) => t.match(u, { id: target.id, role: 'admin' }),
-  },
-  'admin.setUserRole': {
-    as: admin,
-    input: { id: target.id, role: 'member' },
-    check: (t, u) => t.match(u, { id: target.id, role: 'member' }),
-  },
+  'admin.getUser': onTarget({}, { counts: { sessions: Number } }),
+  'admin.makeUserAdmin': onTarget({}, { role: 'admin' }),
+  'admin.setUserRole': onTarget({ role: 'member' }, { role: 'member' }),
   'admin.setUserPremiumPlus': {
     as: admin,
     input: { id: target.id, expiresAt: '2999-01-01T00:00:00.000Z' },
@@ -290,11 +285,7 @@ const scenarios: Record<string, Scenario> = {
       isDate(t, at(u, 'planExpiresAt'), 'planExpiresAt')
     },
   },
-  'admin.setUserPlan': {
-    as: admin,
-    input: { id: target.id, plan: 'free' },
-    check: (t, u) => t.match(u, { id: target.id, plan: 'free' }),
-  },
+  'admin.setUserPlan': onTarget({ plan: 'free' }, { plan: 'free' }),
   'admin.revokeUserSessions': {
     as: admin,
     input: { id: target.id },
@@ -308,11 +299,7 @@ const scenarios: Record<string, Scenario> = {
       isDate(t, at(u, 'banExpiresAt'), 'banExpiresAt')
     },
   },
-  'admin.unbanUser': {
-    as: admin,
-    input: { id: target.id },
-    check: (t, u) => t.match(u, { id: target.id, banned: false, banExpiresAt: null }),
-  },
+  'admin.unbanUser': onTarget({}, { banned: false, banExpiresAt: null }),
   'admin.getUsageAnalytics': {
     as: admin,
     input: {},

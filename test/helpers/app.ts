@@ -4,6 +4,7 @@ import t from 'tap'
 import { buildApp, type AppDeps } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { testDatabase } from './db.js'
+import { GENEROUS_RATE_LIMITS } from './limits.js'
 
 export const WEB_ORIGIN = 'http://localhost:3000'
 export const TEST_SECRET = 'test-secret-that-is-long-enough-0123456789'
@@ -15,13 +16,7 @@ export const TEST_ENV: Record<string, string> = {
   AUTH_URL: 'http://localhost:8787',
   WEB_ORIGIN,
   // Generous limits so ordinary tests are not throttled; rate-limit tests set their own.
-  RATE_LIMIT_GLOBAL_PER_MINUTE: '1000000',
-  RATE_LIMIT_SIGN_IN_IP_PER_MINUTE: '1000000',
-  RATE_LIMIT_SIGN_IN_EMAIL_PER_MINUTE: '1000000',
-  RATE_LIMIT_SIGN_UP_IP_PER_MINUTE: '1000000',
-  RATE_LIMIT_MAIL_PER_HOUR: '1000000',
-  RATE_LIMIT_HASHES_PER_ACCOUNT_PER_MINUTE: '1000000',
-  RATE_LIMIT_HASHES_PER_IP_PER_MINUTE: '1000000',
+  ...GENEROUS_RATE_LIMITS,
 }
 
 export async function buildTestApp(

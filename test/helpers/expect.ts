@@ -53,6 +53,22 @@ export async function countRows(db: Executor, table: string, column: string, val
   return (await count.execute(db)).rows[0]!.n
 }
 
+/** The user's accounts with one provider (`'credential'` is the password), every column: a query to finish. */
+export function accountsOf(db: Executor, userId: string, providerId: string) {
+  return db.selectFrom('account').selectAll().where('user_id', '=', userId).where('provider_id', '=', providerId)
+}
+
+/** The user's rows of the verification table (links, codes, challenges, notices), every column: a query to finish. */
+export function verificationsOf(db: Executor, userId: string) {
+  return db.selectFrom('verification').selectAll().where('user_id', '=', userId)
+}
+
+/** The user's credential epoch: a session is created under it, and refused once it has moved on. */
+export async function credentialEpoch(db: Executor, userId: string): Promise<number> {
+  const row = await db.selectFrom('user').select('credential_epoch').where('id', '=', userId).executeTakeFirstOrThrow()
+  return row.credential_epoch
+}
+
 /** The user's row, every column. */
 export function userRow(db: Executor, id: string) {
   return db.selectFrom('user').selectAll().where('id', '=', id).executeTakeFirstOrThrow()

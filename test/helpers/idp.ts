@@ -2,26 +2,13 @@
 // own keys, a hand-rolled issuer whose token endpoint answers whatever ID token a test forges, and
 // a tiny fetch-driven "browser" that follows redirects by hand and keeps cookies per host.
 import { randomBytes } from 'node:crypto'
-import { createServer, type IncomingMessage, type Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import { createServer, type IncomingMessage } from 'node:http'
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose'
 import Provider from 'oidc-provider'
-import t from 'tap'
+import { listenUntilEnd } from './serve.js'
 
 export const CLIENT_ID = 'insight-test-client'
 export const CLIENT_SECRET = 'insight-test-client-secret-0123456789'
-
-async function listen(server: Server, host = '127.0.0.1'): Promise<number> {
-  await new Promise<void>((resolve) => server.listen(0, host, resolve))
-  t.teardown(
-    () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections()
-        server.close(() => resolve())
-      }),
-  )
-  return (server.address() as AddressInfo).port
-}
 
 export async function signingKey(): Promise<{ privateKey: CryptoKey; jwk: JWK }> {
   const { privateKey, publicKey } = await generateKeyPair('RS256', { extractable: true })
@@ -44,7 +31,7 @@ export interface ProviderAccount {
 export async function startOidcProvider(redirectUri: string) {
   const accounts = new Map<string, ProviderAccount>()
   const server = createServer()
-  const port = await listen(server)
+  const port = await listenUntilEnd(server)
   const issuer = `http://127.0.0.1:${port}`
   const { privateKey } = await generateKeyPair('RS256', { extractable: true })
   const privateJwk = { ...(await exportJWK(privateKey)), kid: 'provider-key', alg: 'RS256', use: 'sig' }
@@ -122,7 +109,7 @@ export async function startForgingIssuer() {
     }
     send(404, { error: 'not_found' })
   })
-  const port = await listen(server)
+  const port = await listenUntilEnd(server)
   const issuer = `http://127.0.0.1:${port}`
   /** Signs claims as this issuer would (override anything to forge), with its key or another. */
   const sign = async (claims: Record<string, unknown>, options: { key?: CryptoKey; kid?: string } = {}) => {

@@ -1,7 +1,9 @@
 // A real SMTP server on loopback that keeps what it receives, for the mail tests.
+import type { FastifyInstance } from 'fastify'
 import type { AddressInfo } from 'node:net'
 import { SMTPServer } from 'smtp-server'
 import t from 'tap'
+import { call } from './app.js'
 
 export interface ReceivedMail {
   to: string[]
@@ -109,4 +111,14 @@ export function linkIn(mail: ReceivedMail): URL {
   const match = /https?:\/\/\S+/.exec(mail.text)
   if (!match) throw new Error(`no link in mail: ${mail.text}`)
   return new URL(match[0])
+}
+
+/**
+ * What the holder of a mailbox can do: ask a password reset for `email`, take the token from the
+ * link mailed to `inbox` and set `newPassword` with it. The reset's answer.
+ */
+export async function resetThroughMailbox(app: FastifyInstance, inbox: Mailbox, email: string, newPassword: string) {
+  await call(app, 'POST', '/api/auth/request-password-reset', { body: { email } })
+  const token = linkIn(await inbox.next(email)).searchParams.get('token')!
+  return call(app, 'POST', '/api/auth/reset-password', { body: { token, newPassword } })
 }

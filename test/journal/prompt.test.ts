@@ -91,12 +91,8 @@ t.test("without a locale the profile's locale decides, else English", async (t) 
 
 t.test('bad prompt queries are 400', async (t) => {
   const badQueries = [
-    '?date=2026-02-30',
-    '?date=today',
-    '?date=2026-5-1',
-    '?locale=e',
-    '?locale=en_US!',
-    `?locale=${'a'.repeat(40)}`,
+    ...['2026-02-30', 'today', '2026-5-1'].map((date) => `?date=${date}`),
+    ...['e', 'en_US!', 'a'.repeat(40)].map((locale) => `?locale=${locale}`),
     '?foo=1',
   ]
   await eachIsValidationError(t, badQueries, (query) => call(app, 'GET', `${PROMPT}${query}`, { cookie: alice.cookie }))

@@ -1,10 +1,8 @@
 // A real browser (headless Chromium) buys deep insights through the sandbox gateway's page.
 import { existsSync } from 'node:fs'
-import { createServer, type Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import t from 'tap'
 import { buildTestApp, call, signUp, WEB_ORIGIN } from '../helpers/app.js'
-import { CHROMIUM, launchChromium } from '../helpers/chromium.js'
+import { CHROMIUM, launchChromium, serveOrigin } from '../helpers/chromium.js'
 import { deepInsightsCheckout, startCheckout, verify } from '../helpers/gateways.js'
 import { freePort } from '../helpers/port.js'
 
@@ -16,13 +14,14 @@ if (!existsSync(CHROMIUM)) {
   )
 } else {
   // The web front end the gateway sends the browser back to (the API calls below come from WEB_ORIGIN, also trusted).
-  const web: Server = createServer((req, res) => {
-    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
-    res.end(`<!doctype html><title>Thanks</title><h1 id="done">Back on the web app: ${req.url?.length ?? 0}</h1>`)
-  })
-  await new Promise<void>((resolve) => web.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => new Promise<void>((resolve) => web.close(() => resolve())))
-  const webOrigin = `http://127.0.0.1:${(web.address() as AddressInfo).port}`
+  const webPort = await serveOrigin(
+    (req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
+      res.end(`<!doctype html><title>Thanks</title><h1 id="done">Back on the web app: ${req.url?.length ?? 0}</h1>`)
+    },
+    { host: '127.0.0.1' },
+  )
+  const webOrigin = `http://127.0.0.1:${webPort}`
 
   const port = await freePort()
   const apiOrigin = `http://127.0.0.1:${port}`

@@ -11,6 +11,10 @@ const app = await buildTestApp({ env: { SESSION_TTL_DAYS: '365' }, deps: { clock
 t.beforeEach(() => {
   fakeNow = new Date('2026-03-14T15:00:00Z')
 })
+// What resets when, seen from that time: the daily counters at the next UTC midnight, the monthly ones
+// on the first of the next month.
+const NEXT_DAY = '2026-03-15T00:00:00.000Z'
+const NEXT_MONTH = '2026-04-01T00:00:00.000Z'
 
 type Plan = 'free' | 'premium' | 'premium_plus'
 type Metric = 'aiMessages' | 'compatibilityChecks' | 'journalEntries'
@@ -37,9 +41,9 @@ t.test('a new member is on free with every metric at zero', async (t) => {
     plan: 'free',
     planExpiresAt: null,
     usage: [
-      { metric: 'aiMessages', used: 0, limit: 10, period: 'day', resetsAt: '2026-03-15T00:00:00.000Z' },
-      { metric: 'compatibilityChecks', used: 0, limit: 3, period: 'month', resetsAt: '2026-04-01T00:00:00.000Z' },
-      { metric: 'journalEntries', used: 0, limit: 5, period: 'day', resetsAt: '2026-03-15T00:00:00.000Z' },
+      { metric: 'aiMessages', used: 0, limit: 10, period: 'day', resetsAt: NEXT_DAY },
+      { metric: 'compatibilityChecks', used: 0, limit: 3, period: 'month', resetsAt: NEXT_MONTH },
+      { metric: 'journalEntries', used: 0, limit: 5, period: 'day', resetsAt: NEXT_DAY },
     ],
   })
 })
@@ -48,7 +52,7 @@ t.test('an increment counts 1 by default, or the given amount', async (t) => {
   const user = await member()
   const noBody = await increment(user, 'aiMessages')
   t.equal(noBody.statusCode, 200)
-  t.same(noBody.json(), { metric: 'aiMessages', used: 1, limit: 10, remaining: 9, resetsAt: '2026-03-15T00:00:00.000Z' })
+  t.same(noBody.json(), { metric: 'aiMessages', used: 1, limit: 10, remaining: 9, resetsAt: NEXT_DAY })
   const empty = await increment(user, 'aiMessages', {})
   t.match(empty.json(), { used: 2, remaining: 8 })
   const three = await increment(user, 'aiMessages', { amount: 3 })
@@ -94,12 +98,12 @@ t.test('at the limit the increment is a 402 PLAN_LIMIT_REACHED and nothing is co
     code: 'PLAN_LIMIT_REACHED',
     status: 402,
     message: 'The journalEntries limit of your plan is reached',
-    data: { metric: 'journalEntries', limit: 5, used: 4, resetsAt: '2026-03-15T00:00:00.000Z' },
+    data: { metric: 'journalEntries', limit: 5, used: 4, resetsAt: NEXT_DAY },
     defined: false,
   })
   t.equal(await usedNow(user, 'journalEntries'), 4)
   const last = await increment(user, 'journalEntries', { amount: 1 })
-  t.same(last.json(), { metric: 'journalEntries', used: 5, limit: 5, remaining: 0, resetsAt: '2026-03-15T00:00:00.000Z' })
+  t.same(last.json(), { metric: 'journalEntries', used: 5, limit: 5, remaining: 0, resetsAt: NEXT_DAY })
   const full = await increment(user, 'journalEntries')
   t.equal(full.statusCode, 402)
   t.match(full.json().data, { used: 5, limit: 5 })
@@ -110,7 +114,7 @@ t.test('an amount above the whole limit is refused without creating a counter', 
   const user = await member()
   const res = await increment(user, 'compatibilityChecks', { amount: 4 })
   t.equal(res.statusCode, 402)
-  t.match(res.json().data, { metric: 'compatibilityChecks', limit: 3, used: 0, resetsAt: '2026-04-01T00:00:00.000Z' })
+  t.match(res.json().data, { metric: 'compatibilityChecks', limit: 3, used: 0, resetsAt: NEXT_MONTH })
   const rows = await app.db.selectFrom('usage_counter').select('metric').where('user_id', '=', user.id).execute()
   t.same(rows, [])
 })
@@ -121,9 +125,9 @@ t.test('a new UTC day resets a daily count', async (t) => {
   t.equal((await increment(user, 'aiMessages', { amount: 10 })).statusCode, 200)
   const refused = await increment(user, 'aiMessages')
   t.equal(refused.statusCode, 402)
-  t.equal(refused.json().data.resetsAt, '2026-03-15T00:00:00.000Z')
+  t.equal(refused.json().data.resetsAt, NEXT_DAY)
 
-  fakeNow = new Date('2026-03-15T00:00:00.000Z')
+  fakeNow = new Date(NEXT_DAY)
   const next = await increment(user, 'aiMessages')
   t.equal(next.statusCode, 200)
   t.same(next.json(), { metric: 'aiMessages', used: 1, limit: 10, remaining: 9, resetsAt: '2026-03-16T00:00:00.000Z' })
@@ -137,8 +141,8 @@ t.test('a monthly count holds across days and resets on the first of the next UT
   fakeNow = new Date('2026-03-31T23:59:59.999Z')
   const refused = await increment(user, 'compatibilityChecks')
   t.equal(refused.statusCode, 402, 'still March: still at the limit')
-  t.equal(refused.json().data.resetsAt, '2026-04-01T00:00:00.000Z')
-  fakeNow = new Date('2026-04-01T00:00:00.000Z')
+  t.equal(refused.json().data.resetsAt, NEXT_MONTH)
+  fakeNow = new Date(NEXT_MONTH)
   const april = await increment(user, 'compatibilityChecks')
   t.equal(april.statusCode, 200)
   t.match(april.json(), { used: 1, remaining: 2, resetsAt: '2026-05-01T00:00:00.000Z' })
@@ -204,7 +208,7 @@ t.test('premium_plus is unlimited: limit and remaining are null', async (t) => {
       used: i * 1000,
       limit: null,
       remaining: null,
-      resetsAt: '2026-04-01T00:00:00.000Z',
+      resetsAt: NEXT_MONTH,
     })
   }
   t.match((await planAndUsage(user)).json().usage[1], { used: 3000, limit: null })

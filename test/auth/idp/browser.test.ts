@@ -6,10 +6,10 @@
 // session cookie rides along on the page's credentialed fetch), provider http://127.0.0.1:P (a
 // different site, as a real provider is).
 import { existsSync } from 'node:fs'
-import { createServer } from 'node:http'
+import type { RequestListener } from 'node:http'
 import t from 'tap'
 import { buildTestApp, uniqueEmail } from '../../helpers/app.js'
-import { CHROMIUM, launchChromium } from '../../helpers/chromium.js'
+import { CHROMIUM, launchChromium, serveOrigin } from '../../helpers/chromium.js'
 import { CLIENT_ID, CLIENT_SECRET, startOidcProvider } from '../../helpers/idp.js'
 import { freePort } from '../../helpers/port.js'
 
@@ -28,7 +28,7 @@ if (!existsSync(CHROMIUM)) {
   // 'localhost' makes Fastify listen on every loopback address the name resolves to.
   await app.listen({ port: apiPort, host: 'localhost' })
 
-  const web = createServer((req, res) => {
+  const web: RequestListener = (req, res) => {
     res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
     if (req.url === '/') {
       const href = `${API}/api/auth/sign-in/idp?${new URLSearchParams({ callbackURL: `${WEB}/done` })}`
@@ -42,15 +42,8 @@ fetch(${JSON.stringify(`${API}/api/auth/get-session`)}, { credentials: 'include'
   .then((text) => { document.getElementById('out').textContent = text })
   .catch((err) => { document.getElementById('out').textContent = 'fetch failed: ' + err })
 </script>`)
-  })
-  await new Promise<void>((resolve) => web.listen(webPort, '127.0.0.1', resolve))
-  t.teardown(
-    () =>
-      new Promise<void>((resolve) => {
-        web.closeAllConnections()
-        web.close(() => resolve())
-      }),
-  )
+  }
+  await serveOrigin(web, { port: webPort, host: '127.0.0.1' })
 
   const browser = await launchChromium()
 

@@ -4,6 +4,7 @@
 import t, { type Test } from 'tap'
 import { newId } from '../../../src/shared/ids.js'
 import { buildTestApp, call, signUp, WEB_ORIGIN } from '../../helpers/app.js'
+import { accountsOf } from '../../helpers/expect.js'
 import { Browser, CLIENT_ID, CLIENT_SECRET, drive, startOidcProvider } from '../../helpers/idp.js'
 import { freePort } from '../../helpers/port.js'
 import { linkIn, startSmtpServer } from '../../helpers/smtp.js'
@@ -28,15 +29,7 @@ const subject = (email: string) => {
   idp.accounts.set(sub, { email, email_verified: true })
   return sub
 }
-const providerLinks = async (userId: string) =>
-  (
-    await app.db
-      .selectFrom('account')
-      .select('account_id')
-      .where('user_id', '=', userId)
-      .where('provider_id', '=', 'idp')
-      .execute()
-  ).map((a) => a.account_id)
+const providerLinks = async (userId: string) => (await accountsOf(app.db, userId, 'idp').execute()).map((a) => a.account_id)
 
 /** The notices mailed to `email` since the last call are these; the first one's token. */
 async function noticesTo(t: Test, email: string, subjects: string[]): Promise<string> {
