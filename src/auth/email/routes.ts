@@ -5,7 +5,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import { SignUpConsents } from '../../consent/schemas.js'
-import { PUBLIC, REVERIFIES_PASSWORD } from '../../shared/route-policy.js'
+import { PUBLIC, REVERIFIES_PASSWORD, SIGN_IN } from '../../shared/route-policy.js'
 import { contextOf } from '../../shared/context.js'
 import { AppError } from '../../shared/errors.js'
 import { resolveOptionalRedirect, withQuery } from '../../shared/redirect.js'
@@ -115,7 +115,7 @@ export default async function emailRoutes(fastify: FastifyInstance) {
   app.post(
     '/api/auth/sign-in/email',
     {
-      config: { policy: { access: 'public', rateLimit: { perIp: 'signIn', perEmail: 'signIn' } } },
+      config: { policy: SIGN_IN },
       schema: {
         operationId: 'signInEmail',
         tags,

@@ -7,7 +7,7 @@ import { z } from 'zod'
 import { contextOf } from '../../shared/context.js'
 import { ErrorSchema } from '../../shared/errors.js'
 import { resolveOptionalRedirect, resolveRedirect, withQuery } from '../../shared/redirect.js'
-import type { RoutePolicy } from '../../shared/route-policy.js'
+import { type RoutePolicy, SIGN_IN, SIGN_IN_PER_IP } from '../../shared/route-policy.js'
 import { SingleLine } from '../../shared/validation.js'
 import { CodeStore } from '../links/codes.js'
 import { sendPage } from '../../shared/html-page.js'
@@ -42,10 +42,8 @@ import {
 const tags = ['auth']
 /** A route that mails: per IP like a sign-in, per address like every mail. */
 const MAILS: RoutePolicy = { access: 'public', rateLimit: { perIp: 'signIn', perEmail: 'mail' } }
-/** A route that takes a code: per IP and per address like a password sign-in. */
-const TAKES_CODE: RoutePolicy = { access: 'public', rateLimit: { perIp: 'signIn', perEmail: 'signIn' } }
-/** A sign-in link's page and its button: no address in the request, per IP like a sign-in. */
-const LINK: RoutePolicy = { access: 'public', rateLimit: { perIp: 'signIn' } }
+// A route that takes a code is a SIGN_IN; a sign-in link's page and its button, with no address in
+// the request, are SIGN_IN_PER_IP.
 
 /** Six digits, as mailed: anything else cannot be a code and spends no try. */
 const Otp = z.string().regex(/^\d{6}$/, 'six digits')
@@ -117,7 +115,7 @@ export default async function mailboxRoutes(fastify: FastifyInstance) {
   app.post(
     '/api/auth/sign-in/email-otp',
     {
-      config: { policy: TAKES_CODE },
+      config: { policy: SIGN_IN },
       schema: {
         operationId: 'signInWithEmailOTP',
         tags,
@@ -152,7 +150,7 @@ export default async function mailboxRoutes(fastify: FastifyInstance) {
   app.post(
     '/api/auth/email-otp/verify-email',
     {
-      config: { policy: TAKES_CODE },
+      config: { policy: SIGN_IN },
       schema: {
         operationId: 'verifyEmailOTP',
         tags,
@@ -170,7 +168,7 @@ export default async function mailboxRoutes(fastify: FastifyInstance) {
   app.post(
     '/api/auth/email-otp/reset-password',
     {
-      config: { policy: TAKES_CODE },
+      config: { policy: SIGN_IN },
       schema: {
         operationId: 'resetPasswordWithEmailOTP',
         tags,
@@ -225,7 +223,7 @@ export default async function mailboxRoutes(fastify: FastifyInstance) {
   app.get(
     MAGIC_LINK_VERIFY_PATH,
     {
-      config: { policy: LINK },
+      config: { policy: SIGN_IN_PER_IP },
       schema: {
         operationId: 'verifyMagicLink',
         tags,
@@ -245,7 +243,7 @@ export default async function mailboxRoutes(fastify: FastifyInstance) {
   app.post(
     MAGIC_LINK_VERIFY_PATH,
     {
-      config: { policy: LINK },
+      config: { policy: SIGN_IN_PER_IP },
       schema: {
         operationId: 'confirmMagicLink',
         tags,

@@ -6,7 +6,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import { contextOf } from '../../shared/context.js'
 import { ErrorSchema } from '../../shared/errors.js'
-import type { RoutePolicy } from '../../shared/route-policy.js'
+import { SIGN_IN_PER_IP } from '../../shared/route-policy.js'
 import { emailAuthDepsOf, sendPasswordResetMail } from '../email/service.js'
 import { EmailedToken, Status } from '../schemas.js'
 import { sendPage } from '../../shared/html-page.js'
@@ -14,8 +14,7 @@ import { renderConfirmPage, renderInvalidPage, SECURE_ACCOUNT_PATH } from './pag
 import { findNotice, secureAccount } from './secure.js'
 
 const tags = ['auth']
-// No session: the link is opened wherever the mail is read. Per IP, like a sign-in.
-const LINK: RoutePolicy = { access: 'public', rateLimit: { perIp: 'signIn' } }
+// No session: the link is opened wherever the mail is read. Both routes are SIGN_IN_PER_IP.
 
 export default async function securityRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>()
@@ -24,7 +23,7 @@ export default async function securityRoutes(fastify: FastifyInstance) {
   app.get(
     '/api/auth/security-notice',
     {
-      config: { policy: LINK },
+      config: { policy: SIGN_IN_PER_IP },
       schema: {
         operationId: 'securityNoticePage',
         tags,
@@ -44,7 +43,7 @@ export default async function securityRoutes(fastify: FastifyInstance) {
   app.post(
     SECURE_ACCOUNT_PATH,
     {
-      config: { policy: LINK },
+      config: { policy: SIGN_IN_PER_IP },
       schema: {
         operationId: 'secureAccount',
         tags,
