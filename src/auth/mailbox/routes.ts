@@ -10,6 +10,7 @@ import { resolveOptionalRedirect, resolveRedirect, withQuery } from '../../share
 import { type RoutePolicy, SIGN_IN, SIGN_IN_PER_IP } from '../../shared/route-policy.js'
 import { SingleLine } from '../../shared/validation.js'
 import { CodeStore } from '../links/codes.js'
+import { mailRoute } from '../links/mail-route.js'
 import { sendPage } from '../../shared/html-page.js'
 import {
   CallbackUrl,
@@ -55,30 +56,18 @@ export default async function mailboxRoutes(fastify: FastifyInstance) {
   const deps: MailboxDeps = { ...emailAuthDepsOf(app), codes: new CodeStore(app.config.auth.secrets[0]!) }
   const signInDeps = signInDepsOf(app)
 
-  /** A code is mailed after the answer, whatever the address: the same answer, in the same time. */
+  /** A code is mailed after the answer, whatever the address (links/mail-route.ts). */
   const sendCodeRoute = (
     url: string,
     operationId: string,
     summary: string,
     body: z.ZodType<{ email: string; type?: CodeType }>,
   ) =>
-    app.post(
+    mailRoute(
+      app,
       url,
-      {
-        config: { policy: MAILS },
-        schema: {
-          operationId,
-          tags,
-          summary,
-          body,
-          response: { 200: Success, 400: ErrorSchema, 403: ErrorSchema, 429: ErrorSchema },
-        },
-      },
-      async (request) => {
-        const { email, type = 'forget-password' } = request.body as { email: string; type?: CodeType }
-        app.afterReply(request, `${type} code`, () => sendCode(deps, email, type))
-        return { success: true as const }
-      },
+      { policy: MAILS, operationId, tags, summary, body, answer: Success, answered: () => ({ success: true as const }) },
+      ({ email, type = 'forget-password' }) => ({ what: `${type} code`, mail: () => sendCode(deps, email, type) }),
     )
 
   sendCodeRoute(
@@ -187,36 +176,35 @@ export default async function mailboxRoutes(fastify: FastifyInstance) {
 
   const redirect = (url: string | undefined, field: string) => resolveOptionalRedirect(url, app.redirectRules, field)
 
-  app.post(
+  mailRoute(
+    app,
     '/api/auth/sign-in/magic-link',
     {
-      config: { policy: MAILS },
-      schema: {
-        operationId: 'signInWithMagicLink',
-        tags,
-        summary:
-          'Mail a single-use sign-in link (5 min); using it creates a verified account for a new address. The same answer whether the address has an account or not',
-        body: z.strictObject({
-          email: Email,
-          name: SingleLine(1, 100).optional(),
-          callbackURL: CallbackUrl.optional(),
-          newUserCallbackURL: CallbackUrl.optional(),
-          errorCallbackURL: CallbackUrl.optional(),
-        }),
-        response: { 200: z.object({ status: z.literal(true) }), 400: ErrorSchema, 403: ErrorSchema, 429: ErrorSchema },
-      },
+      policy: MAILS,
+      operationId: 'signInWithMagicLink',
+      tags,
+      summary:
+        'Mail a single-use sign-in link (5 min); using it creates a verified account for a new address. The same answer whether the address has an account or not',
+      body: z.strictObject({
+        email: Email,
+        name: SingleLine(1, 100).optional(),
+        callbackURL: CallbackUrl.optional(),
+        newUserCallbackURL: CallbackUrl.optional(),
+        errorCallbackURL: CallbackUrl.optional(),
+      }),
+      answer: z.object({ status: z.literal(true) }),
+      answered: () => ({ status: true as const }),
     },
-    async (request) => {
-      const { email, name } = request.body
+    (body) => {
+      const { email, name } = body
       // Resolved now, by the one redirect rule: a hostile target is refused here and never mailed.
       // errorCallbackURL is checked like the others; a link that fails says so on its own page.
-      redirect(request.body.errorCallbackURL, 'errorCallbackURL')
+      redirect(body.errorCallbackURL, 'errorCallbackURL')
       const urls = {
-        callbackURL: resolveRedirect(request.body.callbackURL ?? '/', app.redirectRules, 'callbackURL'),
-        newUserCallbackURL: redirect(request.body.newUserCallbackURL, 'newUserCallbackURL'),
+        callbackURL: resolveRedirect(body.callbackURL ?? '/', app.redirectRules, 'callbackURL'),
+        newUserCallbackURL: redirect(body.newUserCallbackURL, 'newUserCallbackURL'),
       }
-      app.afterReply(request, 'sign-in link', () => requestMagicLink(deps, { email, name, urls }))
-      return { status: true as const }
+      return { what: 'sign-in link', mail: () => requestMagicLink(deps, { email, name, urls }) }
     },
   )
 
