@@ -10,8 +10,8 @@ import { resolveOptionalRedirect, resolveRedirect, withQuery } from '../../share
 import { type RoutePolicy, SIGN_IN, SIGN_IN_PER_IP } from '../../shared/route-policy.js'
 import { SingleLine } from '../../shared/validation.js'
 import { CodeStore } from '../links/codes.js'
+import { linkPageRoute } from '../links/link-page.js'
 import { mailRoute } from '../links/mail-route.js'
-import { sendPage } from '../../shared/html-page.js'
 import {
   CallbackUrl,
   Email,
@@ -208,23 +208,18 @@ export default async function mailboxRoutes(fastify: FastifyInstance) {
     },
   )
 
-  app.get(
+  linkPageRoute(
+    app,
     MAGIC_LINK_VERIFY_PATH,
     {
-      config: { policy: SIGN_IN_PER_IP },
-      schema: {
-        operationId: 'verifyMagicLink',
-        tags,
-        summary: `The mailed sign-in link: an HTML page whose button (POST ${MAGIC_LINK_VERIFY_PATH}) signs in; opening it signs nobody in and spends nothing`,
-        querystring: z.strictObject({ token: EmailedToken }),
-        response: { 200: z.string().describe('text/html'), 400: z.string().describe('text/html') },
-      },
+      operationId: 'verifyMagicLink',
+      tags,
+      summary: `The mailed sign-in link: an HTML page whose button (POST ${MAGIC_LINK_VERIFY_PATH}) signs in; opening it signs nobody in and spends nothing`,
     },
-    async (request, reply) => {
-      const email = await magicLinkAddress(deps, request.query.token)
-      return email
-        ? sendPage(reply, renderSignInPage(request.query.token, email), 200)
-        : sendPage(reply, renderUsedLinkPage(), 400)
+    {
+      find: (token) => magicLinkAddress(deps, token),
+      live: (email, token) => renderSignInPage(token, email),
+      dead: renderUsedLinkPage,
     },
   )
 

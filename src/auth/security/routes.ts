@@ -8,8 +8,8 @@ import { contextOf } from '../../shared/context.js'
 import { ErrorSchema } from '../../shared/errors.js'
 import { SIGN_IN_PER_IP } from '../../shared/route-policy.js'
 import { emailAuthDepsOf, sendPasswordResetMail } from '../email/service.js'
+import { linkPageRoute } from '../links/link-page.js'
 import { EmailedToken, Status } from '../schemas.js'
-import { sendPage } from '../../shared/html-page.js'
 import { renderConfirmPage, renderInvalidPage, SECURE_ACCOUNT_PATH } from './page.js'
 import { findNotice, secureAccount } from './secure.js'
 
@@ -20,24 +20,15 @@ export default async function securityRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>()
   const deps = emailAuthDepsOf(app)
 
-  app.get(
+  linkPageRoute(
+    app,
     '/api/auth/security-notice',
     {
-      config: { policy: SIGN_IN_PER_IP },
-      schema: {
-        operationId: 'securityNoticePage',
-        tags,
-        summary: `A security notice's "this wasn't me" link: an HTML page that says what happened and asks; only its button (POST ${SECURE_ACCOUNT_PATH}) acts`,
-        querystring: z.strictObject({ token: EmailedToken }),
-        response: { 200: z.string().describe('text/html'), 400: z.string().describe('text/html') },
-      },
+      operationId: 'securityNoticePage',
+      tags,
+      summary: `A security notice's "this wasn't me" link: an HTML page that says what happened and asks; only its button (POST ${SECURE_ACCOUNT_PATH}) acts`,
     },
-    async (request, reply) => {
-      const notice = await findNotice(deps, request.query.token)
-      return notice
-        ? sendPage(reply, renderConfirmPage(notice, request.query.token), 200)
-        : sendPage(reply, renderInvalidPage(), 400)
-    },
+    { find: (token) => findNotice(deps, token), live: renderConfirmPage, dead: renderInvalidPage },
   )
 
   app.post(
