@@ -2,17 +2,8 @@
 // The order id is our payment id. Amounts are whole rupiah.
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { Clock } from '../shared/clock.js'
-import {
-  badSignature,
-  gatewayError,
-  notYetAtGateway,
-  type CheckoutRequest,
-  type CheckoutSession,
-  type GatewayState,
-  type PaymentGateway,
-  type PaymentRef,
-  type WebhookNotice,
-} from './gateway.js'
+import type { CheckoutRequest, CheckoutSession, GatewayState, PaymentGateway, PaymentRef, WebhookNotice } from './gateway.js'
+import { badSignature, gatewayError, notYetAtGateway } from './gateway.js'
 import type { PaymentStatus } from './tables.js'
 
 interface MidtransOptions {

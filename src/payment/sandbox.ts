@@ -7,17 +7,8 @@ import { z } from 'zod'
 import type { Clock } from '../shared/clock.js'
 import { escapeHtml, htmlPage, pageData, type Page } from '../shared/html-page.js'
 import { newId } from '../shared/ids.js'
-import {
-  badSignature,
-  header,
-  notYetAtGateway,
-  type CheckoutRequest,
-  type CheckoutSession,
-  type GatewayState,
-  type PaymentGateway,
-  type PaymentRef,
-  type WebhookNotice,
-} from './gateway.js'
+import type { CheckoutRequest, CheckoutSession, GatewayState, PaymentGateway, PaymentRef, WebhookNotice } from './gateway.js'
+import { badSignature, header, notYetAtGateway } from './gateway.js'
 import { CHECKOUT_TTL_MINUTES } from './products.js'
 import type { PaymentStatus } from './tables.js'
 

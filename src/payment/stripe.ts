@@ -3,17 +3,8 @@
 // server without payments, or before its first checkout, never pays for it.
 import type { IncomingHttpHeaders } from 'node:http'
 import type Stripe from 'stripe'
-import {
-  badSignature,
-  gatewayError,
-  header,
-  type CheckoutRequest,
-  type CheckoutSession,
-  type GatewayState,
-  type PaymentGateway,
-  type PaymentRef,
-  type WebhookNotice,
-} from './gateway.js'
+import type { CheckoutRequest, CheckoutSession, GatewayState, PaymentGateway, PaymentRef, WebhookNotice } from './gateway.js'
+import { badSignature, gatewayError, header } from './gateway.js'
 
 // IDR is not on Stripe's zero-decimal list: Stripe expects amounts in sen (rupiah x 100), so
 // 49000 IDR is sent as unit_amount 4900000 and read back divided by 100.

@@ -47,7 +47,7 @@ export const pageData = (data: unknown) => JSON.stringify(data).replace(/</g, '\
  * (the page's own origin). `onAnswer`: the page's code run with `res` (the fetch Response) and
  * `message` (the status line); a failed request re-enables the button and says so.
  */
-export const tokenButtonScript = (
+const tokenButtonScript = (
   nonce: string,
   buttonId: string,
   url: string,
@@ -69,6 +69,35 @@ ${onAnswer}
   }
 })
 </script>`
+
+/**
+ * The page of a live emailed link: it asks before it acts. `intro` (HTML) says what the button does;
+ * the button posts the token to `post.url`, and `post.onAnswer` is as in tokenButtonScript.
+ */
+export function tokenButtonPage(
+  title: string,
+  intro: string,
+  button: { id: string; label: string },
+  post: { url: string; token: string; onAnswer: string },
+  css: string,
+): Page {
+  return htmlPage(
+    title,
+    (nonce) => `${intro}
+<p><button id="${button.id}" type="button">${button.label}</button></p>
+${tokenButtonScript(nonce, button.id, post.url, post.token, post.onAnswer)}`,
+    css,
+  )
+}
+
+/** The page of an emailed link that is unknown, used or expired; `advice` says what to do instead. */
+export const deadLinkPage = (title: string, advice: string, css?: string): Page =>
+  htmlPage(
+    title,
+    () => `<h1>This link no longer works</h1>
+<p>It is invalid, was already used, or has expired. ${advice}</p>`,
+    css,
+  )
 
 /** Sends a page: no framing, no referrer (the token is in the page's address), HTML as is. */
 export const sendPage = (reply: FastifyReply, page: Page, status: number) =>

@@ -26,4 +26,14 @@ export interface RoutePolicy {
 export const PUBLIC: RoutePolicy = Object.freeze({ access: 'public' })
 /** A route that checks the current password (`reverifiesPassword`), signed in. */
 export const REVERIFIES_PASSWORD: RoutePolicy = Object.freeze({ reverifiesPassword: true })
+/**
+ * A public route that signs in, or acts for someone signed out, with no address in the request (a
+ * link's page, a passkey, a second factor): counted per IP like a sign-in.
+ */
+export const SIGN_IN_PER_IP: RoutePolicy = Object.freeze({ access: 'public', rateLimit: Object.freeze({ perIp: 'signIn' }) })
+/** A public route that takes a secret for an address (a password, a mailed code): per IP and per address like a sign-in. */
+export const SIGN_IN: RoutePolicy = Object.freeze({
+  access: 'public',
+  rateLimit: Object.freeze({ perIp: 'signIn', perEmail: 'signIn' }),
+})
 export const ADMIN: RoutePolicy = Object.freeze({ access: Object.freeze({ roles: Object.freeze(['admin', 'owner'] as const) }) })

@@ -1,14 +1,11 @@
 // Self-service on the signed-in user's own account, at parity with better-auth 1.6.34's core
 // routes: name and image, the change of address, deletion, and the ways in (linked accounts).
 import type { DB, Trx } from '../../../db/index.js'
-import type { Config } from '../../config.js'
-import type { Mailer } from '../../plugins/mailer.js'
 import { updateProfile } from '../../profile/service.js'
 import { recordUserEvent } from '../../shared/audit.js'
-import type { SecurityNotices } from '../security/notices.js'
-import type { Clock } from '../../shared/clock.js'
 import type { RequestContext } from '../../shared/context.js'
 import { AppError } from '../../shared/errors.js'
+import type { EmailAuthDeps } from '../email/service.js'
 import { maybeBootstrapOwner } from './bootstrap.js'
 import { addressChangedMail, approveAddressChangeMail, deletionMail, LINK_LIFETIME_MS, newAddressMail } from '../links/mails.js'
 import {
@@ -19,7 +16,7 @@ import {
   revokeTokens,
   type VerificationRecord,
 } from '../links/verification.js'
-import { forUser, type PasswordHasher } from '../password/password.js'
+import { forUser } from '../password/password.js'
 import { findPasswordHash, lockSessionOf } from '../queries.js'
 import { findUserById, lockUser } from '../../user/queries.js'
 import { assertDeletable, eraseAccount } from '../../user/erase.js'
@@ -33,14 +30,8 @@ import {
   type LinkedAccount,
 } from './queries.js'
 
-export interface AccountDeps {
-  db: DB
-  clock: Clock
-  hasher: PasswordHasher
-  mailer: Mailer
-  config: Config['auth']
-  notices: SecurityNotices
-}
+/** The email flows' dependencies (emailAuthDepsOf builds them): self-service mails the same links. */
+export type AccountDeps = EmailAuthDeps
 
 const expiresIn = (deps: Pick<AccountDeps, 'clock'>, ms: number) => new Date(deps.clock.now().getTime() + ms)
 

@@ -5,12 +5,13 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import { SignUpConsents } from '../../consent/schemas.js'
-import { PUBLIC, REVERIFIES_PASSWORD } from '../../shared/route-policy.js'
+import { PUBLIC, REVERIFIES_PASSWORD, type RoutePolicy, SIGN_IN } from '../../shared/route-policy.js'
 import { contextOf } from '../../shared/context.js'
 import { AppError } from '../../shared/errors.js'
 import { resolveOptionalRedirect, withQuery } from '../../shared/redirect.js'
 import { SingleLine } from '../../shared/validation.js'
 import { landAfterLink } from '../links/emailed-link.js'
+import { mailRoute } from '../links/mail-route.js'
 import { currentUser } from '../../user/signed-in.js'
 import {
   CallbackUrl,
@@ -42,6 +43,8 @@ import {
 } from './service.js'
 
 const tags = ['auth']
+/** A route that mails: public, counted per address like every mail. */
+const MAILS: RoutePolicy = { access: 'public', rateLimit: { perEmail: 'mail' } }
 type RedirectField = 'redirectTo' | 'callbackURL'
 /**
  * The optional redirect of a body, under the name better-auth gives it on that route. Typed as
@@ -115,7 +118,7 @@ export default async function emailRoutes(fastify: FastifyInstance) {
   app.post(
     '/api/auth/sign-in/email',
     {
-      config: { policy: { access: 'public', rateLimit: { perIp: 'signIn', perEmail: 'signIn' } } },
+      config: { policy: SIGN_IN },
       schema: {
         operationId: 'signInEmail',
         tags,
@@ -166,38 +169,34 @@ export default async function emailRoutes(fastify: FastifyInstance) {
   )
 
   /**
-   * A route that mails a link to `email`. It answers before it looks the address up: the same work,
-   * so the same time, for an email with an account and one without (no enumeration by timing). Only
-   * the redirect is checked first, so a hostile one is refused and never mailed.
+   * A route that mails a link to `email` (links/mail-route.ts). Only the redirect is checked first,
+   * so a hostile one is refused and never mailed.
    */
-  const mailRoute = (
+  const mailLinkRoute = (
     url: string,
     doc: { operationId: string; summary: string },
     redirectField: RedirectField,
     what: string,
     mail: (email: string, redirect: string | undefined) => Promise<unknown>,
   ) =>
-    app.post(
+    mailRoute(
+      app,
       url,
       {
-        config: { policy: { access: 'public', rateLimit: { perEmail: 'mail' } } },
-        schema: {
-          operationId: doc.operationId,
-          tags,
-          summary: doc.summary,
-          body: z.strictObject({ email: Email, ...redirectOf(redirectField) }),
-          response: { 200: Status, 400: ErrorSchema, 403: ErrorSchema, 429: ErrorSchema },
-        },
+        policy: MAILS,
+        tags,
+        ...doc,
+        body: z.strictObject({ email: Email, ...redirectOf(redirectField) }),
+        answer: Status,
+        answered: () => ({ status: true as const }),
       },
-      async (request) => {
-        const { email } = request.body
-        const redirect = callback(request.body[redirectField], redirectField)
-        app.afterReply(request, what, () => mail(email, redirect))
-        return { status: true as const }
+      (body) => {
+        const redirect = callback(body[redirectField], redirectField)
+        return { what, mail: () => mail(body.email, redirect) }
       },
     )
 
-  mailRoute(
+  mailLinkRoute(
     '/api/auth/request-password-reset',
     {
       operationId: 'requestPasswordReset',
@@ -250,7 +249,7 @@ export default async function emailRoutes(fastify: FastifyInstance) {
     },
   )
 
-  mailRoute(
+  mailLinkRoute(
     '/api/auth/send-verification-email',
     {
       operationId: 'sendVerificationEmail',

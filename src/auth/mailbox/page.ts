@@ -1,6 +1,6 @@
 // The page a sign-in link opens: opening it signs nobody in and spends nothing (mail scanners open
 // every link); its button posts the token, and the browser that pressed it is the one signed in.
-import { escapeHtml, htmlPage, type Page, tokenButtonScript } from '../../shared/html-page.js'
+import { deadLinkPage, escapeHtml, type Page, tokenButtonPage } from '../../shared/html-page.js'
 
 export const MAGIC_LINK_VERIFY_PATH = '/api/auth/magic-link/verify'
 const TITLE = 'Sign in'
@@ -11,34 +11,25 @@ const SIGN_IN = 'button { background: #1d4ed8; color: #fff; }'
  * else's link sees whose account it is before pressing); the token travels as JSON data.
  */
 export function renderSignInPage(token: string, email: string): Page {
-  return htmlPage(
+  return tokenButtonPage(
     TITLE,
-    (nonce) => `<h1>Sign in</h1>
-<p>Press the button to sign in as <strong id="email">${escapeHtml(email)}</strong> on this device. The link works once, within five minutes of being sent.</p>
-<p><button id="sign-in" type="button">Sign in</button></p>
-${tokenButtonScript(
-  nonce,
-  'sign-in',
-  MAGIC_LINK_VERIFY_PATH,
-  token,
-  `    const answer = await res.json()
+    `<h1>Sign in</h1>
+<p>Press the button to sign in as <strong id="email">${escapeHtml(email)}</strong> on this device. The link works once, within five minutes of being sent.</p>`,
+    { id: 'sign-in', label: 'Sign in' },
+    {
+      url: MAGIC_LINK_VERIFY_PATH,
+      token,
+      onAnswer: `    const answer = await res.json()
     if (res.ok && typeof answer.url === 'string') {
       message.textContent = 'Signed in.'
       location.assign(answer.url)
     } else {
       message.textContent = res.status === 403 ? 'This account cannot sign in.' : 'This link is invalid, used or expired.'
     }`,
-)}`,
+    },
     SIGN_IN,
   )
 }
 
 /** The page of a link that is unknown, used or expired. */
-export function renderUsedLinkPage(): Page {
-  return htmlPage(
-    TITLE,
-    () => `<h1>This link no longer works</h1>
-<p>It is invalid, was already used, or has expired. Ask for a new sign-in link.</p>`,
-    SIGN_IN,
-  )
-}
+export const renderUsedLinkPage = (): Page => deadLinkPage(TITLE, 'Ask for a new sign-in link.', SIGN_IN)

@@ -7,10 +7,11 @@ import { z } from 'zod'
 import { contextOf } from '../../shared/context.js'
 import { ErrorSchema } from '../../shared/errors.js'
 import { resolveOptionalRedirect, resolveRedirect, withQuery } from '../../shared/redirect.js'
-import type { RoutePolicy } from '../../shared/route-policy.js'
+import { type RoutePolicy, SIGN_IN, SIGN_IN_PER_IP } from '../../shared/route-policy.js'
 import { SingleLine } from '../../shared/validation.js'
 import { CodeStore } from '../links/codes.js'
-import { sendPage } from '../../shared/html-page.js'
+import { linkPageRoute } from '../links/link-page.js'
+import { mailRoute } from '../links/mail-route.js'
 import {
   CallbackUrl,
   Email,
@@ -42,10 +43,8 @@ import {
 const tags = ['auth']
 /** A route that mails: per IP like a sign-in, per address like every mail. */
 const MAILS: RoutePolicy = { access: 'public', rateLimit: { perIp: 'signIn', perEmail: 'mail' } }
-/** A route that takes a code: per IP and per address like a password sign-in. */
-const TAKES_CODE: RoutePolicy = { access: 'public', rateLimit: { perIp: 'signIn', perEmail: 'signIn' } }
-/** A sign-in link's page and its button: no address in the request, per IP like a sign-in. */
-const LINK: RoutePolicy = { access: 'public', rateLimit: { perIp: 'signIn' } }
+// A route that takes a code is a SIGN_IN; a sign-in link's page and its button, with no address in
+// the request, are SIGN_IN_PER_IP.
 
 /** Six digits, as mailed: anything else cannot be a code and spends no try. */
 const Otp = z.string().regex(/^\d{6}$/, 'six digits')
@@ -57,30 +56,18 @@ export default async function mailboxRoutes(fastify: FastifyInstance) {
   const deps: MailboxDeps = { ...emailAuthDepsOf(app), codes: new CodeStore(app.config.auth.secrets[0]!) }
   const signInDeps = signInDepsOf(app)
 
-  /** A code is mailed after the answer, whatever the address: the same answer, in the same time. */
+  /** A code is mailed after the answer, whatever the address (links/mail-route.ts). */
   const sendCodeRoute = (
     url: string,
     operationId: string,
     summary: string,
     body: z.ZodType<{ email: string; type?: CodeType }>,
   ) =>
-    app.post(
+    mailRoute(
+      app,
       url,
-      {
-        config: { policy: MAILS },
-        schema: {
-          operationId,
-          tags,
-          summary,
-          body,
-          response: { 200: Success, 400: ErrorSchema, 403: ErrorSchema, 429: ErrorSchema },
-        },
-      },
-      async (request) => {
-        const { email, type = 'forget-password' } = request.body as { email: string; type?: CodeType }
-        app.afterReply(request, `${type} code`, () => sendCode(deps, email, type))
-        return { success: true as const }
-      },
+      { policy: MAILS, operationId, tags, summary, body, answer: Success, answered: () => ({ success: true as const }) },
+      ({ email, type = 'forget-password' }) => ({ what: `${type} code`, mail: () => sendCode(deps, email, type) }),
     )
 
   sendCodeRoute(
@@ -117,7 +104,7 @@ export default async function mailboxRoutes(fastify: FastifyInstance) {
   app.post(
     '/api/auth/sign-in/email-otp',
     {
-      config: { policy: TAKES_CODE },
+      config: { policy: SIGN_IN },
       schema: {
         operationId: 'signInWithEmailOTP',
         tags,
@@ -152,7 +139,7 @@ export default async function mailboxRoutes(fastify: FastifyInstance) {
   app.post(
     '/api/auth/email-otp/verify-email',
     {
-      config: { policy: TAKES_CODE },
+      config: { policy: SIGN_IN },
       schema: {
         operationId: 'verifyEmailOTP',
         tags,
@@ -170,7 +157,7 @@ export default async function mailboxRoutes(fastify: FastifyInstance) {
   app.post(
     '/api/auth/email-otp/reset-password',
     {
-      config: { policy: TAKES_CODE },
+      config: { policy: SIGN_IN },
       schema: {
         operationId: 'resetPasswordWithEmailOTP',
         tags,
@@ -189,63 +176,57 @@ export default async function mailboxRoutes(fastify: FastifyInstance) {
 
   const redirect = (url: string | undefined, field: string) => resolveOptionalRedirect(url, app.redirectRules, field)
 
-  app.post(
+  mailRoute(
+    app,
     '/api/auth/sign-in/magic-link',
     {
-      config: { policy: MAILS },
-      schema: {
-        operationId: 'signInWithMagicLink',
-        tags,
-        summary:
-          'Mail a single-use sign-in link (5 min); using it creates a verified account for a new address. The same answer whether the address has an account or not',
-        body: z.strictObject({
-          email: Email,
-          name: SingleLine(1, 100).optional(),
-          callbackURL: CallbackUrl.optional(),
-          newUserCallbackURL: CallbackUrl.optional(),
-          errorCallbackURL: CallbackUrl.optional(),
-        }),
-        response: { 200: z.object({ status: z.literal(true) }), 400: ErrorSchema, 403: ErrorSchema, 429: ErrorSchema },
-      },
+      policy: MAILS,
+      operationId: 'signInWithMagicLink',
+      tags,
+      summary:
+        'Mail a single-use sign-in link (5 min); using it creates a verified account for a new address. The same answer whether the address has an account or not',
+      body: z.strictObject({
+        email: Email,
+        name: SingleLine(1, 100).optional(),
+        callbackURL: CallbackUrl.optional(),
+        newUserCallbackURL: CallbackUrl.optional(),
+        errorCallbackURL: CallbackUrl.optional(),
+      }),
+      answer: z.object({ status: z.literal(true) }),
+      answered: () => ({ status: true as const }),
     },
-    async (request) => {
-      const { email, name } = request.body
+    (body) => {
+      const { email, name } = body
       // Resolved now, by the one redirect rule: a hostile target is refused here and never mailed.
       // errorCallbackURL is checked like the others; a link that fails says so on its own page.
-      redirect(request.body.errorCallbackURL, 'errorCallbackURL')
+      redirect(body.errorCallbackURL, 'errorCallbackURL')
       const urls = {
-        callbackURL: resolveRedirect(request.body.callbackURL ?? '/', app.redirectRules, 'callbackURL'),
-        newUserCallbackURL: redirect(request.body.newUserCallbackURL, 'newUserCallbackURL'),
+        callbackURL: resolveRedirect(body.callbackURL ?? '/', app.redirectRules, 'callbackURL'),
+        newUserCallbackURL: redirect(body.newUserCallbackURL, 'newUserCallbackURL'),
       }
-      app.afterReply(request, 'sign-in link', () => requestMagicLink(deps, { email, name, urls }))
-      return { status: true as const }
+      return { what: 'sign-in link', mail: () => requestMagicLink(deps, { email, name, urls }) }
     },
   )
 
-  app.get(
+  linkPageRoute(
+    app,
     MAGIC_LINK_VERIFY_PATH,
     {
-      config: { policy: LINK },
-      schema: {
-        operationId: 'verifyMagicLink',
-        tags,
-        summary: `The mailed sign-in link: an HTML page whose button (POST ${MAGIC_LINK_VERIFY_PATH}) signs in; opening it signs nobody in and spends nothing`,
-        querystring: z.strictObject({ token: EmailedToken }),
-        response: { 200: z.string().describe('text/html'), 400: z.string().describe('text/html') },
-      },
+      operationId: 'verifyMagicLink',
+      tags,
+      summary: `The mailed sign-in link: an HTML page whose button (POST ${MAGIC_LINK_VERIFY_PATH}) signs in; opening it signs nobody in and spends nothing`,
     },
-    async (request, reply) => {
-      const email = await magicLinkAddress(deps, request.query.token)
-      return email
-        ? sendPage(reply, renderSignInPage(request.query.token, email), 200)
-        : sendPage(reply, renderUsedLinkPage(), 400)
+    {
+      find: (token) => magicLinkAddress(deps, token),
+      live: (email, token) => renderSignInPage(token, email),
+      dead: renderUsedLinkPage,
     },
   )
 
   app.post(
     MAGIC_LINK_VERIFY_PATH,
     {
-      config: { policy: LINK },
+      config: { policy: SIGN_IN_PER_IP },
       schema: {
         operationId: 'confirmMagicLink',
         tags,

@@ -49,6 +49,30 @@ async function lockUserByEmail(trx: Trx, email: string): Promise<void> {
   if (user) await lockUser(trx, { id: user.id }, ['id'])
 }
 
+/** Uses the address's `purpose` code, then `act`s, in one transaction that locks the address's user first. */
+function useCode<T>(
+  deps: MailboxDeps,
+  purpose: CodePurpose,
+  input: { email: string; otp: string },
+  act: (trx: Trx) => Promise<T>,
+): Promise<T> {
+  return deps.codes.use(
+    deps.db,
+    { purpose, email: input.email, code: input.otp, now: () => now(deps) },
+    { lockFirst: (trx) => lockUserByEmail(trx, input.email), act },
+  )
+}
+
+/**
+ * The account a verification or reset code was for. A code stored for an address without an
+ * account was never mailed: nobody can know it.
+ */
+async function accountOfCode(trx: Trx, email: string): Promise<UserWithFlags> {
+  const user = await findUserByEmail(trx, email)
+  if (!user) throw invalidCode()
+  return user
+}
+
 /**
  * Mails a code of `type` to the address, or does the same work and mails nothing. A sign-in code
  * goes to any address (signing in with it creates the account: sign-up is open); a verification code
@@ -119,13 +143,8 @@ export async function signInWithCode(
   input: { email: string; otp: string; name?: string; image?: string | null },
 ): Promise<MailboxAccount> {
   try {
-    return await deps.codes.use(
-      deps.db,
-      { purpose: 'sign-in-code', email: input.email, code: input.otp, now: () => now(deps) },
-      {
-        lockFirst: (trx) => lockUserByEmail(trx, input.email),
-        act: (trx) => accountOfProvenAddress(deps, ctx, trx, { ...input, via: 'email-otp' }),
-      },
+    return await useCode(deps, 'sign-in-code', input, (trx) =>
+      accountOfProvenAddress(deps, ctx, trx, { ...input, via: 'email-otp' }),
     )
   } catch (err) {
     if (isDuplicate(err)) throw invalidCode()
@@ -144,27 +163,18 @@ export async function verifyEmailWithCode(
   input: { email: string; otp: string },
   signedInAs: string | null,
 ): Promise<UserWithFlags> {
-  return deps.codes.use(
-    deps.db,
-    { purpose: 'verify-email-code', email: input.email, code: input.otp, now: () => now(deps) },
-    {
-      lockFirst: (trx) => lockUserByEmail(trx, input.email),
-      act: async (trx) => {
-        const user = await findUserByEmail(trx, input.email)
-        // A code stored for an address without an account was never mailed: nobody can know it.
-        if (!user) throw invalidCode()
-        const at = now(deps)
-        await markEmailVerified(trx, user.id, user.email, at)
-        if (signedInAs !== user.id) await markWaysInUnproven(trx, user.id)
-        await recordUserEvent(trx, ctx, user.id, 'auth.email_verified', {
-          via: 'code',
-          ...(signedInAs === user.id ? {} : { signedIn: false }),
-        })
-        await maybeBootstrapOwner(trx, { ...user, emailVerified: true }, deps.config.bootstrapOwnerEmail, at, 'mailbox', ctx.log)
-        return (await findUserById(trx, user.id))!
-      },
-    },
-  )
+  return useCode(deps, 'verify-email-code', input, async (trx) => {
+    const user = await accountOfCode(trx, input.email)
+    const at = now(deps)
+    await markEmailVerified(trx, user.id, user.email, at)
+    if (signedInAs !== user.id) await markWaysInUnproven(trx, user.id)
+    await recordUserEvent(trx, ctx, user.id, 'auth.email_verified', {
+      via: 'code',
+      ...(signedInAs === user.id ? {} : { signedIn: false }),
+    })
+    await maybeBootstrapOwner(trx, { ...user, emailVerified: true }, deps.config.bootstrapOwnerEmail, at, 'mailbox', ctx.log)
+    return (await findUserById(trx, user.id))!
+  })
 }
 
 /** email-otp/reset-password: the code proves the mailbox; the reset is the reset link's (completeReset). */
@@ -176,17 +186,8 @@ export async function resetPasswordWithCode(
   // No live code, no Argon2 work (and no try is spent by looking).
   if (!(await deps.codes.isLive(deps.db, 'reset-password-code', input.email, now(deps)))) throw invalidCode()
   const passwordHash = await deps.hasher.hashNew(input.password, forAddress(ctx, input.email))
-  const notice = await deps.codes.use(
-    deps.db,
-    { purpose: 'reset-password-code', email: input.email, code: input.otp, now: () => now(deps) },
-    {
-      lockFirst: (trx) => lockUserByEmail(trx, input.email),
-      act: async (trx) => {
-        const user = await findUserByEmail(trx, input.email)
-        if (!user) throw invalidCode()
-        return completeReset(deps, ctx, trx, user, passwordHash, now(deps))
-      },
-    },
+  const notice = await useCode(deps, 'reset-password-code', input, async (trx) =>
+    completeReset(deps, ctx, trx, await accountOfCode(trx, input.email), passwordHash, now(deps)),
   )
   notice()
 }

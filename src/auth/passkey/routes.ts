@@ -6,7 +6,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import { contextOf } from '../../shared/context.js'
 import { ErrorSchema } from '../../shared/errors.js'
-import type { RoutePolicy } from '../../shared/route-policy.js'
+import { SIGN_IN_PER_IP } from '../../shared/route-policy.js'
 import { SessionSchema, Status, toSessionJson, toUserJson, UserSchema } from '../schemas.js'
 import { currentUser } from '../../user/signed-in.js'
 import { signInWith } from '../session/sign-in.js'
@@ -33,8 +33,6 @@ import {
 } from './service.js'
 
 const tags = ['passkey']
-// Public: a sign-in has no session yet. Per IP like every sign-in: each ceremony also stores a challenge.
-const SIGN_IN: RoutePolicy = { access: 'public', rateLimit: { perIp: 'signIn' } }
 
 export default async function passkeyRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>()
@@ -94,7 +92,8 @@ export default async function passkeyRoutes(fastify: FastifyInstance) {
   app.get(
     '/api/auth/passkey/generate-authenticate-options',
     {
-      config: { policy: SIGN_IN },
+      // Public: a sign-in has no session yet. Per IP like every sign-in: each ceremony also stores a challenge.
+      config: { policy: SIGN_IN_PER_IP },
       schema: {
         operationId: 'passkeyGenerateAuthenticateOptions',
         tags,
@@ -114,7 +113,7 @@ export default async function passkeyRoutes(fastify: FastifyInstance) {
   app.post(
     '/api/auth/passkey/verify-authentication',
     {
-      config: { policy: SIGN_IN },
+      config: { policy: SIGN_IN_PER_IP },
       schema: {
         operationId: 'passkeyVerifyAuthentication',
         tags,

@@ -6,45 +6,35 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import { contextOf } from '../../shared/context.js'
 import { ErrorSchema } from '../../shared/errors.js'
-import type { RoutePolicy } from '../../shared/route-policy.js'
+import { SIGN_IN_PER_IP } from '../../shared/route-policy.js'
 import { emailAuthDepsOf, sendPasswordResetMail } from '../email/service.js'
+import { linkPageRoute } from '../links/link-page.js'
 import { EmailedToken, Status } from '../schemas.js'
-import { sendPage } from '../../shared/html-page.js'
 import { renderConfirmPage, renderInvalidPage, SECURE_ACCOUNT_PATH } from './page.js'
 import { findNotice, secureAccount } from './secure.js'
 
 const tags = ['auth']
-// No session: the link is opened wherever the mail is read. Per IP, like a sign-in.
-const LINK: RoutePolicy = { access: 'public', rateLimit: { perIp: 'signIn' } }
+// No session: the link is opened wherever the mail is read. Both routes are SIGN_IN_PER_IP.
 
 export default async function securityRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>()
   const deps = emailAuthDepsOf(app)
 
-  app.get(
+  linkPageRoute(
+    app,
     '/api/auth/security-notice',
     {
-      config: { policy: LINK },
-      schema: {
-        operationId: 'securityNoticePage',
-        tags,
-        summary: `A security notice's "this wasn't me" link: an HTML page that says what happened and asks; only its button (POST ${SECURE_ACCOUNT_PATH}) acts`,
-        querystring: z.strictObject({ token: EmailedToken }),
-        response: { 200: z.string().describe('text/html'), 400: z.string().describe('text/html') },
-      },
+      operationId: 'securityNoticePage',
+      tags,
+      summary: `A security notice's "this wasn't me" link: an HTML page that says what happened and asks; only its button (POST ${SECURE_ACCOUNT_PATH}) acts`,
     },
-    async (request, reply) => {
-      const notice = await findNotice(deps, request.query.token)
-      return notice
-        ? sendPage(reply, renderConfirmPage(notice, request.query.token), 200)
-        : sendPage(reply, renderInvalidPage(), 400)
-    },
+    { find: (token) => findNotice(deps, token), live: renderConfirmPage, dead: renderInvalidPage },
   )
 
   app.post(
     SECURE_ACCOUNT_PATH,
     {
-      config: { policy: LINK },
+      config: { policy: SIGN_IN_PER_IP },
       schema: {
         operationId: 'secureAccount',
         tags,

@@ -6,7 +6,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import { contextOf } from '../../shared/context.js'
 import { AppError, ErrorSchema } from '../../shared/errors.js'
-import { REVERIFIES_PASSWORD, type RoutePolicy } from '../../shared/route-policy.js'
+import { REVERIFIES_PASSWORD, SIGN_IN_PER_IP } from '../../shared/route-policy.js'
 import { PlainText } from '../../shared/validation.js'
 import { currentUser } from '../../user/signed-in.js'
 import { CurrentPassword, Status, toUserJson, UserSchema } from '../schemas.js'
@@ -34,9 +34,6 @@ export default async function twoFactorRoutes(fastify: FastifyInstance) {
 
   // The code is short; anything longer is not a typo of one.
   const Code = z.string().min(1).max(64)
-  // Public: the second step of a sign-in has no session yet (the challenge cookie says who); a
-  // signed-in user confirms the setup on the same routes. Per IP like a sign-in.
-  const VERIFY: RoutePolicy = { access: 'public', rateLimit: { perIp: 'signIn' } }
   const PasswordBody = z.strictObject({ password: CurrentPassword })
 
   /** The options of a route that asks for the password again (REVERIFIES_PASSWORD) and answers `ok` with 200. */
@@ -142,7 +139,9 @@ export default async function twoFactorRoutes(fastify: FastifyInstance) {
 
   /** The options of verify-totp and verify-backup-code: a code, and whether to trust this device. */
   const verifying = (operationId: string, summary: string) => ({
-    config: { policy: VERIFY },
+    // Public: the second step of a sign-in has no session yet (the challenge cookie says who); a
+    // signed-in user confirms the setup on the same routes.
+    config: { policy: SIGN_IN_PER_IP },
     schema: {
       operationId,
       tags,
