@@ -5,6 +5,7 @@ import { newId } from '../shared/ids.js'
 import type { Role } from '../shared/roles.js'
 import { banColumns, fieldsOf, toUserWithFlags, userColumns } from '../user/rows.js'
 import type { Ban, UserWithFlags } from '../user/types.js'
+import { ownRow } from '../shared/own-row.js'
 
 export const CREDENTIAL = 'credential'
 
@@ -92,13 +93,7 @@ export async function replacePasswordHash(
 
 /** Locks the user's session `id` until the transaction ends; false when it has ended. */
 export async function lockSessionOf(trx: Trx, userId: string, id: string): Promise<boolean> {
-  const row = await trx
-    .selectFrom('session')
-    .select('id')
-    .where('id', '=', id)
-    .where('user_id', '=', userId)
-    .forUpdate()
-    .executeTakeFirst()
+  const row = await trx.selectFrom('session').select('id').where(ownRow(userId, id)).forUpdate().executeTakeFirst()
   return row !== undefined
 }
 

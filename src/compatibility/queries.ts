@@ -3,6 +3,7 @@ import { sql, type Insertable } from 'kysely'
 import type { Executor, Trx } from '../../db/index.js'
 import { newestFirst, type PageRequest } from '../shared/pagination.js'
 import type { CompatibilityResultRow, CompatibilityResultTable, DeepInsightsPurchaseTable } from './tables.js'
+import { ownRow } from '../shared/own-row.js'
 
 export async function insertResult(db: Executor, values: Insertable<CompatibilityResultTable>): Promise<CompatibilityResultRow> {
   return db.insertInto('compatibility_result').values(values).returningAll().executeTakeFirstOrThrow()
@@ -13,12 +14,7 @@ export async function findResult(db: Executor, id: string): Promise<Compatibilit
 }
 
 export async function ownsResult(db: Executor, userId: string, id: string): Promise<boolean> {
-  const row = await db
-    .selectFrom('compatibility_result')
-    .select('id')
-    .where('id', '=', id)
-    .where('user_id', '=', userId)
-    .executeTakeFirst()
+  const row = await db.selectFrom('compatibility_result').select('id').where(ownRow(userId, id)).executeTakeFirst()
   return Boolean(row)
 }
 
@@ -57,8 +53,7 @@ export async function saveOwnDeepInsights(
   return db
     .updateTable('compatibility_result')
     .set({ deep_insights: content, updated_at: now })
-    .where('id', '=', id)
-    .where('user_id', '=', userId)
+    .where(ownRow(userId, id))
     .where('deep_insights_unlocked', '=', true)
     .returningAll()
     .executeTakeFirst()

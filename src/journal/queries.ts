@@ -3,6 +3,7 @@ import { sql, type Insertable, type Updateable } from 'kysely'
 import type { Executor } from '../../db/index.js'
 import { newestFirst, type PageRequest } from '../shared/pagination.js'
 import type { JournalEntryRow, JournalEntryTable } from './tables.js'
+import { ownRow } from '../shared/own-row.js'
 
 export async function insertEntry(db: Executor, values: Insertable<JournalEntryTable>): Promise<JournalEntryRow> {
   return db.insertInto('journal_entry').values(values).returningAll().executeTakeFirstOrThrow()
@@ -18,17 +19,11 @@ export async function updateOwnEntry(
   id: string,
   values: Updateable<JournalEntryTable>,
 ): Promise<JournalEntryRow | undefined> {
-  return db
-    .updateTable('journal_entry')
-    .set(values)
-    .where('id', '=', id)
-    .where('user_id', '=', userId)
-    .returningAll()
-    .executeTakeFirst()
+  return db.updateTable('journal_entry').set(values).where(ownRow(userId, id)).returningAll().executeTakeFirst()
 }
 
 export async function deleteOwnEntry(db: Executor, userId: string, id: string): Promise<boolean> {
-  const result = await db.deleteFrom('journal_entry').where('id', '=', id).where('user_id', '=', userId).executeTakeFirst()
+  const result = await db.deleteFrom('journal_entry').where(ownRow(userId, id)).executeTakeFirst()
   return result.numDeletedRows > 0n
 }
 

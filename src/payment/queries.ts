@@ -4,6 +4,7 @@ import type { Executor, Trx } from '../../db/index.js'
 import type { Plan } from '../shared/plans.js'
 import { newestFirst, type PageRequest } from '../shared/pagination.js'
 import type { PaymentRow, PaymentStatus, Provider } from './tables.js'
+import { ownRow } from '../shared/own-row.js'
 
 type NewPayment = {
   id: string
@@ -48,7 +49,7 @@ export async function findPayment(db: Executor, id: string): Promise<PaymentRow 
 }
 
 export async function findUserPayment(db: Executor, userId: string, id: string): Promise<PaymentRow | undefined> {
-  return db.selectFrom('payment').selectAll().where('id', '=', id).where('user_id', '=', userId).executeTakeFirst()
+  return db.selectFrom('payment').selectAll().where(ownRow(userId, id)).executeTakeFirst()
 }
 
 /** The one way a status changes: only from the status the caller saw. Undefined = someone else moved it first. */

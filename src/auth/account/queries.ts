@@ -1,6 +1,7 @@
 // The self-service queries on a user's own rows: the ways in (`account`) and the change of address.
 import type { Executor, Trx } from '../../../db/index.js'
 import { sql } from 'kysely'
+import { ownRow } from '../../shared/own-row.js'
 
 export interface LinkedAccount {
   id: string
@@ -50,7 +51,7 @@ export async function lockAccountsOfUser(trx: Trx, userId: string): Promise<Link
 }
 
 export async function deleteAccountOfUser(trx: Trx, userId: string, id: string): Promise<void> {
-  await trx.deleteFrom('account').where('user_id', '=', userId).where('id', '=', id).execute()
+  await trx.deleteFrom('account').where(ownRow(userId, id)).execute()
 }
 
 /**

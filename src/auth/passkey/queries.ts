@@ -7,6 +7,7 @@ import { newId } from '../../shared/ids.js'
 import { toUserWithFlags, userColumns, type UserWithFlagsRow } from '../../user/rows.js'
 import type { UserWithFlags } from '../../user/types.js'
 import type { PasskeyTable } from './tables.js'
+import { ownRow } from '../../shared/own-row.js'
 
 /** A passkey as its owner sees it (better-auth's passkey model), and the user handle it was given. */
 export interface Passkey {
@@ -76,7 +77,7 @@ export async function passkeysOf(db: Executor, userId: string): Promise<StoredPa
 
 /** The user's passkey `id`; undefined when there is none, or it is someone else's (the same answer). */
 export async function findPasskeyOf(db: Executor, userId: string, id: string): Promise<StoredPasskey | undefined> {
-  const row = await db.selectFrom('passkey').select(columns).where('id', '=', id).where('user_id', '=', userId).executeTakeFirst()
+  const row = await db.selectFrom('passkey').select(columns).where(ownRow(userId, id)).executeTakeFirst()
   return row && toPasskey(row)
 }
 
@@ -154,18 +155,12 @@ export async function recordUse(db: Executor, id: string, counters: { was: numbe
 }
 
 export async function renamePasskey(db: Executor, userId: string, id: string, name: string): Promise<StoredPasskey | undefined> {
-  const row = await db
-    .updateTable('passkey')
-    .set({ name })
-    .where('id', '=', id)
-    .where('user_id', '=', userId)
-    .returning(columns)
-    .executeTakeFirst()
+  const row = await db.updateTable('passkey').set({ name }).where(ownRow(userId, id)).returning(columns).executeTakeFirst()
   return row && toPasskey(row)
 }
 
 export async function deletePasskeyOf(trx: Trx, userId: string, id: string): Promise<boolean> {
-  const result = await trx.deleteFrom('passkey').where('id', '=', id).where('user_id', '=', userId).executeTakeFirst()
+  const result = await trx.deleteFrom('passkey').where(ownRow(userId, id)).executeTakeFirst()
   return result.numDeletedRows === 1n
 }
 

@@ -7,6 +7,7 @@ import { signedInUserColumns, type SignedInUserRow, toSignedInUser } from '../..
 import type { SignedInUser } from '../../user/types.js'
 import type { SessionTable } from '../tables.js'
 import type { SessionState, SessionView } from './types.js'
+import { ownRow } from '../../shared/own-row.js'
 
 /** A session row as the session manager sees it: the public id, its token hash and its times. */
 export interface StoredSession extends SessionView {
@@ -126,7 +127,7 @@ export async function deleteSessionByTokenHash(db: Executor, tokenHash: string):
 
 /** Deletes one session of the user by its public id; false when the user has no such session. */
 export async function deleteSessionOfUser(db: Executor, userId: string, publicId: string): Promise<boolean> {
-  const result = await db.deleteFrom('session').where('id', '=', publicId).where('user_id', '=', userId).executeTakeFirst()
+  const result = await db.deleteFrom('session').where(ownRow(userId, publicId)).executeTakeFirst()
   return result.numDeletedRows > 0n
 }
 
