@@ -7,6 +7,7 @@ import type { Plan } from '../shared/plans.js'
 import type { Role } from '../shared/roles.js'
 import { exactTime, newestFirst, type PageRequest } from '../shared/pagination.js'
 import { effectivePlan } from '../usage/plans.js'
+import { countRows } from '../shared/count-rows.js'
 
 export interface UserFilters {
   email?: string
@@ -159,12 +160,7 @@ export async function countSignupsPerDay(db: Executor, from: Date, toExclusive: 
 }
 
 export async function countActiveSessions(db: Executor, now: Date): Promise<number> {
-  const row = await db
-    .selectFrom('session')
-    .select((eb) => eb.fn.countAll<number>().as('n'))
-    .where('expires_at', '>', now)
-    .executeTakeFirstOrThrow()
-  return Number(row.n)
+  return countRows(db.selectFrom('session').where('expires_at', '>', now))
 }
 
 /**

@@ -6,8 +6,14 @@ import type { Role } from '../shared/roles.js'
 import { banColumns, fieldsOf, toUserWithFlags, userColumns } from '../user/rows.js'
 import type { Ban, UserWithFlags } from '../user/types.js'
 import { ownRow } from '../shared/own-row.js'
+import type { ExpressionBuilder } from 'kysely'
+import type { Database } from '../../db/schema.js'
 
 export const CREDENTIAL = 'credential'
+
+/** The user's credential account: the row that holds their password. */
+const credentialOf = (userId: string) => (eb: ExpressionBuilder<Database, 'account'>) =>
+  eb.and({ user_id: userId, provider_id: CREDENTIAL })
 
 /** A new user row; the columns not given take their defaults (a member on the free plan). */
 export async function insertUser(
@@ -52,12 +58,7 @@ export async function findCredentialByEmail(
 }
 
 export async function findPasswordHash(db: Executor, userId: string): Promise<string | null> {
-  const row = await db
-    .selectFrom('account')
-    .select('password_hash')
-    .where('user_id', '=', userId)
-    .where('provider_id', '=', CREDENTIAL)
-    .executeTakeFirst()
+  const row = await db.selectFrom('account').select('password_hash').where(credentialOf(userId)).executeTakeFirst()
   return row?.password_hash ?? null
 }
 
@@ -84,8 +85,7 @@ export async function replacePasswordHash(
   const result = await trx
     .updateTable('account')
     .set({ password_hash: passwordHash, updated_at: now })
-    .where('user_id', '=', userId)
-    .where('provider_id', '=', CREDENTIAL)
+    .where(credentialOf(userId))
     .where('password_hash', '=', expected)
     .executeTakeFirst()
   return result.numUpdatedRows === 1n

@@ -151,7 +151,9 @@ export class RequestLog extends LogController {
   }
 }
 
-type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace'
+const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const
+type Level = (typeof LEVELS)[number]
+type LevelMethod = (...args: unknown[]) => void
 
 /**
  * A request's logger that becomes a pino child (with the request id) only when something is
@@ -160,6 +162,22 @@ type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace'
  */
 class RequestLogger {
   private child_: FastifyBaseLogger | undefined
+
+  // fatal() to trace(): one method a level, each writing at its level, defined once on the prototype.
+  declare fatal: LevelMethod
+  declare error: LevelMethod
+  declare warn: LevelMethod
+  declare info: LevelMethod
+  declare debug: LevelMethod
+  declare trace: LevelMethod
+
+  static {
+    for (const level of LEVELS) {
+      RequestLogger.prototype[level] = function (this: RequestLogger, ...args: unknown[]) {
+        this.write(level, args)
+      }
+    }
+  }
 
   constructor(
     private readonly parent: Logger,
@@ -188,24 +206,6 @@ class RequestLogger {
     this.real().level = level
   }
 
-  fatal(...args: unknown[]): void {
-    this.write('fatal', args)
-  }
-  error(...args: unknown[]): void {
-    this.write('error', args)
-  }
-  warn(...args: unknown[]): void {
-    this.write('warn', args)
-  }
-  info(...args: unknown[]): void {
-    this.write('info', args)
-  }
-  debug(...args: unknown[]): void {
-    this.write('debug', args)
-  }
-  trace(...args: unknown[]): void {
-    this.write('trace', args)
-  }
   silent(): void {}
 
   child(bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {

@@ -22,7 +22,7 @@ import {
   updateUser,
   type AccountDeps,
 } from './service.js'
-import { emailAuthDepsOf } from '../email/service.js'
+import { emailAuthDepsOf } from '../email/deps.js'
 
 const tags = ['auth']
 

@@ -5,7 +5,7 @@ import { updateProfile } from '../../profile/service.js'
 import { recordUserEvent } from '../../shared/audit.js'
 import type { RequestContext } from '../../shared/context.js'
 import { AppError } from '../../shared/errors.js'
-import type { EmailAuthDeps } from '../email/service.js'
+import type { EmailAuthDeps } from '../email/deps.js'
 import { maybeBootstrapOwner } from './bootstrap.js'
 import { addressChangedMail, approveAddressChangeMail, deletionMail, LINK_LIFETIME_MS, newAddressMail } from '../links/mails.js'
 import {

@@ -39,8 +39,8 @@ import {
   signUpWithEmail,
   verifyEmail,
   verifyEmailPassword,
-  emailAuthDepsOf,
 } from './service.js'
+import { emailAuthDepsOf } from './deps.js'
 
 const tags = ['auth']
 /** A route that mails: public, counted per address like every mail. */

@@ -1,21 +1,18 @@
 // Email and password accounts: sign-up and sign-in, password reset, email verification and the
 // change of password.
-import type { FastifyInstance } from 'fastify'
-import type { DB, Trx } from '../../../db/index.js'
-import type { Config } from '../../config.js'
+import type { Trx } from '../../../db/index.js'
 import type { ConsentInput } from '../../consent/schemas.js'
 import { recordConsents } from '../../consent/service.js'
-import type { Mailer } from '../../plugins/mailer.js'
 import { recordUserEvent } from '../../shared/audit.js'
-import type { PendingNotice, SecurityNotices } from '../security/notices.js'
-import type { Clock } from '../../shared/clock.js'
+import type { PendingNotice } from '../security/notices.js'
 import type { RequestContext } from '../../shared/context.js'
 import { AppError, unauthorized } from '../../shared/errors.js'
 import { newId } from '../../shared/ids.js'
+import type { EmailAuthDeps } from './deps.js'
 import { banHolds, bannedUser } from '../account/ban.js'
 import { isBootstrapEmail, maybeBootstrapOwner } from '../account/bootstrap.js'
 import { LINK_LIFETIME_MS, passwordResetMail, verificationMail } from '../links/mails.js'
-import { forAddress, forUser, isWeakHash, needsRehash, type PasswordHasher } from '../password/password.js'
+import { forAddress, forUser, isWeakHash, needsRehash } from '../password/password.js'
 import {
   clearPasswordResetRequired,
   CREDENTIAL,
@@ -46,26 +43,7 @@ import {
   revokeTokens,
 } from '../links/verification.js'
 
-export interface EmailAuthDeps {
-  db: DB
-  clock: Clock
-  hasher: PasswordHasher
-  mailer: Mailer
-  config: Config['auth']
-  notices: SecurityNotices
-}
-
 type Recipient = Pick<UserWithFlags, 'id' | 'email'>
-
-/** The email flows' dependencies, from the app's decorations (src/app.ts). */
-export const emailAuthDepsOf = (app: FastifyInstance): EmailAuthDeps => ({
-  db: app.db,
-  clock: app.clock,
-  hasher: app.hasher,
-  mailer: app.mailer,
-  config: app.config.auth,
-  notices: app.securityNotices,
-})
 
 export const invalidCredentials = () => new AppError(401, 'INVALID_EMAIL_OR_PASSWORD', 'Invalid email or password')
 

@@ -6,7 +6,7 @@ import { sql } from 'kysely'
 import { json, type Executor, type Trx } from '../../../db/index.js'
 import { newId } from '../../shared/ids.js'
 import { hashToken, newToken } from '../session/tokens.js'
-import { revokeTokens, type VerificationPurpose } from './verification.js'
+import { revokeTokens, tokenFor, type VerificationPurpose } from './verification.js'
 
 const CHALLENGE = 'two-factor-challenge' satisfies VerificationPurpose
 const TRUSTED_DEVICE = 'two-factor-trusted-device' satisfies VerificationPurpose
@@ -84,8 +84,7 @@ export const deleteChallenges = (trx: Trx, userId: string): Promise<number> => r
 export async function consumeChallenge(trx: Trx, token: string, userId: string): Promise<boolean> {
   const result = await trx
     .deleteFrom('verification')
-    .where('token_hash', '=', hashToken(token))
-    .where('purpose', '=', CHALLENGE)
+    .where(tokenFor(token, CHALLENGE))
     .where('user_id', '=', userId)
     .executeTakeFirst()
   return result.numDeletedRows > 0n
@@ -106,8 +105,7 @@ export async function issueTrustedDevice(db: Executor, userId: string, expiresAt
 export async function consumeTrustedDevice(trx: Trx, token: string, userId: string, now: Date): Promise<boolean> {
   const row = await trx
     .deleteFrom('verification')
-    .where('token_hash', '=', hashToken(token))
-    .where('purpose', '=', TRUSTED_DEVICE)
+    .where(tokenFor(token, TRUSTED_DEVICE))
     .where('user_id', '=', userId)
     .returning('expires_at')
     .executeTakeFirst()
@@ -163,8 +161,7 @@ export async function consumeCeremonyChallenge(
 ): Promise<CeremonyChallenge | null> {
   const row = await db
     .deleteFrom('verification')
-    .where('token_hash', '=', hashToken(token))
-    .where('purpose', '=', ceremony)
+    .where(tokenFor(token, ceremony))
     .returning(['user_id', 'data', 'expires_at'])
     .executeTakeFirst()
   if (!row || row.expires_at.getTime() <= now.getTime()) return null

@@ -2,10 +2,25 @@
 // and sign-in links (one-time codes: codes.ts). The token (256 random bits) goes
 // only into the emailed link; the `verification` table holds its SHA-256, so a database dump
 // yields no working link. Using a token deletes its row, inside the caller's transaction.
+import type { ExpressionBuilder } from 'kysely'
 import { json, type Executor, type Trx } from '../../../db/index.js'
+import type { Database } from '../../../db/schema.js'
 import { AppError } from '../../shared/errors.js'
 import { newId } from '../../shared/ids.js'
 import { hashToken, newToken } from '../session/tokens.js'
+import { countRows } from '../../shared/count-rows.js'
+
+/**
+ * `(token_hash = H(token) and purpose …)`: the row of `token` when it serves `purpose` (or one of
+ * `purposes`). How every peek at or use of a token finds it; only the hash of a token is stored.
+ */
+export function tokenFor(token: string, purpose: VerificationPurpose | readonly VerificationPurpose[]) {
+  return (eb: ExpressionBuilder<Database, 'verification'>) =>
+    eb.and([
+      eb('token_hash', '=', hashToken(token)),
+      typeof purpose === 'string' ? eb('purpose', '=', purpose) : eb('purpose', 'in', purpose),
+    ])
+}
 
 export type VerificationPurpose =
   | 'reset-password'
@@ -71,14 +86,7 @@ export async function peekToken(
   token: string,
   now: Date,
 ): Promise<VerificationRecord | null> {
-  const row = await db
-    .selectFrom('verification')
-    .select(['user_id', 'data'])
-    .where('token_hash', '=', hashToken(token))
-    .where('purpose', '=', purpose)
-    .where('expires_at', '>', now)
-    .executeTakeFirst()
-  return row?.user_id ? { userId: row.user_id, data: row.data } : null
+  return peekTokenOf(db, [purpose], token, now)
 }
 
 /** `peekToken` for a link that may serve any of `purposes`. */
@@ -91,8 +99,7 @@ export async function peekTokenOf(
   const row = await db
     .selectFrom('verification')
     .select(['purpose', 'user_id', 'data'])
-    .where('token_hash', '=', hashToken(token))
-    .where('purpose', 'in', purposes)
+    .where(tokenFor(token, purposes))
     .where('expires_at', '>', now)
     .executeTakeFirst()
   return row?.user_id ? { purpose: row.purpose as VerificationPurpose, userId: row.user_id, data: row.data } : null
@@ -123,8 +130,7 @@ export async function consumeTokenOf(
 ): Promise<PurposedRecord | null> {
   const row = await trx
     .deleteFrom('verification')
-    .where('token_hash', '=', hashToken(token))
-    .where('purpose', 'in', purposes)
+    .where(tokenFor(token, purposes))
     .returning(['purpose', 'user_id', 'data', 'expires_at'])
     .executeTakeFirst()
   if (!row?.user_id || row.expires_at.getTime() <= now.getTime()) return null
@@ -155,8 +161,7 @@ export async function peekMagicLink(db: Executor, token: string, now: Date): Pro
   const row = await db
     .selectFrom('verification')
     .select(['user_id', 'data'])
-    .where('token_hash', '=', hashToken(token))
-    .where('purpose', '=', 'magic-link')
+    .where(tokenFor(token, 'magic-link'))
     .where('expires_at', '>', now)
     .executeTakeFirst()
   return row ? { userId: row.user_id, data: row.data } : null
@@ -166,8 +171,7 @@ export async function peekMagicLink(db: Executor, token: string, now: Date): Pro
 export async function consumeMagicLink(trx: Trx, token: string, now: Date): Promise<MagicLinkRecord | null> {
   const row = await trx
     .deleteFrom('verification')
-    .where('token_hash', '=', hashToken(token))
-    .where('purpose', '=', 'magic-link')
+    .where(tokenFor(token, 'magic-link'))
     .returning(['user_id', 'data', 'expires_at'])
     .executeTakeFirst()
   if (!row || row.expires_at.getTime() <= now.getTime()) return null
@@ -181,12 +185,7 @@ export async function countLinksExpiringAfter(
   purpose: VerificationPurpose,
   after: Date,
 ): Promise<number> {
-  const row = await db
-    .selectFrom('verification')
-    .select((eb) => eb.fn.countAll<number>().as('n'))
-    .where('user_id', '=', userId)
-    .where('purpose', '=', purpose)
-    .where('expires_at', '>', after)
-    .executeTakeFirstOrThrow()
-  return Number(row.n)
+  return countRows(
+    db.selectFrom('verification').where('user_id', '=', userId).where('purpose', '=', purpose).where('expires_at', '>', after),
+  )
 }

@@ -23,7 +23,7 @@ import {
   UserSchema,
 } from '../schemas.js'
 import type { UserWithFlags } from '../../user/types.js'
-import { emailAuthDepsOf } from '../email/service.js'
+import { emailAuthDepsOf } from '../email/deps.js'
 import { afterFirstFactor, signInDepsOf } from '../session/sign-in.js'
 import { MAGIC_LINK_VERIFY_PATH, renderSignInPage, renderUsedLinkPage } from './page.js'
 import {

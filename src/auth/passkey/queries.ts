@@ -8,6 +8,7 @@ import { toUserWithFlags, userColumns, type UserWithFlagsRow } from '../../user/
 import type { UserWithFlags } from '../../user/types.js'
 import type { PasskeyTable } from './tables.js'
 import { ownRow } from '../../shared/own-row.js'
+import { countRows } from '../../shared/count-rows.js'
 
 /** A passkey as its owner sees it (better-auth's passkey model), and the user handle it was given. */
 export interface Passkey {
@@ -105,12 +106,7 @@ export async function findPasskeyForSignIn(
 }
 
 export async function countPasskeys(db: Executor, userId: string): Promise<number> {
-  const row = await db
-    .selectFrom('passkey')
-    .select((eb) => eb.fn.countAll<string>().as('n'))
-    .where('user_id', '=', userId)
-    .executeTakeFirstOrThrow()
-  return Number(row.n)
+  return countRows(db.selectFrom('passkey').where('user_id', '=', userId))
 }
 
 export type NewPasskey = Omit<StoredPasskey, 'id' | 'lastUsedAt'>
