@@ -168,7 +168,9 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
     await app.mailer.flush()
   })
   app.addHook('onClose', async () => {
-    await handlers.drained()
+    // Handlers and after-reply work first, then the mail they queued, then what they used.
+    await app.settled()
+    await app.mailer.close()
     await hashPool.close()
     await sessionCache.close()
     if (!deps.database) await database.close()

@@ -93,7 +93,7 @@ export async function replacePasswordHash(
 
 /** Locks the user's session `id` until the transaction ends; false when it has ended. */
 export async function lockSessionOf(trx: Trx, userId: string, id: string): Promise<boolean> {
-  const row = await trx.selectFrom('session').select('id').where(ownRow(userId, id)).forUpdate().executeTakeFirst()
+  const row = await trx.selectFrom('session').select('id').where(ownRow({ id, userId })).forUpdate().executeTakeFirst()
   return row !== undefined
 }
 

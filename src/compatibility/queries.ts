@@ -14,7 +14,7 @@ export async function findResult(db: Executor, id: string): Promise<Compatibilit
 }
 
 export async function ownsResult(db: Executor, userId: string, id: string): Promise<boolean> {
-  const row = await db.selectFrom('compatibility_result').select('id').where(ownRow(userId, id)).executeTakeFirst()
+  const row = await db.selectFrom('compatibility_result').select('id').where(ownRow({ id, userId })).executeTakeFirst()
   return Boolean(row)
 }
 
@@ -53,7 +53,7 @@ export async function saveOwnDeepInsights(
   return db
     .updateTable('compatibility_result')
     .set({ deep_insights: content, updated_at: now })
-    .where(ownRow(userId, id))
+    .where(ownRow({ id, userId }))
     .where('deep_insights_unlocked', '=', true)
     .returningAll()
     .executeTakeFirst()

@@ -19,11 +19,11 @@ export async function updateOwnEntry(
   id: string,
   values: Updateable<JournalEntryTable>,
 ): Promise<JournalEntryRow | undefined> {
-  return db.updateTable('journal_entry').set(values).where(ownRow(userId, id)).returningAll().executeTakeFirst()
+  return db.updateTable('journal_entry').set(values).where(ownRow({ id, userId })).returningAll().executeTakeFirst()
 }
 
 export async function deleteOwnEntry(db: Executor, userId: string, id: string): Promise<boolean> {
-  const result = await db.deleteFrom('journal_entry').where(ownRow(userId, id)).executeTakeFirst()
+  const result = await db.deleteFrom('journal_entry').where(ownRow({ id, userId })).executeTakeFirst()
   return result.numDeletedRows > 0n
 }
 

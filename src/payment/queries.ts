@@ -49,7 +49,7 @@ export async function findPayment(db: Executor, id: string): Promise<PaymentRow 
 }
 
 export async function findUserPayment(db: Executor, userId: string, id: string): Promise<PaymentRow | undefined> {
-  return db.selectFrom('payment').selectAll().where(ownRow(userId, id)).executeTakeFirst()
+  return db.selectFrom('payment').selectAll().where(ownRow({ id, userId })).executeTakeFirst()
 }
 
 /** The one way a status changes: only from the status the caller saw. Undefined = someone else moved it first. */

@@ -22,8 +22,12 @@ export class StripeGateway implements PaymentGateway {
 
   constructor(private readonly options: StripeOptions) {}
 
+  /** The SDK's client, made by the first call; a failed load is not kept, the next call tries again. */
   private sdk(): Promise<Stripe> {
-    this.client ??= this.connect()
+    this.client ??= this.connect().catch((err: unknown) => {
+      this.client = undefined
+      throw gatewayError(err)
+    })
     return this.client
   }
 

@@ -28,10 +28,14 @@ export class Mailer {
     private readonly production: boolean,
   ) {}
 
+  /** The SMTP transport, made by the first message; a failed load is not kept, the next message tries again. */
   private transportFor(smtpUrl: string): Promise<Transporter> {
-    this.transport ??= import('nodemailer').then(({ default: nodemailer }) =>
-      nodemailer.createTransport(smtpUrl, { from: this.config.from }),
-    )
+    this.transport ??= import('nodemailer')
+      .then(({ default: nodemailer }) => nodemailer.createTransport(smtpUrl, { from: this.config.from }))
+      .catch((err: unknown) => {
+        this.transport = undefined
+        throw err
+      })
     return this.transport
   }
 
@@ -78,10 +82,8 @@ export default fp(
   async function mailer(app: FastifyInstance) {
     const mailer = new Mailer(app.config.mail, app.log, app.config.env === 'production')
     app.decorate('mailer', mailer)
-    app.addHook('onClose', async () => {
-      await mailer.flush()
-      await mailer.close()
-    })
+    // Flushed and closed by the app's own close hook (src/app.ts), after the handlers and the
+    // after-reply work that may still queue mail: this plugin's hook would run before them.
   },
   { name: 'mailer' },
 )

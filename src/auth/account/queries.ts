@@ -51,7 +51,7 @@ export async function lockAccountsOfUser(trx: Trx, userId: string): Promise<Link
 }
 
 export async function deleteAccountOfUser(trx: Trx, userId: string, id: string): Promise<void> {
-  await trx.deleteFrom('account').where(ownRow(userId, id)).execute()
+  await trx.deleteFrom('account').where(ownRow({ id, userId })).execute()
 }
 
 /**

@@ -78,7 +78,7 @@ export async function passkeysOf(db: Executor, userId: string): Promise<StoredPa
 
 /** The user's passkey `id`; undefined when there is none, or it is someone else's (the same answer). */
 export async function findPasskeyOf(db: Executor, userId: string, id: string): Promise<StoredPasskey | undefined> {
-  const row = await db.selectFrom('passkey').select(columns).where(ownRow(userId, id)).executeTakeFirst()
+  const row = await db.selectFrom('passkey').select(columns).where(ownRow({ id, userId })).executeTakeFirst()
   return row && toPasskey(row)
 }
 
@@ -151,12 +151,12 @@ export async function recordUse(db: Executor, id: string, counters: { was: numbe
 }
 
 export async function renamePasskey(db: Executor, userId: string, id: string, name: string): Promise<StoredPasskey | undefined> {
-  const row = await db.updateTable('passkey').set({ name }).where(ownRow(userId, id)).returning(columns).executeTakeFirst()
+  const row = await db.updateTable('passkey').set({ name }).where(ownRow({ id, userId })).returning(columns).executeTakeFirst()
   return row && toPasskey(row)
 }
 
 export async function deletePasskeyOf(trx: Trx, userId: string, id: string): Promise<boolean> {
-  const result = await trx.deleteFrom('passkey').where(ownRow(userId, id)).executeTakeFirst()
+  const result = await trx.deleteFrom('passkey').where(ownRow({ id, userId })).executeTakeFirst()
   return result.numDeletedRows === 1n
 }
 

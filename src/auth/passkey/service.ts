@@ -9,8 +9,6 @@ import type {
   AuthenticatorTransportFuture,
   PublicKeyCredentialCreationOptionsJSON,
   PublicKeyCredentialRequestOptionsJSON,
-  verifyAuthenticationResponse,
-  verifyRegistrationResponse,
 } from '@simplewebauthn/server'
 import type { z } from 'zod'
 import type { DB } from '../../../db/index.js'
@@ -145,9 +143,11 @@ export async function verifyRegistration(
   assertFresh(deps, session)
   const challenge = await takeChallenge(deps, 'passkey-registration', token)
   if (challenge.userId !== user.id || !challenge.userHandle) throw notAllowed()
+  // Loaded before the try: a library that fails to load is a server error, not a refused passkey.
+  const { verifyRegistrationResponse } = await webauthn()
   let verification: Awaited<ReturnType<typeof verifyRegistrationResponse>>
   try {
-    verification = await (await webauthn()).verifyRegistrationResponse({
+    verification = await verifyRegistrationResponse({
       response: { ...body.response, clientExtensionResults: body.response.clientExtensionResults ?? {} },
       expectedChallenge: challenge.challenge,
       expectedOrigin: deps.relyingParty.origins,
@@ -231,9 +231,10 @@ export async function verifyAuthentication(
   const handle = response.response.userHandle
   if (handle !== undefined ? handle !== passkey.userHandle : challenge.userId !== user.id)
     throw await refuse('user handle mismatch')
+  const { verifyAuthenticationResponse } = await webauthn()
   let verification: Awaited<ReturnType<typeof verifyAuthenticationResponse>>
   try {
-    verification = await (await webauthn()).verifyAuthenticationResponse({
+    verification = await verifyAuthenticationResponse({
       response: { ...response, clientExtensionResults: response.clientExtensionResults ?? {} },
       expectedChallenge: challenge.challenge,
       expectedOrigin: deps.relyingParty.origins,

@@ -127,7 +127,10 @@ export async function deleteSessionByTokenHash(db: Executor, tokenHash: string):
 
 /** Deletes one session of the user by its public id; false when the user has no such session. */
 export async function deleteSessionOfUser(db: Executor, userId: string, publicId: string): Promise<boolean> {
-  const result = await db.deleteFrom('session').where(ownRow(userId, publicId)).executeTakeFirst()
+  const result = await db
+    .deleteFrom('session')
+    .where(ownRow({ id: publicId, userId }))
+    .executeTakeFirst()
   return result.numDeletedRows > 0n
 }
 
