@@ -6,8 +6,9 @@ import t from 'tap'
 import { buildApp } from '../src/app.js'
 import { loadConfig } from '../src/config.js'
 import { call, signUp, TEST_ENV, WEB_ORIGIN, uniqueEmail } from './helpers/app.js'
-import { freshPostgresUrl, migratedDatabaseEnv, usingPostgres } from './helpers/db.js'
+import { freshPostgresUrl, migratedDatabaseEnv, testDatabase, usingPostgres } from './helpers/db.js'
 import { startServer } from './helpers/server-process.js'
+import { startSmtpServer } from './helpers/smtp.js'
 
 // Spawns real processes: slow on a loaded machine, not a hang.
 t.setTimeout(240_000)
@@ -109,3 +110,17 @@ t.test(
     t.match(res.headers['set-cookie'], /session_token=[^;]+/, 'its session was written and its cookie set')
   },
 )
+
+t.test('closing the app sends the mail that work after a reply queued before close resolves', async (t) => {
+  const smtp = await startSmtpServer()
+  // The file's database, which close() leaves open (deps.database is the caller's).
+  const app = await buildApp(loadConfig({ ...TEST_ENV, SMTP_URL: smtp.url }), { database: await testDatabase() })
+  await app.ready()
+  const user = await signUp(app)
+  const res = await call(app, 'POST', '/api/auth/request-password-reset', { body: { email: user.email } })
+  t.equal(res.statusCode, 200)
+  // The reset's lookup, token and mail run after the reply: close() begins while they are under way.
+  await app.close()
+  const sent = smtp.inbox.for(user.email).filter((m) => m.subject === 'Reset your password')
+  t.equal(sent.length, 1, 'the reset mail reached the SMTP server before close() resolved')
+})
