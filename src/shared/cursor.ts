@@ -61,7 +61,8 @@ function decodeCursor(raw: string): Cursor | null {
   const millis = EXACT_ISO.exec(body.data.c)![1]!
   const date = new Date(`${millis}Z`)
   if (Number.isNaN(date.getTime()) || date.toISOString() !== `${millis}Z`) return null
-  return { at: body.data.c, id: body.data.i }
+  // The JSON inside must be ours too: JSON.parse also takes other escapes, key orders and white space.
+  return encodeCursor(body.data.c, body.data.i) === raw ? { at: body.data.c, id: body.data.i } : null
 }
 
 /** The `cursor` query parameter: a bad one is a 400 VALIDATION_ERROR like any other bad input. */
