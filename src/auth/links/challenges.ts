@@ -6,7 +6,7 @@ import { sql } from 'kysely'
 import { json, type Executor, type Trx } from '../../../db/index.js'
 import { newId } from '../../shared/ids.js'
 import { hashToken, newToken } from '../session/tokens.js'
-import { revokeTokens, tokenFor, type VerificationPurpose } from './verification.js'
+import { claimToken, revokeTokens, tokenFor, type VerificationPurpose } from './verification.js'
 
 const CHALLENGE = 'two-factor-challenge' satisfies VerificationPurpose
 const TRUSTED_DEVICE = 'two-factor-trusted-device' satisfies VerificationPurpose
@@ -159,16 +159,12 @@ export async function consumeCeremonyChallenge(
   token: string,
   now: Date,
 ): Promise<CeremonyChallenge | null> {
-  const row = await db
-    .deleteFrom('verification')
-    .where(tokenFor(token, ceremony))
-    .returning(['user_id', 'data', 'expires_at'])
-    .executeTakeFirst()
-  if (!row || row.expires_at.getTime() <= now.getTime()) return null
+  const row = await claimToken(db, token, ceremony, now)
+  if (!row) return null
   const { challenge, userHandle, sessionId } = row.data as Record<string, unknown>
   if (typeof challenge !== 'string') return null
   return {
-    userId: row.user_id,
+    userId: row.userId,
     challenge,
     ...(typeof userHandle === 'string' ? { userHandle } : {}),
     ...(typeof sessionId === 'string' ? { sessionId } : {}),

@@ -128,12 +128,27 @@ export async function consumeTokenOf(
   token: string,
   now: Date,
 ): Promise<PurposedRecord | null> {
-  const row = await trx
+  const row = await claimToken(trx, token, purposes, now)
+  return row?.userId ? { purpose: row.purpose, userId: row.userId, data: row.data } : null
+}
+
+/**
+ * Deletes the token's row and returns it when it was live: how every use of a token spends it. The
+ * delete is the claim: of two concurrent uses only one gets the row back. An expired token is
+ * deleted too, and yields null. `userId` is null for a token issued to no account.
+ */
+export async function claimToken(
+  db: Executor,
+  token: string,
+  purpose: VerificationPurpose | readonly VerificationPurpose[],
+  now: Date,
+): Promise<{ purpose: VerificationPurpose; userId: string | null; data: Record<string, unknown> } | null> {
+  const row = await db
     .deleteFrom('verification')
-    .where(tokenFor(token, purposes))
+    .where(tokenFor(token, purpose))
     .returning(['purpose', 'user_id', 'data', 'expires_at'])
     .executeTakeFirst()
-  if (!row?.user_id || row.expires_at.getTime() <= now.getTime()) return null
+  if (!row || row.expires_at.getTime() <= now.getTime()) return null
   return { purpose: row.purpose as VerificationPurpose, userId: row.user_id, data: row.data }
 }
 
@@ -169,13 +184,8 @@ export async function peekMagicLink(db: Executor, token: string, now: Date): Pro
 
 /** Deletes a sign-in link and returns its record when it was live (`consumeToken`, for a link that may have no account yet). */
 export async function consumeMagicLink(trx: Trx, token: string, now: Date): Promise<MagicLinkRecord | null> {
-  const row = await trx
-    .deleteFrom('verification')
-    .where(tokenFor(token, 'magic-link'))
-    .returning(['user_id', 'data', 'expires_at'])
-    .executeTakeFirst()
-  if (!row || row.expires_at.getTime() <= now.getTime()) return null
-  return { userId: row.user_id, data: row.data }
+  const row = await claimToken(trx, token, 'magic-link', now)
+  return row && { userId: row.userId, data: row.data }
 }
 
 /** How many of the user's live links of `purpose` expire after `after` (were issued since then plus their lifetime). */
