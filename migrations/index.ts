@@ -15,6 +15,7 @@ import * as m0012 from './0012_payment_plan_expiry.js'
 import * as m0013 from './0013_credential_epoch.js'
 import * as m0014 from './0014_security_notices.js'
 import * as m0015 from './0015_passkey.js'
+import * as m0016 from './0016_consent_order.js'
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -32,4 +33,5 @@ export const migrations: Record<string, Migration> = {
   '0013_credential_epoch': m0013,
   '0014_security_notices': m0014,
   '0015_passkey': m0015,
+  '0016_consent_order': m0016,
 }

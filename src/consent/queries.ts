@@ -46,14 +46,18 @@ export async function insertConsents(
   return rows.map(toRecord)
 }
 
-/** Newest first; records written in one statement share a time, so the id breaks the tie stably. */
+/**
+ * Newest first. Records of the same instant (one statement, or one millisecond of the embedded
+ * database's clock) come in the reverse of the order they were recorded in, so the first of each type
+ * is the decision in force.
+ */
 export async function listConsents(db: Executor, userId: string): Promise<ConsentRecord[]> {
   const rows = await db
     .selectFrom('consent_record')
     .select(columns)
     .where('user_id', '=', userId)
     .orderBy('created_at', 'desc')
-    .orderBy('id', 'desc')
+    .orderBy('seq', 'desc')
     .execute()
   return rows.map(toRecord)
 }

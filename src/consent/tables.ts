@@ -14,6 +14,8 @@ export interface ConsentRecordTable {
   ip: string | null
   user_agent: string | null
   created_at: ColumnType<Date, Date | string | undefined, never>
+  /** The order decisions were recorded in (migration 0016): breaks ties of `created_at`. */
+  seq: ColumnType<string, never, never>
 }
 
 export interface ConsentTables {

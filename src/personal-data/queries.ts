@@ -15,7 +15,8 @@ const SECTIONS = [
   { key: 'deepInsightsPurchases', table: 'deep_insights_purchase', owner: 'user_id', order: 'created_at' },
   { key: 'payments', table: 'payment', owner: 'user_id', order: 'created_at' },
   { key: 'usageCounters', table: 'usage_counter', owner: 'user_id', order: 'period_start' },
-  { key: 'consents', table: 'consent_record', owner: 'user_id', order: 'created_at' },
+  // `seq` orders decisions of the same instant; it counts every user's decisions, so it is not theirs to read.
+  { key: 'consents', table: 'consent_record', owner: 'user_id', order: 'created_at', internal: 'seq' },
   { key: 'auditEvents', table: 'audit_event', owner: ['actor_id', 'target_id'], order: 'at' },
   // The secret and the backup codes' hashes are never exported (secret-like column names); what is: whether and since when.
   { key: 'twoFactor', table: 'two_factor', owner: 'user_id', order: 'created_at' },
@@ -24,7 +25,13 @@ const SECTIONS = [
   { key: 'knownDevices', table: 'known_device', owner: 'user_id', order: 'first_seen_at' },
   // Public keys and their names: nothing in a passkey's row lets anyone sign in.
   { key: 'passkeys', table: 'passkey', owner: 'user_id', order: 'created_at' },
-] as const satisfies ReadonlyArray<{ key: SectionKey; table: string; owner: string | readonly string[]; order: string }>
+] as const satisfies ReadonlyArray<{
+  key: SectionKey
+  table: string
+  owner: string | readonly string[]
+  order: string
+  internal?: string
+}>
 
 // Every section of the export's schema (schemas.ts) has its table here.
 const everySection: [Exclude<SectionKey, (typeof SECTIONS)[number]['key']>] extends [never] ? true : never = true
@@ -35,7 +42,7 @@ export const EXPORTED_TABLES: readonly string[] = SECTIONS.map((s) => s.table)
 
 export type Row = Record<string, unknown>
 
-/** The user's row and the rows of every section, every column as stored. */
+/** The user's row and the rows of every section, every column as stored but a section's internal one. */
 export async function readPersonalData(trx: Trx, userId: string): Promise<{ user: Row; sections: Record<SectionKey, Row[]> }> {
   // Sections are read generically by table name.
   // biome-ignore lint/suspicious/noExplicitAny: the export reads every table of the user generically, by name
@@ -44,12 +51,16 @@ export async function readPersonalData(trx: Trx, userId: string): Promise<{ user
   const sections = {} as Record<SectionKey, Row[]>
   for (const section of SECTIONS) {
     const owners: readonly string[] = typeof section.owner === 'string' ? [section.owner] : section.owner
-    sections[section.key] = await db
+    const internal = 'internal' in section ? section.internal : undefined
+    const rows: Row[] = await db
       .selectFrom(section.table)
       .selectAll()
       .where((eb) => eb.or(owners.map((column) => eb(column, '=', userId))))
       .orderBy(section.order)
+      .$if(internal !== undefined, (q) => q.orderBy(internal!))
       .execute()
+    if (internal !== undefined) for (const row of rows) delete row[internal]
+    sections[section.key] = rows
   }
   return { user, sections }
 }

@@ -1,3 +1,4 @@
+import { sql } from 'kysely'
 import t from 'tap'
 import { buildTestApp, call, sessionCookieOf, signUp, uniqueEmail } from '../helpers/app.js'
 
@@ -47,6 +48,27 @@ t.test('consents are append-only: the history keeps every decision, current show
   t.match(current.ai_processing, { granted: false, version: '1' })
   t.equal((await consentRows(user.id)).length, 5)
 })
+
+t.test(
+  'decisions of one instant keep the order they were recorded in: a withdrawal right after a grant is in force',
+  async (t) => {
+    // The embedded database's clock counts milliseconds: two requests in a row can share created_at.
+    const user = await signUp(app)
+    const ids: string[] = []
+    for (const granted of [true, false, true, false, true, false]) {
+      const body = { type: 'marketing', version: '1', granted }
+      ids.push((await call(app, 'POST', '/api/v1/consent', { cookie: user.cookie, body })).json().id)
+    }
+    await sql`update consent_record set created_at = '2026-01-01T00:00:00Z' where user_id = ${user.id}`.execute(app.db)
+    const { current, history } = (await call(app, 'GET', '/api/v1/consent', { cookie: user.cookie })).json()
+    t.same(
+      history.map((h: { id: string }) => h.id),
+      [...ids].reverse(),
+      'newest first',
+    )
+    t.match(current.marketing, { granted: false, version: '1' }, 'the last decision is in force')
+  },
+)
 
 t.test('a member sees only their own consents', async (t) => {
   const a = await signUp(app)
