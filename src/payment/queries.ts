@@ -69,10 +69,11 @@ export async function compareAndSetStatus(
     .executeTakeFirst()
 }
 
+/** Marks a payment granted; the caller holds the user row's lock, so `grant_seq` is the order of grants. */
 export async function setGrantedAt(db: Executor, id: string, grantedAt: Date, planExpiresAt: Date | null): Promise<void> {
   await db
     .updateTable('payment')
-    .set({ granted_at: grantedAt, granted_plan_expires_at: planExpiresAt })
+    .set({ granted_at: grantedAt, granted_plan_expires_at: planExpiresAt, grant_seq: sql<string>`nextval('payment_grant_seq')` })
     .where('id', '=', id)
     .execute()
 }
@@ -85,6 +86,7 @@ export async function planGrantsOf(db: Executor, userId: string, products: strin
     .where('user_id', '=', userId)
     .where('granted_at', 'is not', null)
     .where('product', 'in', products)
+    .orderBy('grant_seq', (o) => o.asc().nullsFirst())
     .orderBy('granted_at')
     .orderBy('id')
     .execute()

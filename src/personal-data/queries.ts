@@ -13,10 +13,11 @@ const SECTIONS = [
   { key: 'journalEntries', table: 'journal_entry', owner: 'user_id', order: 'created_at' },
   { key: 'compatibilityResults', table: 'compatibility_result', owner: 'user_id', order: 'created_at' },
   { key: 'deepInsightsPurchases', table: 'deep_insights_purchase', owner: 'user_id', order: 'created_at' },
-  { key: 'payments', table: 'payment', owner: 'user_id', order: 'created_at' },
+  // `grant_seq` orders every user's grants (migration 0017): not theirs to read.
+  { key: 'payments', table: 'payment', owner: 'user_id', order: 'created_at', internal: 'grant_seq' },
   { key: 'usageCounters', table: 'usage_counter', owner: 'user_id', order: 'period_start' },
   // `seq` orders decisions of the same instant; it counts every user's decisions, so it is not theirs to read.
-  { key: 'consents', table: 'consent_record', owner: 'user_id', order: 'created_at', internal: 'seq' },
+  { key: 'consents', table: 'consent_record', owner: 'user_id', order: ['created_at', 'seq'], internal: 'seq' },
   { key: 'auditEvents', table: 'audit_event', owner: ['actor_id', 'target_id'], order: 'at' },
   // The secret and the backup codes' hashes are never exported (secret-like column names); what is: whether and since when.
   { key: 'twoFactor', table: 'two_factor', owner: 'user_id', order: 'created_at' },
@@ -29,7 +30,8 @@ const SECTIONS = [
   key: SectionKey
   table: string
   owner: string | readonly string[]
-  order: string
+  order: string | readonly string[]
+  /** A column kept out of the export: an ordering number across all users. */
   internal?: string
 }>
 
@@ -56,8 +58,7 @@ export async function readPersonalData(trx: Trx, userId: string): Promise<{ user
       .selectFrom(section.table)
       .selectAll()
       .where((eb) => eb.or(owners.map((column) => eb(column, '=', userId))))
-      .orderBy(section.order)
-      .$if(internal !== undefined, (q) => q.orderBy(internal!))
+      .orderBy(typeof section.order === 'string' ? [section.order] : section.order)
       .execute()
     if (internal !== undefined) for (const row of rows) delete row[internal]
     sections[section.key] = rows

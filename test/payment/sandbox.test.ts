@@ -108,6 +108,37 @@ t.test('premium extends from the later of now and the current expiry', async (t)
   )
 })
 
+t.test('grants stack in the order they took the lock, whatever time their transactions began with', async (t) => {
+  async function refund(paymentId: string) {
+    const body = JSON.stringify({ id: `evt_refund_${paymentId}`, paymentId, status: 'refunded', amount: 79_000, currency: 'IDR' })
+    const signature = signSandbox(sandboxKey(TEST_SECRET), body, now)
+    const res = await postWebhook(app, 'sandbox', body, { 'x-sandbox-signature': signature })
+    if (res.statusCode !== 200) throw new Error(`webhook: ${res.statusCode} ${res.body}`)
+  }
+  const daysLeft = async (userId: string) => {
+    const plan = await userPlan(app, userId)
+    return plan.plan === 'free' ? 0 : (plan.plan_expires_at!.getTime() - now.getTime()) / DAY
+  }
+  for (const first of ['the grant that waited', 'the other'] as const) {
+    const user = await signUp(app)
+    const a = await startCheckout(app, user, { product: 'premium_month' })
+    const b = await startCheckout(app, user, { product: 'premium_month' })
+    const start = now
+    now = new Date(start.getTime() + 5)
+    await press(a.paymentId, 'pay') // A's transaction began later but took the user's lock first
+    now = start
+    await press(b.paymentId, 'pay') // B's began earlier and waited: its 30 days go on top of A's
+    now = new Date(start.getTime() + 10)
+    t.ok((await daysLeft(user.id)) > 59, `${first}: 60 days bought`)
+    const [one, two] = first === 'the grant that waited' ? [b, a] : [a, b]
+    await refund(one.paymentId)
+    const left = await daysLeft(user.id)
+    t.ok(left > 29 && left <= 30, `${first}: 30 days left after one refund (${left.toFixed(4)})`)
+    await refund(two.paymentId)
+    t.equal((await userPlan(app, user.id)).plan, 'free', `${first}: nothing left after both`)
+  }
+})
+
 t.test('premium while premium_plus is active: checkout refuses; a raced payment grants nothing and is flagged', async (t) => {
   const user = await signUp(app)
   const checkout = await startCheckout(app, user, { product: 'premium_month' })

@@ -98,6 +98,7 @@ t.test('the export holds every record seeded for the user', async (t) => {
   t.match(doc.payments, [{ id: aliceData.payment.paymentId, product: 'deep_insights', status: 'pending' }])
   t.match(doc.consents, [{ id: aliceData.consent.id, type: 'terms', version: '7', granted: true }])
   t.notOk('seq' in doc.consents[0], "the consent log's ordering number is internal")
+  t.notOk('grantSeq' in doc.payments[0], 'so is the order of grants')
   const usage = Object.fromEntries(doc.usageCounters.map((c: { metric: string; used: number }) => [c.metric, c.used]))
   t.same(usage, { aiMessages: 2, journalEntries: 2, compatibilityChecks: 1 }, 'the counters the API calls made')
   const actions = doc.auditEvents.map((e: { action: string }) => e.action)
