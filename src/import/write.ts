@@ -28,6 +28,8 @@ interface Step<T> {
   write: (trx: Trx, items: T[]) => Promise<void>
   issueOf: (item: T) => Omit<RowIssue, 'reason'>
   fail: (item: T) => void
+  /** Rows whose order is their meaning (consents: the last decision per type is in force) are written one batch at a time, in file order. */
+  ordered?: boolean
 }
 
 const dateOr = (iso: string | null, fallback: Date) => (iso ? new Date(iso) : fallback)
@@ -115,9 +117,11 @@ function rowsStep<T extends { userId: string }>(
   section: SectionName,
   rows: RowPlan<T>[],
   write: (trx: Trx, items: RowPlan<T>[]) => Promise<void>,
+  ordered = false,
 ): Step<RowPlan<T>> {
   return {
     section,
+    ordered,
     items: rows.filter((r) => r.action === 'create' || r.action === 'update'),
     issueOf: (r) => ({ section, index: r.parsed.index, id: r.parsed.id, userId: r.parsed.row.userId }),
     fail: (r) => {
@@ -184,20 +188,25 @@ function steps(plan: ImportPlan, now: Date): Array<Step<any>> {
       )
       await records('compatibility_result')(trx, items)
     }),
-    rowsStep('consents', plan.consents, async (trx, items) => {
-      await upsertConsents(
-        trx,
-        items.map(({ parsed: { row } }) => ({
-          id: row.id,
-          user_id: row.userId,
-          type: row.type,
-          version: row.version,
-          granted: row.granted,
-          created_at: dateOr(row.createdAt, now),
-        })),
-      )
-      await records('consent')(trx, items)
-    }),
+    rowsStep(
+      'consents',
+      plan.consents,
+      async (trx, items) => {
+        await upsertConsents(
+          trx,
+          items.map(({ parsed: { row } }) => ({
+            id: row.id,
+            user_id: row.userId,
+            type: row.type,
+            version: row.version,
+            granted: row.granted,
+            created_at: dateOr(row.createdAt, now),
+          })),
+        )
+        await records('consent')(trx, items)
+      },
+      true,
+    ),
   ]
 }
 
@@ -245,9 +254,10 @@ export async function writePlan(db: DB, plan: ImportPlan, options: WriteOptions)
   const refused: RowIssue[] = []
   for (const step of all) {
     progress.start(`writing ${step.section}`, step.items.length)
-    // Batches of one section are independent (duplicates were rejected), so a few run at once;
-    // a section starts only when the one before it is written (entries need their users).
-    await mapLimit(chunks(step.items, batchSize), options.parallel, async (batch) => {
+    // Batches of one section are independent (duplicates were rejected), so a few run at once,
+    // unless their order counts; a section starts only when the one before it is written (entries
+    // need their users).
+    await mapLimit(chunks(step.items, batchSize), step.ordered ? 1 : options.parallel, async (batch) => {
       try {
         await db.transaction().execute((trx) => step.write(trx, batch))
       } catch (err) {

@@ -8,7 +8,7 @@ import t from 'tap'
 import { EXIT, main } from '../../src/cli/import.js'
 import type { ImportReport } from '../../src/import/report.js'
 import { linkIn, startSmtpServer } from '../helpers/smtp.js'
-import { buildTestApp, call, signUp, TEST_ENV } from '../helpers/app.js'
+import { buildTestApp, call, sessionCookieOf, signUp, TEST_ENV } from '../helpers/app.js'
 import { logLines } from '../helpers/log-lines.js'
 import { ROOT } from '../helpers/paths.js'
 
@@ -402,6 +402,28 @@ t.test('a row the database refuses at write time is rejected alone; the rest of 
   t.equal(strict.code, EXIT.failed)
   t.match(strict.report, { committed: false, error: /rolled back, nothing was written/ })
   t.equal((await app.db.selectFrom('journal_entry').select('id').where('id', '=', 'j_ok_3').execute()).length, 0)
+})
+
+t.test('consents are written in file order: the last decision per type is the one in force', async (t) => {
+  // No createdAt: every row is stamped with the run's time, so only the order of writing tells them
+  // apart; one row per batch, which PostgreSQL runs would otherwise write a few at a time.
+  const decisions = Array.from({ length: 24 }, (_, i) => ({
+    userId: 'u_1003',
+    type: 'analytics',
+    version: `v${i}`,
+    granted: i % 2 === 0,
+  }))
+  const file = await writeFile('consent-order.json', { consents: decisions })
+  const { report } = await runImport([file, '--batch-size', '1'])
+  t.match(report.counts.consents, { total: 24, created: 24 })
+  const cookie = sessionCookieOf(await signIn('dewi@example.id', PASSWORDS.u_1003!))
+  const { current, history } = (await call(app, 'GET', '/api/v1/consent', { cookie })).json()
+  t.same(
+    history.filter((h: { type: string }) => h.type === 'analytics').map((h: { version: string }) => h.version),
+    decisions.map((d) => d.version).reverse(),
+    'newest first, in the order of the file',
+  )
+  t.match(current.analytics, { version: 'v23', granted: false })
 })
 
 t.test('a file that is not an export, or bad arguments, fail clearly', async (t) => {
