@@ -15,7 +15,7 @@ export interface ConsentRecordTable {
   user_agent: string | null
   created_at: ColumnType<Date, Date | string | undefined, never>
   /** The order decisions were recorded in (migration 0016): breaks ties of `created_at`. */
-  seq: ColumnType<string, never, never>
+  seq: ColumnType<number, never, never>
 }
 
 export interface ConsentTables {

@@ -69,16 +69,19 @@ export async function compareAndSetStatus(
     .executeTakeFirst()
 }
 
-/** Marks a payment granted; the caller holds the user row's lock, so `grant_seq` is the order of grants. */
+/** Marks a payment granted; the database numbers the grant (`grant_seq`, migration 0017). */
 export async function setGrantedAt(db: Executor, id: string, grantedAt: Date, planExpiresAt: Date | null): Promise<void> {
   await db
     .updateTable('payment')
-    .set({ granted_at: grantedAt, granted_plan_expires_at: planExpiresAt, grant_seq: sql<string>`nextval('payment_grant_seq')` })
+    .set({ granted_at: grantedAt, granted_plan_expires_at: planExpiresAt })
     .where('id', '=', id)
     .execute()
 }
 
-/** Every plan purchase of the user that was granted (paid, or refunded since), in the order granted. */
+/**
+ * Every plan purchase of the user that was granted (paid, or refunded since), in the order granted:
+ * `grant_seq`, drawn after the user row's lock (grants from before it was kept come first).
+ */
 export async function planGrantsOf(db: Executor, userId: string, products: string[]) {
   return db
     .selectFrom('payment')

@@ -24,8 +24,8 @@ interface PaymentTable {
   granted_at: Date | null
   /** The plan expiry this payment's grant produced (migration 0012); null for other products or before. */
   granted_plan_expires_at: ColumnType<Date | null, Date | null | undefined, Date | null>
-  /** The order grants happened in (migration 0017), drawn under the user row's lock; null before. Never read. */
-  grant_seq: ColumnType<unknown, never, string>
+  /** The order grants happened in: numbered by a trigger when granted_at is set (migration 0017); null before. */
+  grant_seq: ColumnType<number | null, never, never>
   /** timestamptz(3): millisecond precision, so a cursor round-trips exactly. */
   created_at: CreatedAt
   updated_at: Timestamp

@@ -54,12 +54,13 @@ export async function readPersonalData(trx: Trx, userId: string): Promise<{ user
   for (const section of SECTIONS) {
     const owners: readonly string[] = typeof section.owner === 'string' ? [section.owner] : section.owner
     const internal = 'internal' in section ? section.internal : undefined
-    const rows: Row[] = await db
+    const order: readonly string[] = typeof section.order === 'string' ? [section.order] : section.order
+    let query = db
       .selectFrom(section.table)
       .selectAll()
       .where((eb) => eb.or(owners.map((column) => eb(column, '=', userId))))
-      .orderBy(typeof section.order === 'string' ? [section.order] : section.order)
-      .execute()
+    for (const column of order) query = query.orderBy(column)
+    const rows: Row[] = await query.execute()
     if (internal !== undefined) for (const row of rows) delete row[internal]
     sections[section.key] = rows
   }

@@ -20,4 +20,6 @@ if (typeof register === 'function') {
 }
 
 const options = process.env.NODE_OPTIONS ?? ''
-if (!options.includes(__filename)) process.env.NODE_OPTIONS = `"--require=${__filename}" ${options}`.trim()
+// Inside NODE_OPTIONS' double quotes a backslash escapes the next character.
+const quoted = `"--require=${__filename.replace(/[\\"]/g, '\\$&')}"`
+if (!options.includes(quoted)) process.env.NODE_OPTIONS = `${quoted} ${options}`.trim()
