@@ -103,6 +103,7 @@ const envSchema = z.object({
   RATE_LIMIT_SIGN_IN_EMAIL_PER_MINUTE: int(1, 1_000_000).default(5),
   RATE_LIMIT_SIGN_UP_IP_PER_MINUTE: int(1, 1_000_000).default(5),
   RATE_LIMIT_MAIL_PER_HOUR: int(1, 1_000_000).default(3),
+  RATE_LIMIT_MAIL_PER_ADDRESS_PER_HOUR: int(1, 1_000_000).default(10),
   RATE_LIMIT_PASSWORD_CHECKS_PER_MINUTE: int(1, 1_000_000).default(5),
   RATE_LIMIT_HASHES_PER_ACCOUNT_PER_MINUTE: int(1, 1_000_000).default(10),
   RATE_LIMIT_HASHES_PER_IP_PER_MINUTE: int(1, 1_000_000).default(30),
@@ -163,7 +164,10 @@ export interface Config {
     signInIpPerMinute: number
     signInEmailPerMinute: number
     signUpIpPerMinute: number
+    /** Mails per hour to one address asked for by one client (IP, or IPv6 /64). */
     mailPerHour: number
+    /** Mails per hour to one address, every client together. */
+    mailPerAddressPerHour: number
     passwordChecksPerMinute: number
     /** Argon2 operations (any hash or password check) per account, or per address without one. */
     hashesPerAccountPerMinute: number
@@ -282,6 +286,7 @@ export function loadConfig(
       signInEmailPerMinute: e.RATE_LIMIT_SIGN_IN_EMAIL_PER_MINUTE,
       signUpIpPerMinute: e.RATE_LIMIT_SIGN_UP_IP_PER_MINUTE,
       mailPerHour: e.RATE_LIMIT_MAIL_PER_HOUR,
+      mailPerAddressPerHour: e.RATE_LIMIT_MAIL_PER_ADDRESS_PER_HOUR,
       passwordChecksPerMinute: e.RATE_LIMIT_PASSWORD_CHECKS_PER_MINUTE,
       hashesPerAccountPerMinute: e.RATE_LIMIT_HASHES_PER_ACCOUNT_PER_MINUTE,
       hashesPerIpPerMinute: e.RATE_LIMIT_HASHES_PER_IP_PER_MINUTE,

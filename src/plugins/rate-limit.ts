@@ -1,5 +1,5 @@
 // The rate-limit budgets: a global per-IP budget, named budgets that routes declare in their policy
-// (sign-in and sign-up per IP, sign-in and mail per email), a per-account count of password
+// (sign-in and sign-up per IP, sign-in per email, mail per address and client), a per-account count of password
 // re-verifications, and the per-account and per-IP budgets of Argon2 operations
 // (auth/password/admission.ts takes from them). The route policy hook (plugins/route-policy.ts)
 // decides which apply to a request; this module only names them, and each is counted by the one
@@ -46,10 +46,46 @@ export class Budget {
   }
 }
 
+/** A budget keyed by an address, which may also count the client asking (`ip`). */
+export interface AddressBudget {
+  spend(email: string, ip: string): MaybePromise<void>
+}
+
+/**
+ * Mail to an address: each client (IP, or IPv6 /64) has its own hourly allowance for it, and the
+ * address has an hourly cap over every client. Anyone may ask for a mail to any address, so an
+ * allowance of the address alone would let one stranger spend its owner's codes and links for the
+ * hour; the cap still bounds what many clients together can send to one inbox.
+ */
+export class MailBudget implements AddressBudget {
+  constructor(
+    private readonly perClient: Budget,
+    private readonly perAddress: Budget,
+    private readonly now: () => number,
+  ) {}
+
+  async take(email: string, ip: string): Promise<Take> {
+    const address = email.toLowerCase()
+    const clientTake = `${clientKey(ip)} ${address}`
+    const fromClient = await this.perClient.take(clientTake)
+    if (!fromClient.allowed) return fromClient
+    const toAddress = await this.perAddress.take(address)
+    // Refused by the cap: the client's allowance is given back, nothing was sent.
+    if (!toAddress.allowed) await this.perClient.refund(clientTake)
+    return toAddress
+  }
+
+  async spend(email: string, ip: string): Promise<void> {
+    const take = await this.take(email, ip)
+    if (!take.allowed) throw rateLimited(Math.ceil((take.resetAt - this.now()) / 1000))
+  }
+}
+
 export interface RateLimits {
   global: Budget
   perIp: Record<IpBudget, Budget>
-  perEmail: Record<EmailBudget, Budget>
+  /** Budgets keyed by the body's email: sign-in attempts per address, and mail (per address and client). */
+  perEmail: { [K in Exclude<EmailBudget, 'mail'>]: AddressBudget } & { mail: MailBudget }
   /** Attempts at "your current password", per account, right answers included. */
   passwordChecks: Budget
   /** Argon2 operations per account (or per address without one) and per client IP, right answers included. */
@@ -60,10 +96,10 @@ declare module 'fastify' {
   interface FastifyInstance {
     rateLimits: RateLimits
     /**
-     * Takes one mail from the recipient's hourly budget (the mail routes' per-email limit).
+     * Takes one mail to `email` asked for by the client at `ip` (the mail routes' per-email limit).
      * False when it is spent: the caller then skips sending instead of failing the request.
      */
-    takeMailBudget(email: string): Promise<boolean>
+    takeMailBudget(email: string, ip: string): Promise<boolean>
   }
 }
 
@@ -132,7 +168,11 @@ export default fp(
     }
 
     // Keyed by what a caller chooses (an address): a flood of other keys must not evict a victim's.
-    const mail = budget('mail', limits.mailPerHour, HOUR, ATTEMPT_KEYS)
+    const mail = new MailBudget(
+      budget('mail', limits.mailPerHour, HOUR, ATTEMPT_KEYS),
+      budget('mail:address', limits.mailPerAddressPerHour, HOUR, ATTEMPT_KEYS),
+      now,
+    )
     app.decorate('rateLimits', {
       global: budget('global', limits.globalPerMinute, MINUTE),
       perIp: {
@@ -141,7 +181,7 @@ export default fp(
       },
       perEmail: {
         signIn: budget('sign-in:email', limits.signInEmailPerMinute, MINUTE, ATTEMPT_KEYS),
-        // One mail budget per recipient, whichever route or sign-in sends the mail.
+        // One mail budget per recipient (and client), whichever route or sign-in sends the mail.
         mail,
       },
       passwordChecks: budget('password-check', limits.passwordChecksPerMinute, MINUTE, ATTEMPT_KEYS),
@@ -151,7 +191,7 @@ export default fp(
       },
     } satisfies RateLimits)
 
-    app.decorate('takeMailBudget', async (email: string) => (await mail.take(email.toLowerCase())).allowed)
+    app.decorate('takeMailBudget', async (email: string, ip: string) => (await mail.take(email, ip)).allowed)
   },
   { name: 'rate-limit', dependencies: ['redis'] },
 )

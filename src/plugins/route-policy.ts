@@ -239,7 +239,7 @@ export default fp(
     async function takeEmailBudget(request: FastifyRequest): Promise<void> {
       const perEmail = matchedRoute(request).policy.rateLimit?.perEmail
       const email = emailOf(request)
-      if (perEmail && email) await budgets.perEmail[perEmail].spend(email)
+      if (perEmail && email) await budgets.perEmail[perEmail].spend(email, request.ip)
     }
 
     // A right answer keeps its claim like a wrong one: refunded right answers let one account keep

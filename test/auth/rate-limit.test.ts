@@ -180,35 +180,63 @@ t.test('memory store', async (t) => {
     t.notOk(await app.db.selectFrom('user').select('id').where('email', '=', email).executeTakeFirst(), 'no account was made')
   })
 
-  t.test('mail: per email per hour, one budget for reset and verification mail', async (t) => {
-    const app = await buildTestApp({ env: { RATE_LIMIT_MAIL_PER_HOUR: '2' } })
+  t.test('mail: per address and client per hour, one budget for reset and verification mail', async (t) => {
+    const app = await buildTestApp({ env: { RATE_LIMIT_MAIL_PER_HOUR: '2', RATE_LIMIT_MAIL_PER_ADDRESS_PER_HOUR: '3' } })
     const user = await signUp(app)
     // The mail routes write their token after the reply: wait for that work before counting.
     const tokens = async () => {
       await app.settled()
       return (await app.db.selectFrom('verification').select('id').where('user_id', '=', user.id).execute()).length
     }
-    t.equal((await send(app, 'POST', '/api/auth/request-password-reset', freshIp(), { email: user.email })).statusCode, 200)
-    t.equal((await send(app, 'POST', '/api/auth/send-verification-email', freshIp(), { email: user.email })).statusCode, 200)
-    const limited = await send(app, 'POST', '/api/auth/request-password-reset', freshIp(), { email: user.email })
+    const stranger = freshIp()
+    t.equal((await send(app, 'POST', '/api/auth/request-password-reset', stranger, { email: user.email })).statusCode, 200)
+    t.equal((await send(app, 'POST', '/api/auth/send-verification-email', stranger, { email: user.email })).statusCode, 200)
+    const limited = await send(app, 'POST', '/api/auth/request-password-reset', stranger, { email: user.email })
     t.equal(limited.statusCode, 429)
     t.ok(Number(limited.headers['retry-after']) > 60, 'the window is an hour')
-    t.equal((await send(app, 'POST', '/api/auth/send-verification-email', freshIp(), { email: user.email })).statusCode, 429)
+    t.equal((await send(app, 'POST', '/api/auth/send-verification-email', stranger, { email: user.email })).statusCode, 429)
     t.equal(await tokens(), 2, 'no token beyond the budget')
     // A sign-in that must send a reset mail still answers, but sends nothing past the budget.
     await app.db.updateTable('user').set({ password_reset_required: true }).where('id', '=', user.id).execute()
-    const signIn = await send(app, 'POST', '/api/auth/sign-in/email', freshIp(), { email: user.email, password: user.password })
+    const signIn = await send(app, 'POST', '/api/auth/sign-in/email', stranger, { email: user.email, password: user.password })
     t.equal(signIn.statusCode, 403)
     t.match(signIn.json(), { code: 'PASSWORD_RESET_REQUIRED' })
     t.equal(await tokens(), 2)
+
+    // What a stranger spent is not the owner's: another client still gets a mail, up to the address's cap.
+    const owner = freshIp()
+    t.equal((await send(app, 'POST', '/api/auth/request-password-reset', owner, { email: user.email })).statusCode, 200)
+    t.equal(await tokens(), 3, "the owner's mail was sent")
+    const capped = await send(app, 'POST', '/api/auth/request-password-reset', freshIp(), { email: user.email })
+    t.equal(capped.statusCode, 429, 'three mails an hour to one address, every client together')
+    t.ok(Number(capped.headers['retry-after']) > 60)
+    t.equal(await tokens(), 3)
+
     const unknown = uniqueEmail('nobody')
-    t.equal((await send(app, 'POST', '/api/auth/request-password-reset', freshIp(), { email: unknown })).statusCode, 200)
-    t.equal((await send(app, 'POST', '/api/auth/request-password-reset', freshIp(), { email: unknown })).statusCode, 200)
+    const from = freshIp()
+    t.equal((await send(app, 'POST', '/api/auth/request-password-reset', from, { email: unknown })).statusCode, 200)
+    t.equal((await send(app, 'POST', '/api/auth/request-password-reset', from, { email: unknown })).statusCode, 200)
     t.equal(
-      (await send(app, 'POST', '/api/auth/request-password-reset', freshIp(), { email: unknown })).statusCode,
+      (await send(app, 'POST', '/api/auth/request-password-reset', from, { email: unknown })).statusCode,
       429,
       'an unknown email is throttled alike: the limit reveals no account',
     )
+  })
+
+  t.test("mail: a client refused by the address's cap keeps its own allowance", async (t) => {
+    let now = Date.now()
+    const app = await buildTestApp({
+      env: { RATE_LIMIT_MAIL_PER_HOUR: '1', RATE_LIMIT_MAIL_PER_ADDRESS_PER_HOUR: '1' },
+      deps: { clock: { now: () => new Date(now) } },
+    })
+    const email = uniqueEmail('cap')
+    const reset = (ip: string) => send(app, 'POST', '/api/auth/request-password-reset', ip, { email })
+    const late = freshIp()
+    t.equal((await reset(freshIp())).statusCode, 200, "the cap's hour starts")
+    now += 30 * 60_000
+    t.equal((await reset(late)).statusCode, 429, 'the cap is spent')
+    now += 31 * 60_000
+    t.equal((await reset(late)).statusCode, 200, "the cap's hour is over, and the refused client had not spent its own")
   })
 })
 
@@ -218,6 +246,7 @@ redisTest('Redis store', 'the shared store is not tested', async (t, { url, pref
     REDIS_KEY_PREFIX: prefix,
     RATE_LIMIT_SIGN_IN_IP_PER_MINUTE: '3',
     RATE_LIMIT_MAIL_PER_HOUR: '2',
+    RATE_LIMIT_MAIL_PER_ADDRESS_PER_HOUR: '3',
   }
   const a = await buildTestApp({ env })
   const b = await buildTestApp({ env })
@@ -235,12 +264,17 @@ redisTest('Redis store', 'the shared store is not tested', async (t, { url, pref
     t.ok((await redis.keys(`${prefix}*`)).length > 0, 'the counters live in Redis under the prefix')
   })
 
-  t.test('two instances share one mail budget per email', async (t) => {
+  t.test('two instances share one mail budget per address and client, and the cap per address', async (t) => {
     const email = uniqueEmail('redis-mail')
+    const ip = freshIp()
     const statuses: number[] = []
     for (const app of [a, b, a, b])
-      statuses.push((await send(app, 'POST', '/api/auth/request-password-reset', freshIp(), { email })).statusCode)
+      statuses.push((await send(app, 'POST', '/api/auth/request-password-reset', ip, { email })).statusCode)
     t.same(statuses, [200, 200, 429, 429])
+    const others: number[] = []
+    for (const app of [a, b, a])
+      others.push((await send(app, 'POST', '/api/auth/request-password-reset', freshIp(), { email })).statusCode)
+    t.same(others, [200, 429, 429], 'three an hour to the address from every client')
   })
 })
 
@@ -254,6 +288,7 @@ t.test("Redis unreachable: every route budget is counted in this instance's memo
       RATE_LIMIT_SIGN_IN_EMAIL_PER_MINUTE: '1',
       RATE_LIMIT_SIGN_UP_IP_PER_MINUTE: '1',
       RATE_LIMIT_MAIL_PER_HOUR: '1',
+      RATE_LIMIT_MAIL_PER_ADDRESS_PER_HOUR: '1',
     },
     { logStream },
   )
@@ -283,9 +318,11 @@ t.test("Redis unreachable: every route budget is counted in this instance's memo
   t.equal((await signUpFrom()).statusCode, 200, 'a sign-up works without Redis')
   refused(await signUpFrom(), 'the sign-up budget per IP')
 
-  const reset = () => send(app, 'POST', '/api/auth/request-password-reset', freshIp(), { email })
-  t.equal((await reset()).statusCode, 200)
-  refused(await reset(), 'the mail budget')
+  const reset = (from: string) => send(app, 'POST', '/api/auth/request-password-reset', from, { email })
+  const mailFrom = freshIp()
+  t.equal((await reset(mailFrom)).statusCode, 200)
+  refused(await reset(mailFrom), 'the mail budget per address and client')
+  refused(await reset(freshIp()), 'the mail budget per address')
 
   t.equal(lines.filter((l) => l.includes('redis unavailable')).length, 1, 'the outage is logged once, not per request')
 })
