@@ -46,16 +46,25 @@ export class Budget {
   }
 }
 
-/** A budget keyed by an address, which may also count the client asking (`ip`). */
+/** Who asks for a budget keyed by an address: the client, and whether it is the address's owner's browser. */
+export interface Asker {
+  ip: string
+  /** The browser has signed in to the account of this address (its device cookie is known to it). */
+  owner: boolean
+}
+
+/** A budget keyed by an address, which may also count who asks. */
 export interface AddressBudget {
-  spend(email: string, ip: string): MaybePromise<void>
+  spend(email: string, asker: Asker): MaybePromise<void>
 }
 
 /**
  * Mail to an address: each client (IP, or IPv6 /64) has its own hourly allowance for it, and the
  * address has an hourly cap over every client. Anyone may ask for a mail to any address, so an
  * allowance of the address alone would let one stranger spend its owner's codes and links for the
- * hour; the cap still bounds what many clients together can send to one inbox.
+ * hour; the cap bounds what many clients together can send to one inbox. Strangers on several
+ * clients can still spend the cap, so the owner's own browser (one that has signed in to the
+ * account) is not held to it, only to its client's allowance.
  */
 export class MailBudget implements AddressBudget {
   constructor(
@@ -64,19 +73,19 @@ export class MailBudget implements AddressBudget {
     private readonly now: () => number,
   ) {}
 
-  async take(email: string, ip: string): Promise<Take> {
+  async take(email: string, asker: Asker): Promise<Take> {
     const address = email.toLowerCase()
-    const clientTake = `${clientKey(ip)} ${address}`
+    const clientTake = `${clientKey(asker.ip)} ${address}`
     const fromClient = await this.perClient.take(clientTake)
-    if (!fromClient.allowed) return fromClient
+    if (!fromClient.allowed || asker.owner) return fromClient
     const toAddress = await this.perAddress.take(address)
     // Refused by the cap: the client's allowance is given back, nothing was sent.
     if (!toAddress.allowed) await this.perClient.refund(clientTake)
     return toAddress
   }
 
-  async spend(email: string, ip: string): Promise<void> {
-    const take = await this.take(email, ip)
+  async spend(email: string, asker: Asker): Promise<void> {
+    const take = await this.take(email, asker)
     if (!take.allowed) throw rateLimited(Math.ceil((take.resetAt - this.now()) / 1000))
   }
 }
@@ -96,10 +105,10 @@ declare module 'fastify' {
   interface FastifyInstance {
     rateLimits: RateLimits
     /**
-     * Takes one mail to `email` asked for by the client at `ip` (the mail routes' per-email limit).
+     * Takes one mail to `email` asked for by `asker` (the mail routes' per-email limit).
      * False when it is spent: the caller then skips sending instead of failing the request.
      */
-    takeMailBudget(email: string, ip: string): Promise<boolean>
+    takeMailBudget(email: string, asker: Asker): Promise<boolean>
   }
 }
 
@@ -191,7 +200,7 @@ export default fp(
       },
     } satisfies RateLimits)
 
-    app.decorate('takeMailBudget', async (email: string, ip: string) => (await mail.take(email, ip)).allowed)
+    app.decorate('takeMailBudget', async (email: string, asker: Asker) => (await mail.take(email, asker)).allowed)
   },
   { name: 'rate-limit', dependencies: ['redis'] },
 )

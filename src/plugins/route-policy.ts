@@ -235,11 +235,16 @@ export default fp(
     // The budgets that need the parsed body or the signed-in account, before the handler does any
     // work; only the routes that declare them run these hooks.
 
-    /** The route's per-email budget, keyed by the body's email (none without one). */
+    /**
+     * The route's per-email budget, keyed by the body's email (none without one). Mail also counts
+     * who asks: the client, and whether it is a browser that has signed in to that address's account.
+     */
     async function takeEmailBudget(request: FastifyRequest): Promise<void> {
       const perEmail = matchedRoute(request).policy.rateLimit?.perEmail
       const email = emailOf(request)
-      if (perEmail && email) await budgets.perEmail[perEmail].spend(email, request.ip)
+      if (!perEmail || !email) return
+      const owner = perEmail === 'mail' && (await app.knownDevices.signedInTo(app.signInCookies.browserOf(request).device, email))
+      await budgets.perEmail[perEmail].spend(email, { ip: request.ip, owner })
     }
 
     // A right answer keeps its claim like a wrong one: refunded right answers let one account keep

@@ -223,6 +223,41 @@ t.test('memory store', async (t) => {
     )
   })
 
+  t.test("mail: the owner's browser is not held to the address's cap, only to its client's allowance", async (t) => {
+    const app = await buildTestApp({ env: { RATE_LIMIT_MAIL_PER_HOUR: '1', RATE_LIMIT_MAIL_PER_ADDRESS_PER_HOUR: '1' } })
+    const owner = await signUp(app)
+    const other = await signUp(app)
+    /** The device cookie a sign-in leaves in the browser, as the browser sends it back. */
+    const deviceOf = async (user: { email: string; password: string }) => {
+      const res = await send(app, 'POST', '/api/auth/sign-in/email', freshIp(), { email: user.email, password: user.password })
+      t.equal(res.statusCode, 200)
+      await app.settled()
+      const set = ([] as string[]).concat(res.headers['set-cookie'] ?? [])
+      return set.find((c) => c.startsWith('insight.device='))!.split(';', 1)[0]!
+    }
+    const ownersBrowser = await deviceOf(owner)
+    const othersBrowser = await deviceOf(other)
+    const reset = (ip: string, cookie?: string) =>
+      app.inject({
+        method: 'POST',
+        url: '/api/auth/request-password-reset',
+        remoteAddress: ip,
+        headers: { origin: WEB_ORIGIN, ...(cookie ? { cookie } : {}) },
+        payload: { email: owner.email },
+      })
+    t.equal((await reset(freshIp())).statusCode, 200, 'a stranger spends the cap')
+    t.equal((await reset(freshIp())).statusCode, 429, 'the cap holds for strangers')
+    t.equal((await reset(freshIp(), othersBrowser)).statusCode, 429, "another account's browser is a stranger here")
+    t.equal(
+      (await reset(freshIp(), `insight.device=${'a'.repeat(43)}`)).statusCode,
+      429,
+      'an unsigned device cookie proves nothing',
+    )
+    const home = freshIp()
+    t.equal((await reset(home, ownersBrowser)).statusCode, 200, "the owner's browser still gets its mail")
+    t.equal((await reset(home, ownersBrowser)).statusCode, 429, "within its client's allowance")
+  })
+
   t.test("mail: a client refused by the address's cap keeps its own allowance", async (t) => {
     let now = Date.now()
     const app = await buildTestApp({

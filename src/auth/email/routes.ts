@@ -64,8 +64,8 @@ export default async function emailRoutes(fastify: FastifyInstance) {
    * verification due) takes from the address's hourly mail budget, which a mail route's own
    * per-email limit already counts.
    */
-  const mailBudgetLeft = async (request: FastifyRequest, email: string, mail: string): Promise<boolean> => {
-    if (await app.takeMailBudget(email, request.ip)) return true
+  const mailBudgetLeft = async (request: FastifyRequest, email: string, mail: string, owner: boolean): Promise<boolean> => {
+    if (await app.takeMailBudget(email, { ip: request.ip, owner })) return true
     request.log.info(`${mail} mail skipped: hourly mail budget of this address is spent`)
     return false
   }
@@ -100,7 +100,7 @@ export default async function emailRoutes(fastify: FastifyInstance) {
       const { requireEmailVerification, bootstrapOwnerEmail } = app.config.auth
       // The bootstrap owner's address is mailed its link at once too (it verifies; a reset makes the owner).
       if (requireEmailVerification || user.email === bootstrapOwnerEmail) {
-        if (await mailBudgetLeft(request, user.email, 'verification')) await sendVerificationMail(deps, user, callbackURL)
+        if (await mailBudgetLeft(request, user.email, 'verification', false)) await sendVerificationMail(deps, user, callbackURL)
       }
       if (!requireEmailVerification) {
         const outcome = await signInWith(signInDeps, contextOf(request), {
@@ -148,10 +148,12 @@ export default async function emailRoutes(fastify: FastifyInstance) {
       if (!outcome.ok) {
         if (outcome.reason === 'invalid') throw invalidCredentials()
         if (outcome.reason === 'reset_required') {
-          if (await mailBudgetLeft(request, outcome.user.email, 'password reset')) await sendPasswordResetMail(deps, outcome.user)
+          // The right password was given: the owner asks, past the address's cap.
+          if (await mailBudgetLeft(request, outcome.user.email, 'password reset', true))
+            await sendPasswordResetMail(deps, outcome.user)
           throw new AppError(403, 'PASSWORD_RESET_REQUIRED', 'This account must reset its password; an email was sent')
         }
-        if (await mailBudgetLeft(request, outcome.user.email, 'verification'))
+        if (await mailBudgetLeft(request, outcome.user.email, 'verification', true))
           await sendVerificationMail(deps, outcome.user, callbackURL)
         throw new AppError(403, 'EMAIL_NOT_VERIFIED', 'Verify your email address before signing in')
       }

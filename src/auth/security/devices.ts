@@ -10,7 +10,8 @@ import type { RequestContext } from '../../shared/context.js'
 import { cookieAttributes, cookieName, readSignedCookie } from '../session/cookie-attributes.js'
 import { hashToken, newToken } from '../session/tokens.js'
 import type { SecurityNotices } from './notices.js'
-import { rememberDevice, signedInBefore } from './queries.js'
+import { findUserByEmail } from '../../user/queries.js'
+import { isKnownDevice, rememberDevice, signedInBefore } from './queries.js'
 
 const DEVICE_COOKIE_MAX_AGE_S = 400 * 24 * 60 * 60
 
@@ -56,5 +57,18 @@ export class KnownDevices {
       if ((err as { code?: string }).code !== '23503') throw err
     }
     return id
+  }
+
+  /**
+   * Whether the browser with device id `deviceId` has signed in to the account of `email`: mail it
+   * asks for to that address is then its owner asking (the mail budget lets it past the address's
+   * cap). Two lookups whether the account exists or not, so the answer's time does not tell.
+   */
+  async signedInTo(deviceId: string | null, email: string): Promise<boolean> {
+    if (!deviceId) return false
+    const user = await findUserByEmail(this.deps.db, email)
+    const userId = user?.id ?? ''
+    const known = await isKnownDevice(this.deps.db, userId, hashToken(`${userId}:${deviceId}`))
+    return user !== undefined && known
   }
 }

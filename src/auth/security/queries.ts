@@ -71,6 +71,17 @@ export async function rememberDevice(db: Executor, userId: string, deviceHash: s
   return row.inserted
 }
 
+/** Whether the account `userId` remembers the device of `deviceHash`. */
+export async function isKnownDevice(db: Executor, userId: string, deviceHash: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('known_device')
+    .select('user_id')
+    .where('user_id', '=', userId)
+    .where('device_hash', '=', deviceHash)
+    .executeTakeFirst()
+  return row !== undefined
+}
+
 /** The address of the user and whether it is verified, read in the caller's transaction. */
 export async function addressOf(db: Executor, userId: string): Promise<{ email: string; verified: boolean } | undefined> {
   const row = await db.selectFrom('user').select(['email', 'email_verified']).where('id', '=', userId).executeTakeFirst()
