@@ -1,6 +1,7 @@
 // The one way a budget is counted: at most `limit` takes per key in a fixed window that starts at
 // the key's first take. A refused take is not counted, so a take given back (`refund`, for work that
-// was never done) is a place freed, whatever was refused meanwhile. Two stores behind one interface:
+// was never done) is a place freed, whatever was refused meanwhile, in the window it was taken in
+// and never in a later one. Two stores behind one interface:
 // this process's memory (one instance, or no Redis), and Redis (one Lua script, atomic, shared by
 // every instance). With Redis configured, `RedisOrMemory` counts in Redis while it answers and in
 // this instance's memory while it does not: the budgets still hold (per instance) and the service
@@ -21,8 +22,11 @@ export interface Take {
 export interface BudgetCounter {
   /** Takes one from `key`'s budget of `limit` per `windowMs`; a refused take is not counted. */
   take(key: string, limit: number, windowMs: number): MaybePromise<Take>
-  /** Gives back one take whose work was never done (within the window it was taken in). */
-  refund(key: string): MaybePromise<void>
+  /**
+   * Gives back `taken`, a take whose work was never done, to the window it was taken in: not once
+   * that window has ended, and never to a later one.
+   */
+  refund(key: string, taken: Take): MaybePromise<void>
 }
 
 interface Window {
@@ -58,20 +62,26 @@ export class MemoryCounter implements BudgetCounter {
     return { allowed: true, remaining: limit - window.count, resetAt: window.resetAt }
   }
 
-  refund(key: string): void {
+  refund(key: string, taken: Take): void {
     const window = this.windows.get(key)
-    if (window && window.resetAt > this.now() && window.count > 0) window.count--
+    if (window && window.resetAt === taken.resetAt && window.resetAt > this.now() && window.count > 0) window.count--
   }
 }
 
 /**
  * KEYS[1] counts the window's takes; ARGV: window length (ms), limit, 'take' or 'refund'.
  * Returns {allowed (1|0), count, milliseconds left in the window}. A key without an expiry (none,
- * or one left without it) starts a new window, so no count can outlive its window.
+ * or one left without it) starts a new window, so no count can outlive its window. A refund's ARGV[1]
+ * is the time its take's window had left, as the caller reckons it now: a live window with more left
+ * than that (beyond REFUND_SLACK_MS of clock noise) started after the take, and is not refunded.
  */
+const REFUND_SLACK_MS = 50
 const SCRIPT = `
 if ARGV[3] == 'refund' then
-  if tonumber(redis.call('GET', KEYS[1]) or '0') > 0 then redis.call('DECR', KEYS[1]) end
+  local ttl = redis.call('PTTL', KEYS[1])
+  if ttl > 0 and ttl <= tonumber(ARGV[1]) + ${REFUND_SLACK_MS} and tonumber(redis.call('GET', KEYS[1]) or '0') > 0 then
+    redis.call('DECR', KEYS[1])
+  end
   return {0, 0, 0}
 end
 local ttl = redis.call('PTTL', KEYS[1])
@@ -106,8 +116,10 @@ export class RedisCounter implements BudgetCounter {
     return { allowed: allowed === 1, remaining: Math.max(0, limit - count), resetAt: this.now() + ttl }
   }
 
-  async refund(key: string): Promise<void> {
-    await this.script(this.prefix + key, 0, 0, 'refund')
+  async refund(key: string, taken: Take): Promise<void> {
+    const left = taken.resetAt - this.now()
+    if (left <= 0) return
+    await this.script(this.prefix + key, left, 0, 'refund')
   }
 }
 
@@ -141,13 +153,13 @@ export class RedisOrMemory implements BudgetCounter {
     )
   }
 
-  refund(key: string): MaybePromise<void> {
-    if (this.redis.status !== 'ready') return this.local.refund(key)
-    return this.shared.refund(key).then(
+  refund(key: string, taken: Take): MaybePromise<void> {
+    if (this.redis.status !== 'ready') return this.local.refund(key, taken)
+    return this.shared.refund(key, taken).then(
       () => this.watch.answered(),
       (err: unknown) => {
         this.watch.fellBack(err)
-        this.local.refund(key)
+        this.local.refund(key, taken)
       },
     )
   }

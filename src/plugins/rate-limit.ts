@@ -35,14 +35,20 @@ export class Budget {
 
   /** Takes one, or throws 429 RATE_LIMITED with the seconds until the window ends (nothing taken). */
   spend(key: string): MaybePromise<void> {
+    return andThen(this.claim(key), () => undefined)
+  }
+
+  /** `spend`, returning the take, which a refund gives back. */
+  claim(key: string): MaybePromise<Take> {
     return andThen(this.take(key), (take) => {
       if (!take.allowed) throw rateLimited(Math.ceil((take.resetAt - this.now()) / 1000))
+      return take
     })
   }
 
-  /** Gives back a take whose work was never done. */
-  refund(key: string): MaybePromise<void> {
-    return this.counter.refund(key)
+  /** Gives back `taken`, whose work was never done, to the window it came from. */
+  refund(key: string, taken: Take): MaybePromise<void> {
+    return this.counter.refund(key, taken)
   }
 }
 
@@ -80,7 +86,7 @@ export class MailBudget implements AddressBudget {
     if (!fromClient.allowed || asker.owner) return fromClient
     const toAddress = await this.perAddress.take(address)
     // Refused by the cap: the client's allowance is given back, nothing was sent.
-    if (!toAddress.allowed) await this.perClient.refund(clientTake)
+    if (!toAddress.allowed) await this.perClient.refund(clientTake, fromClient)
     return toAddress
   }
 

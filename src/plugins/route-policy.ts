@@ -16,6 +16,7 @@ import type { RedirectRules } from '../shared/redirect.js'
 import { PUBLIC, type RoutePolicy } from '../shared/route-policy.js'
 import { answerCors, checkOrigin } from './origins.js'
 import { clientKey, emailOf, type RateLimits } from './rate-limit.js'
+import type { Take } from './budget-counter.js'
 
 /** Errors that end a password re-check before any password was checked. */
 const NOT_CHECKED = new Set<ErrorCode>(['VALIDATION_ERROR', 'INVALID_CALLBACK_URL', 'RATE_LIMITED', 'SERVICE_UNAVAILABLE'])
@@ -250,7 +251,7 @@ export default fp(
     // A right answer keeps its claim like a wrong one: refunded right answers let one account keep
     // every hash worker busy. Only an attempt refused before its password was looked at gives it
     // back: invalid input, or the hash admission's or queue's own refusal (nothing was hashed).
-    const passwordAttempts = new WeakSet<FastifyRequest>()
+    const passwordAttempts = new WeakMap<FastifyRequest, Take>()
 
     /**
      * One attempt at the current password from the account's budget, claimed before the hash is
@@ -259,13 +260,13 @@ export default fp(
      */
     async function claimPasswordCheck(request: FastifyRequest): Promise<void> {
       if (!request.user) return
-      await budgets.passwordChecks.spend(request.user.id)
-      passwordAttempts.add(request)
+      passwordAttempts.set(request, await budgets.passwordChecks.claim(request.user.id))
     }
 
     async function refundUncheckedAttempt(request: FastifyRequest, _reply: FastifyReply, error: Error): Promise<void> {
-      if (error instanceof AppError && NOT_CHECKED.has(error.code) && passwordAttempts.delete(request)) {
-        await budgets.passwordChecks.refund(request.user!.id)
+      const taken = passwordAttempts.get(request)
+      if (error instanceof AppError && NOT_CHECKED.has(error.code) && taken && passwordAttempts.delete(request)) {
+        await budgets.passwordChecks.refund(request.user!.id, taken)
       }
     }
 

@@ -47,19 +47,21 @@ async function counterContract(t: Test, counter: BudgetCounter, now: () => numbe
   const first = await take('a')
   t.same([first.allowed, first.remaining], [true, 1])
   t.ok(first.resetAt > now() && first.resetAt <= now() + WINDOW, 'the window ends within its length')
-  t.match(await take('a'), { allowed: true, remaining: 0 })
+  const second = await take('a')
+  t.match(second, { allowed: true, remaining: 0 })
   t.match(await take('a'), { allowed: false, remaining: 0 }, 'past the limit, refused')
   t.match(await take('a'), { allowed: false, remaining: 0 })
-  await counter.refund('a')
+  await counter.refund('a', second)
   t.match(await take('a'), { allowed: true, remaining: 0 }, 'a refund frees one place, however many were refused')
   t.match(await take('a'), { allowed: false })
   t.match(await take('b'), { allowed: true, remaining: 1 }, 'another key has its own window')
-  await counter.refund('never-taken')
+  await counter.refund('never-taken', first)
   t.match(await take('never-taken', 1), { allowed: true }, 'a refund of nothing leaves nothing to spare')
   t.match(await take('never-taken', 1), { allowed: false })
   await wait(WINDOW + 50)
-  await counter.refund('a') // its window has ended: nothing to give back
+  await counter.refund('a', second) // its window has ended: nothing to give back
   t.match(await take('a'), { allowed: true, remaining: 1 }, 'a new window once the old one ended')
+  await counter.refund('a', second) // a take of the ended window, given back while the next one runs
   t.match(await take('a'), { allowed: true, remaining: 0 })
   t.match(await take('a'), { allowed: false }, 'and a refund never reaches a later window')
 }
