@@ -117,7 +117,7 @@ function rowsStep<T extends { userId: string }>(
   section: SectionName,
   rows: RowPlan<T>[],
   write: (trx: Trx, items: RowPlan<T>[]) => Promise<void>,
-  ordered = false,
+  { ordered = false }: { ordered?: boolean } = {},
 ): Step<RowPlan<T>> {
   return {
     section,
@@ -205,7 +205,7 @@ function steps(plan: ImportPlan, now: Date): Array<Step<any>> {
         )
         await records('consent')(trx, items)
       },
-      true,
+      { ordered: true },
     ),
   ]
 }

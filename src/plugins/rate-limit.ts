@@ -11,7 +11,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { AppError } from '../shared/errors.js'
 import { andThen, type MaybePromise } from '../shared/maybe-async.js'
-import type { EmailBudget, IpBudget } from '../shared/route-policy.js'
+import type { IpBudget } from '../shared/route-policy.js'
 import { type BudgetCounter, MemoryCounter, RedisCounter, RedisOrMemory, type Take } from './budget-counter.js'
 
 const MINUTE = 60_000
@@ -40,10 +40,7 @@ export class Budget {
 
   /** `spend`, returning the take, which a refund gives back. */
   claim(key: string): MaybePromise<Take> {
-    return andThen(this.take(key), (take) => {
-      if (!take.allowed) throw rateLimited(Math.ceil((take.resetAt - this.now()) / 1000))
-      return take
-    })
+    return andThen(this.take(key), (take) => allowedOrRefused(take, this.now()))
   }
 
   /** Gives back `taken`, whose work was never done, to the window it came from. */
@@ -52,16 +49,20 @@ export class Budget {
   }
 }
 
-/** Who asks for a budget keyed by an address: the client, and whether it is the address's owner's browser. */
-export interface Asker {
-  ip: string
-  /** The browser has signed in to the account of this address (its device cookie is known to it). */
-  owner: boolean
+/** The take when it was allowed; else 429 RATE_LIMITED with the seconds until its window ends. */
+function allowedOrRefused(take: Take, now: number): Take {
+  if (!take.allowed) throw rateLimited(Math.ceil((take.resetAt - now) / 1000))
+  return take
 }
 
-/** A budget keyed by an address, which may also count who asks. */
-export interface AddressBudget {
-  spend(email: string, asker: Asker): MaybePromise<void>
+/** Who asks for mail to an address: the client, and whether it is the address's owner. */
+export interface Asker {
+  ip: string
+  /**
+   * Whether the asker is the owner of the address's account (a browser that has signed in to it):
+   * asked only when the client's own allowance has a place left.
+   */
+  isOwner: () => boolean | Promise<boolean>
 }
 
 /**
@@ -72,7 +73,7 @@ export interface AddressBudget {
  * clients can still spend the cap, so the owner's own browser (one that has signed in to the
  * account) is not held to it, only to its client's allowance.
  */
-export class MailBudget implements AddressBudget {
+export class MailBudget {
   constructor(
     private readonly perClient: Budget,
     private readonly perAddress: Budget,
@@ -83,7 +84,7 @@ export class MailBudget implements AddressBudget {
     const address = email.toLowerCase()
     const clientTake = `${clientKey(asker.ip)} ${address}`
     const fromClient = await this.perClient.take(clientTake)
-    if (!fromClient.allowed || asker.owner) return fromClient
+    if (!fromClient.allowed || (await asker.isOwner())) return fromClient
     const toAddress = await this.perAddress.take(address)
     // Refused by the cap: the client's allowance is given back, nothing was sent.
     if (!toAddress.allowed) await this.perClient.refund(clientTake, fromClient)
@@ -91,8 +92,7 @@ export class MailBudget implements AddressBudget {
   }
 
   async spend(email: string, asker: Asker): Promise<void> {
-    const take = await this.take(email, asker)
-    if (!take.allowed) throw rateLimited(Math.ceil((take.resetAt - this.now()) / 1000))
+    allowedOrRefused(await this.take(email, asker), this.now())
   }
 }
 
@@ -100,7 +100,7 @@ export interface RateLimits {
   global: Budget
   perIp: Record<IpBudget, Budget>
   /** Budgets keyed by the body's email: sign-in attempts per address, and mail (per address and client). */
-  perEmail: { [K in Exclude<EmailBudget, 'mail'>]: AddressBudget } & { mail: MailBudget }
+  perEmail: { signIn: Budget; mail: MailBudget }
   /** Attempts at "your current password", per account, right answers included. */
   passwordChecks: Budget
   /** Argon2 operations per account (or per address without one) and per client IP, right answers included. */

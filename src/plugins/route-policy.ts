@@ -244,8 +244,11 @@ export default fp(
       const perEmail = matchedRoute(request).policy.rateLimit?.perEmail
       const email = emailOf(request)
       if (!perEmail || !email) return
-      const owner = perEmail === 'mail' && (await app.knownDevices.signedInTo(app.signInCookies.browserOf(request).device, email))
-      await budgets.perEmail[perEmail].spend(email, { ip: request.ip, owner })
+      if (perEmail !== 'mail') return budgets.perEmail[perEmail].spend(email)
+      await budgets.perEmail.mail.spend(email, {
+        ip: request.ip,
+        isOwner: () => app.knownDevices.signedInTo(app.signInCookies.browserOf(request).device, email),
+      })
     }
 
     // A right answer keeps its claim like a wrong one: refunded right answers let one account keep
@@ -265,7 +268,8 @@ export default fp(
 
     async function refundUncheckedAttempt(request: FastifyRequest, _reply: FastifyReply, error: Error): Promise<void> {
       const taken = passwordAttempts.get(request)
-      if (error instanceof AppError && NOT_CHECKED.has(error.code) && taken && passwordAttempts.delete(request)) {
+      if (taken && error instanceof AppError && NOT_CHECKED.has(error.code)) {
+        passwordAttempts.delete(request)
         await budgets.passwordChecks.refund(request.user!.id, taken)
       }
     }

@@ -65,7 +65,7 @@ export default async function emailRoutes(fastify: FastifyInstance) {
    * per-email limit already counts.
    */
   const mailBudgetLeft = async (request: FastifyRequest, email: string, mail: string, owner: boolean): Promise<boolean> => {
-    if (await app.takeMailBudget(email, { ip: request.ip, owner })) return true
+    if (await app.takeMailBudget(email, { ip: request.ip, isOwner: () => owner })) return true
     request.log.info(`${mail} mail skipped: hourly mail budget of this address is spent`)
     return false
   }
