@@ -41,7 +41,7 @@ const NOT_EXERCISED: Array<[reason: string, applies: (r: TableRoute) => boolean]
   ['takes no input', (r) => NO_INPUT.has(key(r))],
   ["is Fastify's HEAD twin of a GET route: the GET's handler, exercised", (r) => r.method === 'HEAD'],
   [
-    "is an oRPC procedure's route: the handler and input schema of its REST twin, exercised (rpc-link.test.ts drives each procedure's unhappy paths)",
+    "is an oRPC procedure's route: the handler and input schema of its REST twin, exercised (rpc-link.test.ts drives each procedure's unhappy paths, rpc-bodies.test.ts its malformed bodies)",
     (r) => r.procedure !== undefined,
   ],
 ]
