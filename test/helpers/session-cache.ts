@@ -8,7 +8,11 @@ export const whoami = (app: FastifyInstance, user: TestUser) => call(app, 'GET',
 export const hits = (app: FastifyInstance) => app.sessionCache.stats.hits
 
 /** The user signed in once more on `app`: the same user, holding that new session's cookie. */
-export async function signInAgain(app: FastifyInstance, user: TestUser, options: { rememberMe?: boolean } = {}): Promise<TestUser> {
+export async function signInAgain(
+  app: FastifyInstance,
+  user: TestUser,
+  options: { rememberMe?: boolean } = {},
+): Promise<TestUser> {
   const res = await call(app, 'POST', '/api/auth/sign-in/email', {
     body: { email: user.email, password: user.password, ...options },
   })
