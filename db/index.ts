@@ -2,7 +2,14 @@
 import { PGlite } from '@electric-sql/pglite'
 import { Kysely, PGliteDialect, PostgresDialect, sql, type Transaction } from 'kysely'
 import pg from 'pg'
-import { listenPglite, listenPostgres, type Listener, type ListenOptions, type PostgresListener } from './notifications.js'
+import {
+  type Heartbeat,
+  listenPglite,
+  listenPostgres,
+  type Listener,
+  type ListenOptions,
+  type PostgresListener,
+} from './notifications.js'
 import { PreparingClient } from './prepared.js'
 import type { Database } from './schema.js'
 
@@ -30,6 +37,8 @@ export interface DatabaseOptions {
   pgliteDir: string
   poolSize: number
   onPoolError?: (err: Error) => void
+  /** PostgreSQL only: the change listener's heartbeat, when not the default (tests shorten it). */
+  heartbeat?: Heartbeat
   /** PGlite only: start from this dumped data directory (`dumpDataDir`) instead of an empty one. */
   pgliteSnapshot?: Blob
 }
@@ -84,7 +93,10 @@ export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHa
       close: () => db.destroy(),
       poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
       listen: (listenOptions) => {
-        const listener = listenPostgres(options.url!, listenOptions, () => listeners.delete(listener))
+        const listener = listenPostgres(options.url!, listenOptions, {
+          heartbeat: options.heartbeat,
+          onClose: () => listeners.delete(listener),
+        })
         listeners.add(listener)
         return listener
       },

@@ -144,9 +144,11 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   app.decorate('db', database.db)
   app.decorate('clock', deps.clock ?? systemClock)
   const sessionCache = new SessionCache(config.auth.sessionCacheSize)
-  sessionCache.listen(database.listen, (err) =>
-    app.log.warn({ err: { message: err.message } }, 'session cache listener: connection lost, the cache is bypassed'),
-  )
+  sessionCache.listen(database.listen, {
+    listening: () => app.log.info('session cache listener: listening, the cache is in use'),
+    lost: (err) =>
+      app.log.warn({ err: { message: err.message } }, 'session cache listener: connection lost, the cache is bypassed'),
+  })
   const sessions = new SessionManager(database.db, app.clock, config.auth.sessionTtlDays, sessionCache)
   const sessionCookie = new SessionCookie(config.auth, app.clock)
   const hashPool = new HashPool(config.hashing.maxConcurrency, config.hashing.maxQueue)

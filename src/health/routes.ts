@@ -13,7 +13,7 @@ const HealthBody = z.object({
   sessionCache: z
     .enum(['listening', 'bypassed', 'disabled'])
     .describe(
-      'bypassed: its change listener is not connected, every session is read from the database; disabled: SESSION_CACHE_SIZE=0',
+      'bypassed: its change listener is not connected or has not heard its own heartbeat within 3 s, every session is read from the database; disabled: SESSION_CACHE_SIZE=0',
     ),
   version: z.string(),
   uptimeSeconds: z.number(),

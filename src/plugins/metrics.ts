@@ -172,7 +172,7 @@ export default fp(
     })
     new Gauge({
       name: 'session_cache_listening',
-      help: '1 while the change listener is connected and listening (the cache is used), else 0',
+      help: '1 while the change listener is listening and hears its own heartbeat (the cache is used), else 0',
       registers: [register],
       collect() {
         this.set(cache.listening ? 1 : 0)

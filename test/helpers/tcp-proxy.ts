@@ -1,10 +1,18 @@
 // A TCP proxy on loopback that can be cut and restored: stands in for a database or Redis that
-// goes down and comes back, without stopping the real server other tests use.
+// goes down and comes back, without stopping the real server other tests use. It can also go
+// silent (`blackhole`): sockets stay open and nothing is forwarded, as on a link that drops
+// packets, which neither end notices by itself.
 import { createConnection, createServer, type Server, type Socket } from 'node:net'
+
+interface Link {
+  client: Socket
+  upstream: Socket
+}
 
 export class TcpProxy {
   private server: Server | undefined
-  private readonly sockets = new Set<Socket>()
+  private readonly links = new Set<Link>()
+  private silent = false
   port = 0
 
   constructor(
@@ -16,15 +24,21 @@ export class TcpProxy {
   async start(): Promise<number> {
     this.server = createServer((client) => {
       const upstream = createConnection({ host: this.targetHost, port: this.targetPort })
+      const link = { client, upstream }
+      this.links.add(link)
       for (const s of [client, upstream]) {
-        this.sockets.add(s)
-        s.on('close', () => this.sockets.delete(s))
+        // One end gone, the other goes too (a paused link would not pass the close on).
+        s.on('close', () => {
+          this.links.delete(link)
+          client.destroy()
+          upstream.destroy()
+        })
         s.on('error', () => {
           client.destroy()
           upstream.destroy()
         })
       }
-      client.pipe(upstream).pipe(client)
+      if (!this.silent) forward(link)
     })
     await new Promise<void>((resolve, reject) => {
       this.server!.once('error', reject)
@@ -34,12 +48,35 @@ export class TcpProxy {
     return this.port
   }
 
+  /**
+   * Stops forwarding, silently: connections stay open, new ones are accepted, and what either end
+   * sends waits in the proxy, unanswered, until `heal` (as TCP retransmits across a healed link).
+   */
+  blackhole(): void {
+    this.silent = true
+    for (const { client, upstream } of this.links) {
+      client.unpipe(upstream)
+      upstream.unpipe(client)
+      client.pause()
+      upstream.pause()
+    }
+  }
+
+  /** Forwards again, what waited first. */
+  heal(): void {
+    this.silent = false
+    for (const link of this.links) forward(link)
+  }
+
   /** Refuses new connections and resets every open one, as a crashed server would. */
   async cut(): Promise<void> {
     const server = this.server
     this.server = undefined
-    for (const s of this.sockets) s.resetAndDestroy()
-    this.sockets.clear()
+    for (const { client, upstream } of this.links) {
+      client.resetAndDestroy()
+      upstream.resetAndDestroy()
+    }
+    this.links.clear()
     if (server) await new Promise<void>((resolve) => server.close(() => resolve()))
   }
 
@@ -50,6 +87,11 @@ export class TcpProxy {
   close(): Promise<void> {
     return this.cut()
   }
+}
+
+function forward({ client, upstream }: Link): void {
+  client.pipe(upstream)
+  upstream.pipe(client)
 }
 
 /** Host and port of a postgres:// or redis:// URL, and the same URL pointed at another port. */

@@ -4,10 +4,11 @@
 // PostgreSQL says when a cached row stops being true: triggers on "session" and "user"
 // (migrations/0008_session_cache.ts) NOTIFY this channel on every update and delete, whoever
 // writes, and each process LISTENs on a connection of its own (db/notifications.ts). The cache is
-// used only while that listener is `current`: listening, and having heard back every write this
-// process made. While it is not (not yet connected, reconnecting, a write of ours in flight), every
-// lookup goes to the database, and a lost connection empties the cache, since notifications missed
-// while it was down are never replayed.
+// used only while that listener is `current`: listening, hearing its own heartbeat (so no change
+// older than 3 s is unheard, even on a link that died without closing), and having heard back
+// every write this process made. While it is not (not yet connected, reconnecting, deaf, a write of
+// ours in flight), every lookup goes to the database, and a lost connection empties the cache,
+// since notifications missed while it was down are never replayed.
 //
 // A lookup that read the database while a notification arrived must not cache what it read (it may
 // be what the notification just invalidated): it is cached only when the listener's version did not
@@ -29,6 +30,12 @@ export interface SessionCacheStats {
   misses: number
   evictions: number
   invalidations: number
+}
+
+/** What the app logs of its listener: each time it listens (again), and each connection lost. */
+export interface ListenerReport {
+  listening(): void
+  lost(err: Error): void
 }
 
 const NO_TICKET = -1
@@ -53,14 +60,17 @@ export class SessionCache {
   constructor(private readonly maxEntries: number) {}
 
   /** Starts listening; until the listener is current, the cache is bypassed. */
-  listen(open: (options: ListenOptions) => Listener, onError: (err: Error) => void): void {
+  listen(open: (options: ListenOptions) => Listener, report: ListenerReport): void {
     if (this.maxEntries === 0) return
     this.listener = open({
       channel: SESSION_CACHE_CHANNEL,
       onMessage: (payload) => this.invalidate(payload),
-      // Down or up again: whatever was cached may have changed unheard.
-      onState: () => this.clear(),
-      onError,
+      onState: (listening) => {
+        // Down or up again: whatever was cached may have changed unheard.
+        this.clear()
+        if (listening) report.listening()
+      },
+      onError: report.lost,
     })
   }
 

@@ -2,59 +2,20 @@
 // process changes it sees at once, what anyone else changes (another instance, the command line,
 // plain SQL) every instance hears from PostgreSQL's NOTIFY, and a listener that is not listening
 // means no cache at all.
-import type { FastifyInstance } from 'fastify'
 import pg from 'pg'
-import t, { type Test } from 'tap'
+import t from 'tap'
 import { openDatabase } from '../../../db/index.js'
 import { migrateToLatest } from '../../../db/migrate.js'
 import { writesWatchedTable } from '../../../db/notifications.js'
 import { buildApp } from '../../../src/app.js'
 import { loadConfig } from '../../../src/config.js'
-import { buildTestApp, call, sessionCookieOf, signUp, signUpWithRole, TEST_ENV, type TestUser } from '../../helpers/app.js'
+import { buildTestApp, call, signUp, signUpWithRole, TEST_ENV, type TestUser } from '../../helpers/app.js'
 import { runCli } from '../../helpers/cli.js'
 import { freshPostgresUrl, usingPostgres } from '../../helpers/db.js'
+import { cached, hits, listening, signInAgain, whoami, within } from '../../helpers/session-cache.js'
 
 t.setTimeout(240_000)
 const DAY = 24 * 60 * 60 * 1000
-
-const whoami = (app: FastifyInstance, user: TestUser) => call(app, 'GET', '/api/v1/whoami', { cookie: user.cookie })
-const hits = (app: FastifyInstance) => app.sessionCache.stats.hits
-
-/** The user signed in once more on `app`: the same user, holding that new session's cookie. */
-async function signInAgain(app: FastifyInstance, user: TestUser, options: { rememberMe?: boolean } = {}): Promise<TestUser> {
-  const res = await call(app, 'POST', '/api/auth/sign-in/email', {
-    body: { email: user.email, password: user.password, ...options },
-  })
-  return { ...user, cookie: sessionCookieOf(res)! }
-}
-
-/** Resolves once the app's listener is up (the cache is bypassed before). */
-async function listening(app: FastifyInstance, deadlineMs = 5_000): Promise<void> {
-  const start = Date.now()
-  while (!app.sessionCache.listening) {
-    if (Date.now() - start > deadlineMs) throw new Error('the session cache listener did not come up')
-    await new Promise((r) => setTimeout(r, 10))
-  }
-}
-
-/** Asks until `check` holds; the milliseconds it took, or throws past the deadline. */
-async function within(deadlineMs: number, check: () => Promise<boolean>): Promise<number> {
-  const start = performance.now()
-  for (;;) {
-    if (await check()) return Math.round((performance.now() - start) * 10) / 10
-    if (performance.now() - start > deadlineMs) throw new Error(`not seen within ${deadlineMs} ms`)
-    await new Promise((r) => setTimeout(r, 2))
-  }
-}
-
-/** Makes sure the next request with this session is answered from memory. */
-async function cached(t: Test, app: FastifyInstance, user: TestUser): Promise<void> {
-  await listening(app)
-  await whoami(app, user)
-  const before = hits(app)
-  t.equal((await whoami(app, user)).statusCode, 200)
-  t.equal(hits(app), before + 1, 'the session is served from memory')
-}
 
 t.test('which statements make this process fence: the ones that fire the change triggers', async (t) => {
   // One statement a line, as a query builder or a migration would send it.
