@@ -64,7 +64,7 @@ export class AppError extends Error {
   readonly code: ErrorCode
   readonly status: number
   readonly data?: Record<string, unknown>
-  /** Seconds, sent as Retry-After. */
+  /** Seconds, sent as Retry-After and as `data.retryAfter` (plugins/errors.ts). */
   readonly retryAfter?: number
 
   constructor(
