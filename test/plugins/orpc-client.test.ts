@@ -150,4 +150,5 @@ t.test('every error body carries defined: false, whatever produced it', async (t
   const errorSchema = document.components.schemas.Error
   t.ok(errorSchema.required.includes('defined'), 'the OpenAPI error schema requires it')
   t.match(errorSchema.properties.defined, { const: false })
+  t.match(errorSchema.properties.data.description, /retryAfter/, 'and says where the wait is')
 })
