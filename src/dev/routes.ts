@@ -48,8 +48,8 @@ const inboxPage = (mails: KeptMail[], kept: number) =>
   htmlPage(
     'Development mail',
     () => `<h1>Development mail</h1>
-<p>The last ${kept} mails this server sent, newest first (reload for new ones). Only in development;
-JSON at <code>${DEV_MAIL_PATH}</code> without <code>Accept: text/html</code>.</p>
+<p>The mail this server sent, newest first; it keeps the last ${kept}. Reload for new ones. Only in
+development; the same as JSON from <code>${DEV_MAIL_PATH}</code> without <code>Accept: text/html</code>.</p>
 ${mails.length ? mails.map(mailHtml).join('\n') : '<p>No mail yet.</p>'}`,
     PAGE_CSS,
   )

@@ -3,7 +3,7 @@
 // Production and test have no such routes at all.
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
-import { DEV_MAIL_KEPT } from '../../src/dev/mail-inbox.js'
+import { DEV_MAIL_KEPT, type KeptMail } from '../../src/dev/mail-inbox.js'
 import { buildTestApp, call, signUp, uniqueEmail, WEB_ORIGIN } from '../helpers/app.js'
 import { logLines } from '../helpers/log-lines.js'
 import { routeTable } from '../helpers/routes.js'
@@ -13,15 +13,8 @@ const log = logLines()
 const app = await buildTestApp({ env: { ...DEV, LOG_LEVEL: 'info' }, deps: { logStream: log.stream } })
 const lines = () => log.lines.map((l) => JSON.parse(l))
 
-interface Mail {
-  id: string
-  to: string
-  subject: string
-  text: string
-  links: string[]
-  codes: string[]
-  sentAt: string
-}
+/** A kept mail as JSON. */
+type Mail = Omit<KeptMail, 'sentAt'> & { sentAt: string }
 const inbox = async (query = '') => (await app.inject({ method: 'GET', url: `/api/dev/mail${query}` })).json().mails as Mail[]
 
 t.test('a mailed code and link are in the inbox, newest first, and the code signs in', async (t) => {
@@ -80,6 +73,7 @@ t.test('the page shows every mail escaped, with only http(s) links to click', as
   t.match(page.headers['content-security-policy'], /default-src 'none'.*frame-ancestors 'none'/)
   t.equal(page.headers['x-frame-options'], 'DENY')
   t.equal(page.headers['cache-control'], 'no-store')
+  t.match(page.body, `it keeps the last ${DEV_MAIL_KEPT}`)
   t.notMatch(page.body, /<script|<img/i, 'no markup from the mail')
   t.match(page.body, '&lt;script&gt;alert(1)&lt;/script&gt;')
   t.match(page.body, '<a href="https://example.com/ok?a=1&amp;b=2" rel="noreferrer noopener">')
