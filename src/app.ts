@@ -35,6 +35,7 @@ import { SessionCache } from './auth/session/cache.js'
 import type { Config } from './config.js'
 import { systemClock, type Clock } from './shared/clock.js'
 import consentRoutes from './consent/routes.js'
+import devMailRoutes from './dev/routes.js'
 import personalDataRoutes from './personal-data/routes.js'
 import healthRoutes from './health/routes.js'
 import journalRoutes from './journal/routes.js'
@@ -229,6 +230,8 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   await app.register(adminRoutes)
   await app.register(consentRoutes)
   await app.register(personalDataRoutes)
+  // Development only (NODE_ENV=development, `npm start`'s default): production and test have no such routes.
+  if (app.mailer.inbox) await app.register(devMailRoutes, { inbox: app.mailer.inbox })
   app.addHook('onReady', () => reportBootstrapOwner({ db: app.db, log: app.log }, config.auth.bootstrapOwnerEmail))
 
   return app

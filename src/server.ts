@@ -2,6 +2,7 @@
 import { ConfigError, loadConfig, readEnvironment, type Config } from './config.js'
 import { holdDataDirLock } from '../db/data-dir-lock.js'
 import { keptDevSecret } from './auth/session/dev-secret.js'
+import { DEV_MAIL_PATH } from './dev/mail-inbox.js'
 
 const warnings: string[] = []
 let config: Config
@@ -77,3 +78,4 @@ app.log.info(
   `Trusted origins: ${trustedOrigins.join(', ')}; a web app on another origin is refused until it is added to AUTH_TRUSTED_ORIGIN (comma-separated)`,
 )
 app.log.info(`API reference: ${baseUrl}/api/v1/docs (OpenAPI: ${baseUrl}/api/v1/openapi.json)`)
+if (app.mailer.inbox) app.log.info(`Development mail (sign-in codes and links): ${baseUrl}${DEV_MAIL_PATH}`)

@@ -248,10 +248,10 @@ t.test('ENV_VARIABLES lists what the schema reads', async (t) => {
   }
 })
 
-function runServer(env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function runServer(env: Record<string, string>, cwd = ROOT): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, entryPoint('src/server.ts'), {
-      cwd: ROOT,
+      cwd,
       env: { PATH: process.env.PATH, PGLITE_DIR: 'memory://', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     })
@@ -270,6 +270,15 @@ t.test('the server exits non-zero with one clear line on a bad PORT', async (t) 
   const lines = stderr.trim().split('\n')
   t.equal(lines.length, 1, 'exactly one line')
   t.match(lines[0], /^Configuration error: Invalid PORT/)
+})
+
+t.test("the server reads .env in its working directory, as .env.example's header says", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'insight-dotenv-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  writeFileSync(join(dir, '.env'), 'PORT=not-a-port\n')
+  const { code, stderr } = await runServer({}, dir)
+  t.equal(code, 1)
+  t.match(stderr, /^Configuration error: Invalid PORT/, "the file's value was read")
 })
 
 t.test('the server refuses to start in production without AUTH_SECRET', async (t) => {

@@ -8,6 +8,7 @@ import { ROOT } from './helpers/paths.js'
 const read = (file: string) => readFileSync(`${ROOT}${file}`, 'utf8')
 
 const envExample = read('.env.example')
+const readme = read('README.md')
 const configurationDoc = read('docs/configuration.md')
 const operationsDoc = read('docs/operations.md')
 const dockerfile = read('Dockerfile')
@@ -47,6 +48,20 @@ t.test('.env.example lists exactly the variables the config reads, each with a c
   })
   t.same([...listed].sort(), [...ENV_VARIABLES].sort())
   t.equal(new Set(listed).size, listed.length, 'no variable twice')
+})
+
+t.test('the header of .env.example says what reads the file (config.test.ts starts the server on one)', async (t) => {
+  const header = envExample.slice(0, envExample.indexOf('\n\n'))
+  t.match(header, /`npm start`, `npm run dev` and the command line read `.env`/)
+  t.notMatch(header, /environment only|ignore/i)
+})
+
+t.test("the README's quick start names the development inbox and every budget an end-to-end run lifts", async (t) => {
+  const quickStart = section(readme, 'Quick start')
+  t.match(quickStart, 'http://localhost:8787/api/dev/mail')
+  const budgets = ENV_VARIABLES.filter((name) => name.startsWith('RATE_LIMIT_'))
+  t.ok(budgets.length >= 9)
+  for (const name of budgets) t.match(quickStart, `\`${name}\``, name)
 })
 
 t.test('.env.example holds no secret values', async (t) => {

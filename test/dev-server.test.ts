@@ -36,6 +36,7 @@ t.test(
     t.match(out, `Trusted origins: ${browserUrl}, ${WEB_ORIGIN}`)
     t.match(out, /AUTH_TRUSTED_ORIGIN/)
     t.match(out, `API reference: ${browserUrl}/api/v1/docs`)
+    t.match(out, `Development mail (sign-in codes and links): ${browserUrl}/api/dev/mail`)
 
     const signUp = await fetch(`${first.url}/api/auth/sign-up/email`, {
       method: 'POST',

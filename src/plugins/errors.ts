@@ -3,6 +3,7 @@
 import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import { ORPCError } from '@orpc/client'
+import { StandardRPCJsonSerializer } from '@orpc/client/standard'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { AppError, type ErrorCode } from '../shared/errors.js'
@@ -145,17 +146,27 @@ function fromFastifyError(err: FastifyError): AppError | undefined {
   return undefined
 }
 
+/** The RPC protocol's JSON: a Date (in an error's data) travels as a string named in `meta`, read back as a Date. */
+const rpcJson = new StandardRPCJsonSerializer()
+
 /**
  * The error body: the one shape, or on an oRPC procedure route (plugins/operations.ts) that shape
- * inside the RPC protocol's envelope, as @orpc/server's RPCHandler answers an error: {json: error}.
+ * inside the RPC protocol's envelope, as @orpc/server's RPCHandler answers an error: {json, meta?}.
+ * A wait (Retry-After) is also `data.retryAfter`, in the same seconds: a page on another origin may
+ * not be able to read the header. Dates in `data` are ISO strings in the one shape, Dates over RPC.
  */
 function sendError(reply: FastifyReply, error: AppError, rpc = false): FastifyReply {
   if (error.retryAfter !== undefined) reply.header('retry-after', String(error.retryAfter))
-  const { code, status, message, data } = error
+  const { code, status, message, retryAfter } = error
+  const data = retryAfter === undefined ? error.data : { ...error.data, retryAfter }
   reply.errorCode = code
-  const body = rpc
-    ? { json: { defined: false, code, status, message, ...(data && { data }) } }
-    : ({ code, status, message, ...(data && { data }), defined: false } satisfies ErrorBody)
+  let body: unknown
+  if (rpc) {
+    const [json, meta] = rpcJson.serialize({ defined: false, code, status, message, ...(data && { data }) })
+    body = meta.length > 0 ? { json, meta } : { json }
+  } else {
+    body = { code, status, message, ...(data && { data }), defined: false } satisfies ErrorBody
+  }
   // A serializer-free send: the route's response schema must not apply to an error body.
   return reply.code(error.status).type('application/json; charset=utf-8').serializer(JSON.stringify).send(body)
 }

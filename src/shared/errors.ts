@@ -64,7 +64,7 @@ export class AppError extends Error {
   readonly code: ErrorCode
   readonly status: number
   readonly data?: Record<string, unknown>
-  /** Seconds, sent as Retry-After. */
+  /** Seconds, sent as Retry-After and as `data.retryAfter` (plugins/errors.ts). */
   readonly retryAfter?: number
 
   constructor(
@@ -117,7 +117,10 @@ export const ErrorSchema = z
     code: z.string(),
     status: z.number().int(),
     message: z.string(),
-    data: z.record(z.string(), z.unknown()).optional(),
+    data: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .describe('Details of the error; with Retry-After (429, 503), `retryAfter`: the same seconds, an integer'),
     // oRPC 1.14's error JSON: its OpenAPILink then reads code, status, message and data as they are.
     defined: z.literal(false),
   })

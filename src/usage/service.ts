@@ -81,7 +81,7 @@ async function count(
     // concurrent call filled it after the snapshot, and only a fresh read tells how far.
     const current = attempt && limit !== null && attempt.seen + amount > limit ? attempt.seen : await readCounter(db, key)
     throw new AppError(402, 'PLAN_LIMIT_REACHED', `The ${metric} limit of your plan is reached`, {
-      data: { metric, limit, used: current, resetsAt: resetsAt.toISOString() },
+      data: { metric, limit, used: current, resetsAt },
     })
   }
   return { metric, used, limit, remaining: limit === null ? null : Math.max(0, limit - used), resetsAt }

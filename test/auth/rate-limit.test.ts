@@ -1,11 +1,16 @@
 // Rate limits: global per IP, sign-in per IP and per email, sign-up per IP, mail per email; in
 // memory, shared through Redis when REDIS_URL is set, and, when Redis is down, counted in each
 // instance's memory: still enforced, never an outage.
+import type { AddressInfo } from 'node:net'
+import { createORPCClient, ORPCError } from '@orpc/client'
+import { RPCLink } from '@orpc/client/fetch'
+import type { ContractRouterClient } from '@orpc/contract'
 import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
 import type { AppDeps } from '../../src/app.js'
 import { type BudgetCounter, MemoryCounter, RedisCounter, RedisOrMemory } from '../../src/plugins/budget-counter.js'
 import { clientKey } from '../../src/plugins/rate-limit.js'
+import type { contract } from '../../src/contract/index.js'
 import { buildTestApp, signUp, uniqueEmail, WEB_ORIGIN } from '../helpers/app.js'
 import { logLines } from '../helpers/log-lines.js'
 import { redisTest } from '../helpers/redis.js'
@@ -117,6 +122,46 @@ t.test('memory store', async (t) => {
     t.equal((await send(app, 'GET', '/api/v1/nothing-here', ip)).statusCode, 429, 'unknown routes count too')
     t.equal((await send(app, 'GET', '/api/auth/get-session', freshIp())).statusCode, 200, 'another IP has its own budget')
     t.equal((await send(app, 'GET', '/api/health/live', ip)).statusCode, 200, 'health probes are not limited')
+  })
+
+  t.test('a 429 says how long to wait: data.retryAfter, whole seconds, equal to Retry-After, in every protocol', async (t) => {
+    const app = await buildTestApp({ env: { RATE_LIMIT_GLOBAL_PER_MINUTE: '3', RATE_LIMIT_SIGN_IN_IP_PER_MINUTE: '1' } })
+    const waitOf = (t: Test, res: { headers: Record<string, unknown> }, data: unknown, name: string) => {
+      const header = Number(res.headers['retry-after'])
+      t.ok(Number.isInteger(header) && header >= 1 && header <= 60, `${name}: Retry-After ${header}`)
+      t.same(data, { retryAfter: header }, `${name}: data.retryAfter is the header's seconds`)
+    }
+
+    const auth = freshIp()
+    await send(app, 'POST', '/api/auth/sign-in/email', auth, { email: uniqueEmail(), password: PASSWORD })
+    const signIn = await send(app, 'POST', '/api/auth/sign-in/email', auth, { email: uniqueEmail(), password: PASSWORD })
+    t.match(signIn.json(), { code: 'RATE_LIMITED', status: 429 })
+    waitOf(t, signIn, signIn.json().data, '/api/auth')
+
+    const rest = freshIp()
+    for (let i = 0; i < 3; i++) await send(app, 'GET', '/api/v1/profile', rest)
+    const profile = await send(app, 'GET', '/api/v1/profile', rest)
+    t.match(profile.json(), { code: 'RATE_LIMITED', status: 429, defined: false })
+    waitOf(t, profile, profile.json().data, 'REST')
+
+    // The RPC envelope, through oRPC's own client over a socket (the client's IP is 127.0.0.1).
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    const api = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/api/v1`
+    const client: ContractRouterClient<typeof contract> = createORPCClient(
+      new RPCLink({ url: api, headers: { origin: WEB_ORIGIN } }),
+    )
+    for (let i = 0; i < 3; i++) await client.getProfile().catch(() => undefined)
+    const raw = await fetch(`${api}/getProfile`, { method: 'POST', headers: { origin: WEB_ORIGIN } })
+    t.equal(raw.status, 429)
+    const envelope = (await raw.json()) as { json: { code: string; data: unknown } }
+    t.equal(envelope.json.code, 'RATE_LIMITED')
+    waitOf(t, { headers: { 'retry-after': raw.headers.get('retry-after') } }, envelope.json.data, 'RPC envelope')
+    const refused = await client.getProfile().then(
+      () => t.fail('the call succeeded'),
+      (err: unknown) => err,
+    )
+    t.ok(refused instanceof ORPCError, 'RPCLink rejects with an ORPCError')
+    t.match(refused, { code: 'RATE_LIMITED', status: 429, data: { retryAfter: Number } })
   })
 
   t.test('sign-in: per IP, whatever the email', async (t) => {

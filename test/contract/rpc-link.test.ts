@@ -517,6 +517,18 @@ t.test('the RPC envelope, byte for byte, for an error raised before the procedur
   t.equal(head.status, 404, 'HEAD is no way to call a procedure')
 })
 
+t.test("timestamps in an error's data arrive as Dates: PLAN_LIMIT_REACHED's resetsAt", async (t) => {
+  const user = await signUp(app, { name: 'At The Limit' })
+  const err = await rejection(clientFor(user).usage.increment({ metric: 'aiMessages', amount: 11 }))
+  refusedWith(t, err, 'PLAN_LIMIT_REACHED', 402, 'more than the whole limit at once')
+  const data = err.data as { resetsAt: unknown }
+  t.ok(data.resetsAt instanceof Date, 'data.resetsAt is a Date')
+  const nextDay = new Date()
+  nextDay.setUTCHours(24, 0, 0, 0)
+  t.equal((data.resetsAt as Date).getTime(), nextDay.getTime(), 'the start of the next UTC day')
+  t.match(err.data, { metric: 'aiMessages', limit: 10, used: 0 })
+})
+
 // Last: every refusal above left the records as they were, and these calls change them.
 t.test('each procedure answers through RPCLink, Dates as Dates', async (t) => {
   for (const p of procedures) {

@@ -69,6 +69,7 @@ async function outageTests() {
       code: 'SERVICE_UNAVAILABLE',
       status: 503,
       message: 'The service is temporarily unavailable',
+      data: { retryAfter: 5 },
       defined: false,
     })
 

@@ -134,10 +134,21 @@ t.test('every error body carries defined: false, whatever produced it', async (t
   t.equal((await limited.inject({ method: 'GET', url: '/api/v1/whoami' })).statusCode, 401)
   const over = await limited.inject({ method: 'GET', url: '/api/v1/whoami' })
   t.equal(over.statusCode, 429)
-  t.same(over.json(), { code: 'RATE_LIMITED', status: 429, message: over.json().message, defined: false }, 'the rate limiter')
+  t.same(
+    over.json(),
+    {
+      code: 'RATE_LIMITED',
+      status: 429,
+      message: over.json().message,
+      data: { retryAfter: Number(over.headers['retry-after']) },
+      defined: false,
+    },
+    'the rate limiter',
+  )
 
   const document = (await app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json()
   const errorSchema = document.components.schemas.Error
   t.ok(errorSchema.required.includes('defined'), 'the OpenAPI error schema requires it')
   t.match(errorSchema.properties.defined, { const: false })
+  t.match(errorSchema.properties.data.description, /retryAfter/, 'and says where the wait is')
 })

@@ -10,9 +10,11 @@ import { errorCodeOf, otherSpellings, routeTable, type TableRoute } from '../hel
 
 const EVIL = 'https://evil.example'
 
-// Sandbox payments so its confirm page is registered too; an identity provider so its routes answer.
+// Sandbox payments so its confirm page is registered too; an identity provider so its routes answer;
+// development, so its mail inbox (/api/dev, absent elsewhere: test/dev/mail-inbox.test.ts) is walked too.
 const app = await buildTestApp({
   env: {
+    NODE_ENV: 'development',
     PAYMENT_GATEWAY: 'sandbox',
     IDP_CLIENT_ID: 'client',
     IDP_CLIENT_SECRET: 'secret',
@@ -70,6 +72,8 @@ const PUBLIC_ROUTES = [
   'POST /api/auth/magic-link/verify',
   'POST /api/v1/payments/webhook/:provider',
   'GET /api/v1/payments/sandbox/:paymentId',
+  'GET /api/dev/mail',
+  'GET /api/dev/mail/:id',
 ]
 const ORIGIN_EXEMPT = ['POST /api/v1/payments/webhook/:provider']
 
