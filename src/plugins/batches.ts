@@ -59,9 +59,9 @@ type BatchItem = z.infer<typeof BatchItem>
 const fromBatchOnly = (name: string) =>
   /^(host|origin|referer|cookie|authorization|proxy-authorization|forwarded|x-real-ip|x-csrf-token)$/.test(name) ||
   name.startsWith('x-forwarded-')
-/** Headers of the batch's own message, which its calls do not inherit. */
+/** Headers of the batch's own message (and HTTP/2's pseudo-headers), which its calls do not inherit. */
 const OWN_MESSAGE =
-  /^(content-type|content-length|transfer-encoding|connection|keep-alive|upgrade|expect|te|trailer|x-orpc-batch|x-request-id)$/
+  /^(:.*|content-type|content-length|transfer-encoding|connection|keep-alive|upgrade|expect|te|trailer|x-orpc-batch|x-request-id)$/
 /** Headers of a call's answer that belong to the batch's answer (Set-Cookie is moved there). */
 const ANSWER_MESSAGE =
   /^(content-type|content-length|transfer-encoding|connection|keep-alive|date|set-cookie|vary|cache-control|x-content-type-options|access-control-.*)$/

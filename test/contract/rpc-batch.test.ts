@@ -7,6 +7,7 @@ import { RPCLink } from '@orpc/client/fetch'
 import { BatchLinkPlugin, DedupeRequestsPlugin, SimpleCsrfProtectionLinkPlugin } from '@orpc/client/plugins'
 import type { ContractRouterClient } from '@orpc/contract'
 import type { FastifyInstance, InjectOptions } from 'fastify'
+import fc from 'fast-check'
 import { sql } from 'kysely'
 import t from 'tap'
 import type { contract } from '../../src/contract/index.js'
@@ -85,9 +86,9 @@ async function outcomes(calls: Array<Promise<unknown>>) {
 
 // Every row of the tables a call could write, hashed: a refused batch must leave them as they were.
 const TABLES = ['user', 'session', 'journal_entry', 'usage_counter', 'audit_event', 'payment', 'consent_record']
-async function fingerprint(app: FastifyInstance): Promise<string> {
+async function fingerprint(app: FastifyInstance, tables = TABLES): Promise<string> {
   const parts = await Promise.all(
-    TABLES.map(async (table) => {
+    tables.map(async (table) => {
       const { rows } = await sql<{
         h: string
       }>`select md5(coalesce(string_agg(t::text, '|' order by t::text), '')) as h from ${sql.table(table)} t`.execute(app.db)
@@ -417,7 +418,7 @@ t.test('what is not a batch of procedure calls is refused, alone or whole', asyn
   t.equal(await fingerprint(app), before, 'nothing written')
 })
 
-t.test("each call has its own request id, derived from the batch's, on its answer and its log line", async (t) => {
+t.test("each call has its own request id, derived from the batch's, on its answer", async (t) => {
   const res = await rawBatch([{ path: 'getProfile' }, { path: 'getPlanAndUsage' }], {
     cookie: member.cookie,
     'x-request-id': 'batch-abc',
@@ -438,7 +439,7 @@ t.test("a call that ends the session clears the cookie on the batch's answer", a
   t.match(String(res.headers['set-cookie']), /session_token=;/, 'the Set-Cookie of the deletion is on the batch answer')
 })
 
-t.test('the cookie a call clears reaches the browser in streaming mode too when it answers first', async (t) => {
+t.test("streaming: oRPC's event-stream bytes; the batch's own session check clears a forged cookie", async (t) => {
   const forged = { id: '', email: '', password: '', cookie: 'better-auth.session_token=forged.value' }
   const res = await rawBatch([{ path: 'getProfile' }], { cookie: forged.cookie, 'x-orpc-batch': 'streaming' })
   t.equal(res.statusCode, 207)
@@ -593,4 +594,73 @@ t.test('RPC_REQUIRE_CSRF_HEADER: off by default; on, every call needs x-csrf-tok
     headers: { origin: WEB_ORIGIN, cookie: user.cookie },
   })
   t.equal(rest.statusCode, 200, "the REST twins are not oRPC's: the rule is the RPC surface's")
+})
+
+t.test('hostile batches never get a 5xx, whole or per call, and are refused in the RPC envelope', async (t) => {
+  // A call that happens to be valid may write a journal entry and count it; nothing else may change.
+  const untouched = TABLES.filter((table) => table !== 'journal_entry' && table !== 'usage_counter')
+  const before = await fingerprint(app, untouched)
+  const procedurePaths = [
+    'getProfile',
+    'journal/createEntry',
+    'admin/banUser',
+    'getProfile/__batch__',
+    'nothing',
+    '../auth/sign-out',
+  ]
+  const call = fc.record(
+    {
+      url: fc.oneof(
+        fc.constantFrom(...procedurePaths).map((p) => `http://a/api/v1/${p}`),
+        fc.webUrl(),
+        fc.string(),
+      ),
+      method: fc.constantFrom('GET', 'POST', 'DELETE', 'TRACE', 'get', ''),
+      headers: fc.dictionary(
+        fc.constantFrom('x-forwarded-for', 'cookie', 'x-csrf-token', 'content-type', 'accept', 'x-orpc-batch'),
+        fc.string(),
+      ),
+      body: fc.oneof(fc.constant(undefined), fc.jsonValue(), fc.record({ json: fc.jsonValue() })),
+    },
+    { requiredKeys: ['url'] },
+  )
+  await fc.assert(
+    fc.asyncProperty(
+      fc.oneof(fc.array(call, { maxLength: 12 }), fc.jsonValue()),
+      fc.constantFrom('streaming', 'buffered'),
+      async (payload, mode) => {
+        const res = await app.inject({
+          method: 'POST',
+          url: '/api/v1/getProfile/__batch__',
+          headers: { origin: WEB_ORIGIN, cookie: other.cookie, 'x-orpc-batch': mode, 'content-type': 'application/json' },
+          payload: JSON.stringify(payload),
+        })
+        if (res.statusCode !== 207) {
+          if (res.statusCode >= 500) throw new Error(`${res.statusCode} ${res.body}`)
+          if ((res.json() as { json?: { defined?: boolean } }).json?.defined !== false)
+            throw new Error(`not the RPC envelope: ${res.body}`)
+          return
+        }
+        const answers =
+          mode === 'buffered'
+            ? (res.json() as RawAnswer[])
+            : res.body
+                .split('\n')
+                .filter((l) => l.startsWith('data: '))
+                .map((l) => JSON.parse(l.slice(6)) as RawAnswer)
+        for (const a of answers) if (a.status >= 500) throw new Error(`call ${a.index}: ${a.status} ${JSON.stringify(a.body)}`)
+      },
+    ),
+    { numRuns: Number(process.env.HOSTILE_RUNS ?? 40) },
+  )
+  t.equal(await fingerprint(app, untouched), before, 'nothing else written')
+})
+
+t.test('the batch routes are not in the OpenAPI document', async (t) => {
+  const doc = (await app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json() as { paths: Record<string, unknown> }
+  t.ok(Object.keys(doc.paths).length > 40)
+  t.same(
+    Object.keys(doc.paths).filter((p) => p.includes('__batch__')),
+    [],
+  )
 })
