@@ -202,6 +202,9 @@ export function readEnvironment(file = '.env'): Record<string, string | undefine
   return process.env
 }
 
+/** PGLITE_DIR's value for an embedded database that lives in memory only. */
+const IN_MEMORY = 'memory://'
+
 export interface LoadOptions {
   /**
    * Outside production, without AUTH_SECRET: the key kept in the data folder (PGLITE_DIR), made on
@@ -235,7 +238,9 @@ export function loadConfig(
   if (production && (secrets.length === 0 || secrets.some((s) => s.length < 32))) {
     throw new ConfigError('Invalid AUTH_SECRET: required in production, each key at least 32 characters')
   }
-  if (secrets.length === 0 && options.keptDevSecret) {
+  // An in-memory database keeps nothing across a restart, and neither does its key: "memory://" is
+  // no folder to write a key into (it would land in ./memory:/, beside the sources).
+  if (secrets.length === 0 && options.keptDevSecret && e.PGLITE_DIR !== IN_MEMORY) {
     const kept = options.keptDevSecret(e.PGLITE_DIR)
     warn(`AUTH_SECRET is not set: sessions are signed with the development key kept in ${kept.file} (never in production)`)
     secrets = [kept.secret]

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
@@ -140,6 +140,17 @@ t.test('outside production, the server keeps its generated key in the data folde
   t.not(keep({}).config.auth.secrets[0], 'short', 'a key too short to sign is replaced')
   // Production never reads it: AUTH_SECRET stays required.
   t.throws(() => loadConfig({ NODE_ENV: 'production', PGLITE_DIR: dir }, () => {}, { keptDevSecret }), /AUTH_SECRET/)
+})
+
+t.test('an in-memory database keeps no key on disk: a random key each start, no ./memory: folder', async (t) => {
+  const folder = join(process.cwd(), 'memory:')
+  t.notOk(existsSync(folder), 'no folder before')
+  const warnings: string[] = []
+  const a = loadConfig({ PGLITE_DIR: 'memory://' }, (m) => warnings.push(m), { keptDevSecret })
+  const b = loadConfig({ PGLITE_DIR: 'memory://' }, () => {}, { keptDevSecret })
+  t.notOk(existsSync(folder), 'nothing written beside the sources')
+  t.not(a.auth.secrets[0], b.auth.secrets[0], 'a fresh key every start, as the data is fresh')
+  t.ok(warnings.some((w) => /AUTH_SECRET/.test(w) && /generated/.test(w)))
 })
 
 t.test('a .env file adds variables; the environment wins over it', async (t) => {

@@ -59,8 +59,11 @@ interface Declared {
 interface RpcContext {
   request: FastifyRequest
   reply: FastifyReply
-  /** The error a call ended in, handed back to Fastify's error handler (and the policy's onError hooks). */
-  failure: { error?: unknown }
+  /**
+   * The error a call ended in, handed back to Fastify's error handler (and the policy's onError
+   * hooks); `called` once the body was decoded and the procedure's own call began.
+   */
+  failure: { error?: unknown; called?: boolean }
 }
 
 function declarations(contract: AnyContractRouter, handlers: object, path: string[] = []): Declared[] {
@@ -132,6 +135,7 @@ export function operationRoutes<C extends AnyContractRouter>(contract: C, handle
         ...(app.config.rpc.requireCsrfHeader ? [new SimpleCsrfProtectionHandlerPlugin()] : []),
       ],
       interceptors: [captureFailure],
+      clientInterceptors: [markCalled],
     })
     for (const operation of declared) addProcedureRoute(app, operation, rpc)
     // BatchLinkPlugin's calls, each run through its own procedure's route (plugins/batches.ts).
@@ -144,13 +148,35 @@ export function operationRoutes<C extends AnyContractRouter>(contract: C, handle
  * input validation, the strict GET rule, the handler), goes back to Fastify's one error handler.
  */
 async function captureFailure<T>(options: StandardHandlerInterceptorOptions<RpcContext> & { next(): Promise<T> }): Promise<T> {
+  const { failure } = options.context
   try {
     return await options.next()
   } catch (error) {
-    options.context.failure.error = error instanceof InputError ? orpcInputError(error.issues) : error
+    failure.error =
+      error instanceof InputError
+        ? orpcInputError(error.issues)
+        : // Raised before the call began: oRPC's decoder threw on a body that is not its protocol's
+          // (null, a meta path through __proto__ or a value that is not there). oRPC answers that
+          // 400 itself; passed on raw, it would be taken for a bug of ours and answer 500.
+          !failure.called && !(error instanceof ORPCError)
+          ? malformedRequest(error)
+          : error
     throw error
   }
 }
+
+/** Runs once the body is decoded, as the procedure's call begins (a client interceptor). */
+function markCalled<T>(options: { context: RpcContext; next(): T }): T {
+  options.context.failure.called = true
+  return options.next()
+}
+
+/** oRPC's own answer to a body its decoder could not take (StandardHandler's, word for word). */
+const malformedRequest = (cause: unknown) =>
+  new ORPCError('BAD_REQUEST', {
+    message: `Malformed request. Ensure the request body is properly formatted and the 'Content-Type' header is set correctly.`,
+    cause,
+  })
 
 /** A rule the schema could not hold, broken: worded as oRPC words a failed input schema. */
 const orpcInputError = (issues: readonly InputIssue[]) =>

@@ -45,7 +45,7 @@ const NOT_EXERCISED: Array<[reason: string, applies: (r: TableRoute) => boolean]
     (r) => r.batch,
   ],
   [
-    "is an oRPC procedure's route: the handler and input schema of its REST twin, exercised (rpc-link.test.ts drives each procedure's unhappy paths)",
+    "is an oRPC procedure's route: the handler and input schema of its REST twin, exercised (rpc-link.test.ts drives each procedure's unhappy paths, rpc-bodies.test.ts its malformed bodies)",
     (r) => r.procedure !== undefined,
   ],
 ]
