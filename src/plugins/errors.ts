@@ -149,6 +149,19 @@ function fromFastifyError(err: FastifyError): AppError | undefined {
 /** The RPC protocol's JSON: a Date (in an error's data) travels as a string named in `meta`, read back as a Date. */
 const rpcJson = new StandardRPCJsonSerializer()
 
+/** An error's data, with the wait of a refusal that names one (Retry-After) as `retryAfter` in seconds. */
+function dataOf({ data, retryAfter }: AppError): Record<string, unknown> | undefined {
+  return retryAfter === undefined ? data : { ...data, retryAfter }
+}
+
+/** An error in the RPC protocol's envelope, as @orpc/server's RPCHandler answers one: {json: error, meta?}. */
+export function rpcErrorBody(error: AppError) {
+  const { code, status, message } = error
+  const data = dataOf(error)
+  const [json, meta] = rpcJson.serialize({ defined: false, code, status, message, ...(data && { data }) })
+  return meta.length > 0 ? { json, meta } : { json }
+}
+
 /**
  * The error body: the one shape, or on an oRPC procedure route (plugins/operations.ts) that shape
  * inside the RPC protocol's envelope, as @orpc/server's RPCHandler answers an error: {json, meta?}.
@@ -157,16 +170,10 @@ const rpcJson = new StandardRPCJsonSerializer()
  */
 function sendError(reply: FastifyReply, error: AppError, rpc = false): FastifyReply {
   if (error.retryAfter !== undefined) reply.header('retry-after', String(error.retryAfter))
-  const { code, status, message, retryAfter } = error
-  const data = retryAfter === undefined ? error.data : { ...error.data, retryAfter }
+  const { code, status, message } = error
+  const data = dataOf(error)
   reply.errorCode = code
-  let body: unknown
-  if (rpc) {
-    const [json, meta] = rpcJson.serialize({ defined: false, code, status, message, ...(data && { data }) })
-    body = meta.length > 0 ? { json, meta } : { json }
-  } else {
-    body = { code, status, message, ...(data && { data }), defined: false } satisfies ErrorBody
-  }
+  const body = rpc ? rpcErrorBody(error) : ({ code, status, message, ...(data && { data }), defined: false } satisfies ErrorBody)
   // A serializer-free send: the route's response schema must not apply to an error body.
   return reply.code(error.status).type('application/json; charset=utf-8').serializer(JSON.stringify).send(body)
 }

@@ -15,7 +15,10 @@ export interface RoutePolicy {
    * caller otherwise (the payment gateways' signed webhooks).
    */
   checkOrigin?: false
-  /** Budgets on top of the global per-IP one; `global: false` only for health probes and metrics. */
+  /**
+   * Budgets on top of the global per-IP one; `global: false` only for health probes, metrics and
+   * oRPC batch routes (each call a batch carries takes its own, plugins/batches.ts).
+   */
   rateLimit?: { global?: false; perIp?: IpBudget; perEmail?: EmailBudget }
   /** The route checks the current password: attempts, right answers included, are limited per account. */
   reverifiesPassword?: true

@@ -116,22 +116,24 @@ const decoderRefuses = (body: unknown): boolean => {
 }
 
 /** A body oRPC's decoder refuses. */
-const malformedBody = fc.oneof(
-  // No envelope at all. (oRPC reads another value that is not an object as a call without input:
-  // the second property below sends such values to the procedures that take input.)
-  fc.constant(null),
-  // An envelope whose meta is not a list of items.
-  // (A string is iterable: oRPC reads its characters as items of unknown types and ignores them.)
-  fc.record({ json: jsonValue, meta: fc.oneof(fc.constant(null), fc.integer(), fc.boolean(), fc.constant({ 0: [1, 'a'] })) }),
-  // An envelope with at least one item that cannot be applied.
-  fc
-    .record({
-      json: fc.oneof(jsonValue, deep, huge),
-      meta: fc.tuple(fc.array(fc.tuple(typeCode, segment), { maxLength: 2 }), badMetaItem),
-      maps,
-    })
-    .map(({ json, meta: [before, bad], maps }) => ({ json, meta: [...before, bad], ...(maps !== undefined && { maps }) })),
-).filter(decoderRefuses)
+const malformedBody = fc
+  .oneof(
+    // No envelope at all. (oRPC reads another value that is not an object as a call without input:
+    // the second property below sends such values to the procedures that take input.)
+    fc.constant(null),
+    // An envelope whose meta is not a list of items.
+    // (A string is iterable: oRPC reads its characters as items of unknown types and ignores them.)
+    fc.record({ json: jsonValue, meta: fc.oneof(fc.constant(null), fc.integer(), fc.boolean(), fc.constant({ 0: [1, 'a'] })) }),
+    // An envelope with at least one item that cannot be applied.
+    fc
+      .record({
+        json: fc.oneof(jsonValue, deep, huge),
+        meta: fc.tuple(fc.array(fc.tuple(typeCode, segment), { maxLength: 2 }), badMetaItem),
+        maps,
+      })
+      .map(({ json, meta: [before, bad], maps }) => ({ json, meta: [...before, bad], ...(maps !== undefined && { maps }) })),
+  )
+  .filter(decoderRefuses)
 /** A well-formed envelope whose value cannot be any procedure's object input. */
 const wrongType = fc.record({
   json: fc.oneof(fc.integer(), fc.string({ maxLength: 30 }), fc.boolean(), fc.array(leaf, { maxLength: 3 }), deep),
