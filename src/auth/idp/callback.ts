@@ -83,7 +83,7 @@ export async function completeCallback(
   }
   const account = await signInWithIdentity(deps, ctx, identity)
   if (!account.ok) return onError(account.error, 'account rules')
-  const user = { id: account.userId, twoFactorEnabled: account.twoFactorEnabled, credentialEpoch: account.credentialEpoch }
+  const user = { id: account.userId, credentialEpoch: account.credentialEpoch }
   let outcome: SignInOutcome
   try {
     outcome = await afterFirstFactor(deps, ctx, { user, method: IDP, rememberMe: true, browser: input.browser })
