@@ -251,3 +251,46 @@ t.test('the last owner taken back is a member too: the bootstrap address or the 
   const [demoted] = await auditEvents(app.db, { action: 'admin.user.role_changed', targetId: owner.id })
   t.match(demoted?.details, { via: 'take_back', before: { role: 'owner' }, after: { role: 'member' } })
 })
+
+t.test('recovery without the second factor: an administrator removes it, audited, and the user is told', async (t) => {
+  const admin = await signUp(app)
+  await setRole(admin.id, 'admin')
+  const user = await signUp(app)
+  await proveInSession(user)
+  await enableTotp(app, user, clock.now())
+  await registerPasskey(app, new SoftAuthenticator(WEB_ORIGIN), user.cookie)
+  const remove = (id: string, cookie: string, body: unknown = {}) =>
+    call(app, 'POST', `/api/v1/admin/users/${id}/remove-second-factor`, { cookie, body })
+
+  // Unhappy paths first: nothing changes.
+  const member = await signUp(app)
+  t.equal((await remove(user.id, member.cookie)).statusCode, 403, 'a member')
+  t.equal((await remove(user.id, '')).statusCode, 401, 'no session')
+  t.equal((await remove(user.id, admin.cookie, { id: user.id, extra: true })).statusCode, 400, 'unknown keys')
+  t.equal((await remove('no-such-user', admin.cookie)).statusCode, 404)
+  t.equal((await remove(admin.id, admin.cookie)).statusCode, 403, 'not their own')
+  const owner = await signUp(app)
+  await setRole(owner.id, 'owner')
+  t.equal((await remove(owner.id, admin.cookie)).statusCode, 403, "not an owner's")
+  t.equal((await userRow(app.db, user.id)).two_factor_enabled, true, 'nothing changed')
+
+  const res = await remove(user.id, admin.cookie)
+  t.equal(res.statusCode, 200, res.body)
+  t.same(res.json(), { twoFactorRemoved: true, passkeysRemoved: 1, sessionsRevoked: 1 })
+  t.equal((await userRow(app.db, user.id)).two_factor_enabled, false)
+  t.equal(await app.db.selectFrom('passkey').select('id').where('user_id', '=', user.id).executeTakeFirst(), undefined)
+  t.equal((await call(app, 'GET', '/api/v1/whoami', { cookie: user.cookie })).statusCode, 401, 'every session ended')
+  const [event] = await auditEvents(app.db, { action: 'admin.user.second_factor_removed', targetId: user.id })
+  t.match(event, {
+    actor_id: admin.id,
+    details: { before: { twoFactorEnabled: true, passkeys: 1 }, after: { twoFactorEnabled: false } },
+  })
+  // The notices of this account so far (its setup's too), until both removals' are in.
+  const told = ['Security notice: two-factor authentication was turned off', 'Security notice: a passkey was removed']
+  const subjects: string[] = []
+  while (!told.every((s) => subjects.includes(s))) subjects.push((await smtp.inbox.notices.next(user.email)).subject)
+  t.pass('both removals were mailed')
+  // The owner of the mailbox signs in again with a code, and sets a second factor up anew.
+  const signedIn = await signInWithCode(user.email)
+  t.ok(sessionCookieOf(signedIn), 'no second factor left to ask for')
+})
