@@ -108,7 +108,7 @@ t.test(
   },
 )
 
-t.test('the reset that makes the owner removes the provider logins and second factor the first holder set up', async (t) => {
+t.test('the reset that makes the owner removes the provider logins the first holder set up; a second factor stays', async (t) => {
   const { app, userRow, OWNER } = await boot(t)
   const attackerEmail = uniqueEmail('attacker')
   const attacker = new Browser()
@@ -137,8 +137,14 @@ t.test('the reset that makes the owner removes the provider logins and second fa
 
   t.equal((await resetThroughMailbox(app, smtp.inbox, OWNER, 'the owner chose this one')).statusCode, 200)
   t.equal((await userRow(attackerId)).role, 'owner')
+  // A mailbox never beats a second factor, the bootstrap owner's included: the new password signs
+  // in only with it (an operator removes one nobody at hand holds: docs/operations.md).
   const row = await app.db.selectFrom('user').select('two_factor_enabled').where('id', '=', attackerId).executeTakeFirstOrThrow()
-  t.equal(row.two_factor_enabled, false, "the owner is not asked for the first holder's code")
+  t.equal(row.two_factor_enabled, true, 'the second factor stays')
+  const withPassword = await call(app, 'POST', '/api/auth/sign-in/email', {
+    body: { email: OWNER, password: 'the owner chose this one' },
+  })
+  t.match(withPassword.json(), { twoFactorRedirect: true })
   const later = new Browser()
   await signInThroughProvider(later, sub)
   t.not((await sessionOf(later))?.user.id, attackerId, "the attacker's provider login no longer reaches the account")

@@ -24,7 +24,7 @@ import {
 } from '../helpers/app.js'
 import { SoftAuthenticator } from '../helpers/authenticator.js'
 import { credentialEpoch } from '../helpers/expect.js'
-import { registerPasskey, signInWithPasskey } from '../helpers/passkey.js'
+import { registerPasskey, registrationOf, signInWithPasskey } from '../helpers/passkey.js'
 import { codeAt, secretOf } from '../helpers/two-factor.js'
 
 // Many Argon2 operations in a row: under a loaded 2-core machine the file can pass tap's 120 s.
@@ -278,6 +278,45 @@ t.test('a take-back racing a second factor set up by a session that proves the a
         t.same([totp, passkeys], [[], []], `${label}: taken back, and nothing the ended session set up is left`)
       else t.same(signedIn.json().user?.id ?? user.id, user.id, `${label}: not taken back`)
     }
+  }
+})
+
+t.test('a mailbox sign-in racing a passkey registration is never born after the passkey', async (t) => {
+  // The sign-in reads the account's second factors (none yet) after its code is used; the passkey
+  // is stored meanwhile. A session born after that would be the mailbox alone beating a second
+  // factor: adding the passkey raises the credential epoch, and the session is refused.
+  const codes = new CodeStore(TEST_SECRET)
+  for (let trial = 0; trial < Math.max(4, TRIALS); trial++) {
+    const w = await world(false)
+    const registration = await registrationOf(app, new SoftAuthenticator(WEB_ORIGIN), w.user.cookie)
+    const otp = await codes.issue(app.db, 'sign-in-code', w.user.email, w.user.id, new Date())
+    const [signedIn, registered] = await Promise.all([
+      call(app, 'POST', '/api/auth/sign-in/email-otp', { body: { email: w.user.email, otp } }),
+      call(app, 'POST', '/api/auth/passkey/verify-registration', {
+        cookie: registration.cookie,
+        body: { response: registration.response },
+      }),
+    ])
+    const label = `trial ${trial}: ${signedIn.statusCode} ${registered.statusCode}`
+    t.ok(signedIn.statusCode < 500 && registered.statusCode < 500, label)
+    t.equal(registered.statusCode, 200, `${label}: the passkey is stored`)
+    const passkey = await app.db
+      .selectFrom('passkey')
+      .select('created_at')
+      .where('user_id', '=', w.user.id)
+      .executeTakeFirstOrThrow()
+    const cookie = sessionCookieOf(signedIn)
+    if (!cookie) {
+      t.ok([200, 401].includes(signedIn.statusCode), `${label}: the second step, or a sign-in that came too late`)
+      continue
+    }
+    const born = await app.db
+      .selectFrom('session')
+      .select('created_at')
+      .where('user_id', '=', w.user.id)
+      .orderBy('created_at', 'desc')
+      .executeTakeFirstOrThrow()
+    t.ok(born.created_at.getTime() <= passkey.created_at.getTime(), `${label}: the session was born before the passkey`)
   }
 })
 

@@ -240,7 +240,7 @@ t.test('a take-back leaves an admin a member, audited, and mails the account a n
   t.equal(notice.subject, 'Security notice: your account was taken back through its mailbox')
 })
 
-t.test('the last owner taken back is a member too: the bootstrap address or the command line makes an owner again', async (t) => {
+t.test('an owner taken back is a member too, the last one included (docs: make one again from the command line)', async (t) => {
   const owner = await signUp(app)
   await setRole(owner.id, 'owner')
   await markUnproven(owner.id)

@@ -97,6 +97,8 @@ export async function completeCallback(
     // set), then sends the browser on to where the sign-in was going.
     const page = new URL('/two-factor', deps.webOrigin)
     page.searchParams.set('callbackURL', urls.callbackURL)
+    // Which second step the page offers: a code (the two_factor cookie is set) or a passkey.
+    page.searchParams.set('twoFactorMethods', outcome.methods.join(','))
     return { kind: 'signed-in', outcome, to: page.toString() }
   }
   return { kind: 'signed-in', outcome, to: account.isNewUser ? urls.newUserCallbackURL : urls.callbackURL }

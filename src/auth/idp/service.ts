@@ -123,7 +123,10 @@ function resolveAccount(
       if (await banHolds(trx, ctx, existing.id, now)) return { ok: false, error: 'BANNED_USER' }
       await insertAccount(trx, { userId: existing.id, providerId: IDP, accountId: identity.sub, passwordHash: null })
       // An account with a second factor is not claimed: the sign-in asks for it (take-back.ts).
-      if (await takesBack(trx, existing)) await claimUnverifiedAccount(trx, existing.id, identity.sub, now, ip)
+      if (await takesBack(trx, existing)) {
+        await claimUnverifiedAccount(trx, existing.id, identity.sub, now, ip)
+        notices.push(await deps.notices.prepare(trx, ctx, existing.id, 'account_taken_back'))
+      }
       await recordUserEvent(trx, ctx, existing.id, 'auth.idp.account_linked')
       notices.push(await deps.notices.prepare(trx, ctx, existing.id, 'provider_linked'))
       // A claimed account's other ways in went with the claim; a verified one's may be its first holder's.

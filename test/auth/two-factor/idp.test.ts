@@ -86,6 +86,7 @@ t.test('an unverified account with a second factor is not claimed through the pr
   const browser = new Browser()
   const result = await drive(browser, startUrl, { api: API, provider: idp.issuer, login: sub })
   t.equal(result.landed.pathname, '/two-factor', 'the two-factor page')
+  t.equal(result.landed.searchParams.get('twoFactorMethods'), 'totp')
   t.equal(browser.cookie(API, SESSION), undefined, 'no session')
   t.ok(browser.cookie(API, CHALLENGE))
   t.equal((await userRow(app.db, holder.id)).two_factor_enabled, true, 'TOTP stays')
