@@ -13,6 +13,7 @@ import {
   ListUsersQuery,
   ManagedUserSchema,
   RevokedSchema,
+  SecondFactorRemovedSchema,
   SetPlanInput,
   SetPremiumPlusInput,
   SetRoleInput,
@@ -85,6 +86,17 @@ export const adminContract = {
       .route({ method: 'POST', path: '/admin/users/{id}/revoke-sessions', tags, summary: 'End every session of a user' })
       .input(UserIdParams)
       .output(RevokedSchema),
+
+    removeUserSecondFactor: admin
+      .route({
+        method: 'POST',
+        path: '/admin/users/{id}/remove-second-factor',
+        tags,
+        summary:
+          "Recovery of a user who lost their second factor: their TOTP, backup codes, trusted devices and passkeys go, every session ends, they are mailed a notice; audited. Not an owner's, not one's own",
+      })
+      .input(UserIdParams)
+      .output(SecondFactorRemovedSchema),
 
     banUser: admin
       .route({

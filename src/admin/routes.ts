@@ -8,6 +8,7 @@ import {
   getUser,
   listAuditEvents,
   listUsers,
+  removeUserSecondFactor,
   revokeUserSessions,
   setUserPlan,
   setUserRole,
@@ -20,7 +21,7 @@ import {
 const flat = ({ user, counts }: AdminUser) => ({ ...user, counts })
 
 export default operationRoutes(adminContract, (app) => {
-  const deps: AdminDeps = { db: app.db, clock: app.clock }
+  const deps: AdminDeps = { db: app.db, clock: app.clock, notices: app.securityNotices }
   return {
     admin: {
       listUsers: ({ limit, cursor, ...filters }, request) => listUsers(deps, contextOf(request), filters, { limit, cursor }),
@@ -31,6 +32,7 @@ export default operationRoutes(adminContract, (app) => {
         setUserPlan(deps, contextOf(request), id, { ...body, plan: 'premium_plus' }, 'premium-plus'),
       setUserPlan: ({ id, ...body }, request) => setUserPlan(deps, contextOf(request), id, body, 'plan'),
       revokeUserSessions: ({ id }, request) => revokeUserSessions(deps, contextOf(request), id),
+      removeUserSecondFactor: ({ id }, request) => removeUserSecondFactor(deps, contextOf(request), id),
       banUser: async ({ id, ...body }, request) => flat(await banUser(deps, contextOf(request), id, body)),
       unbanUser: async ({ id }, request) => flat(await unbanUser(deps, contextOf(request), id)),
       getUsageAnalytics: (input, request) => getUsageAnalytics(deps, contextOf(request), input),

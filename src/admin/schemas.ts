@@ -65,6 +65,13 @@ export const BanInput = z.strictObject({
 
 export const RevokedSchema = z.object({ revoked: z.number().int() })
 
+/** What removing a user's second factor removed, and how many of their sessions ended. */
+export const SecondFactorRemovedSchema = z.object({
+  twoFactorRemoved: z.boolean(),
+  passkeysRemoved: z.number().int(),
+  sessionsRevoked: z.number().int(),
+})
+
 const CalendarDate = z.iso.date().describe('UTC calendar date, YYYY-MM-DD')
 
 export const AnalyticsQuery = z.strictObject({

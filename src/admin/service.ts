@@ -33,10 +33,15 @@ import {
   type UserFilters,
 } from './queries.js'
 import { changeRole } from '../auth/account/roles.js'
+import { deletePasskeysOf } from '../auth/passkey/queries.js'
+import type { SecurityNotices } from '../auth/security/notices.js'
+import { deleteTwoFactor, setTwoFactorEnabled } from '../auth/two-factor/queries.js'
 
 export interface AdminDeps {
   db: DB
   clock: Clock
+  /** A user whose second factor an administrator removed is mailed a notice. */
+  notices: SecurityNotices
 }
 
 export interface AdminUser {
@@ -159,6 +164,46 @@ export async function revokeUserSessions(deps: AdminDeps, ctx: RequestContext, i
     })
     return { revoked }
   })
+}
+
+/**
+ * Recovery without the second factor (docs/http-contract.md, "Recovery"): a user who lost their
+ * authenticator and backup codes, or whose only passkey is someone else's, asks an administrator,
+ * who has checked who they are by other means. Their TOTP secret, backup codes, trusted devices and
+ * passkeys go, and every session of the account ends (one may be whoever added a passkey); they are
+ * mailed a notice of each removal. Nobody removes an owner's (the command line's business) or
+ * their own (two-factor/disable and delete-passkey do, signed in).
+ */
+export async function removeUserSecondFactor(
+  deps: AdminDeps,
+  ctx: RequestContext,
+  id: string,
+): Promise<{ twoFactorRemoved: boolean; passkeysRemoved: number; sessionsRevoked: number }> {
+  if (id === ctx.actorId) throw forbidden('Remove your own second factor from your account, signed in')
+  const { result, notices } = await deps.db.transaction().execute(async (trx) => {
+    const before = await findUserForUpdate(trx, { id })
+    if (!before) throw notFound('User')
+    if (before.role === 'owner') throw ownerUnchangeable()
+    const now = deps.clock.now()
+    const twoFactorRemoved = before.twoFactorEnabled
+    const { trustedDevices } = await deleteTwoFactor(trx, id)
+    await setTwoFactorEnabled(trx, id, false, now)
+    const passkeysRemoved = await deletePasskeysOf(trx, id)
+    const sessionsRevoked = await endSessionsOfUser(trx, id)
+    await auditUserChange(trx, ctx, 'admin.user.second_factor_removed', id, {
+      before: { twoFactorEnabled: twoFactorRemoved, passkeys: passkeysRemoved },
+      after: { twoFactorEnabled: false, passkeys: 0 },
+      trustedDevicesRevoked: trustedDevices,
+      sessionsRevoked,
+    })
+    const notices = [
+      ...(twoFactorRemoved ? [await deps.notices.prepare(trx, ctx, id, 'two_factor_disabled')] : []),
+      ...(passkeysRemoved ? [await deps.notices.prepare(trx, ctx, id, 'passkey_removed')] : []),
+    ]
+    return { result: { twoFactorRemoved, passkeysRemoved, sessionsRevoked }, notices }
+  })
+  for (const notice of notices) notice()
+  return result
 }
 
 const banJson = (u: ManagedUser) => ({ banned: u.banned, banReason: u.banReason, banExpiresAt: iso(u.banExpiresAt) })

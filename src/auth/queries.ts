@@ -154,9 +154,12 @@ export async function markEmailVerified(
     .executeTakeFirst()
 }
 
-/** The address was proven without a session of the account: its ways in are not known to be the prover's. */
-export async function markWaysInUnproven(trx: Trx, userId: string): Promise<void> {
-  await trx.updateTable('user').set({ ways_in_unproven: true }).where('id', '=', userId).execute()
+/**
+ * Whether the address was last proven without a session of the account (its ways in are not known
+ * to be the prover's: true) or with one (false).
+ */
+export async function setWaysInUnproven(trx: Trx, userId: string, unproven: boolean): Promise<void> {
+  await trx.updateTable('user').set({ ways_in_unproven: unproven }).where('id', '=', userId).execute()
 }
 
 /** The address counts as verified (an identity provider vouched for it). */

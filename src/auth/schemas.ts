@@ -3,6 +3,7 @@
 import { z } from 'zod'
 import { ROLES } from '../shared/roles.js'
 import { PLANS } from '../shared/plans.js'
+import type { SecondFactor } from './account/second-factor.js'
 
 /** A new password's length: better-auth's defaults. */
 export const PASSWORD_MIN = 8
@@ -111,6 +112,7 @@ export function toWhoamiJson(u: Omit<WhoamiJson, 'sessionExpiresAt'>, s: { expir
 /** What a sign-in answers instead of the user when the second factor is awaited (better-auth's shape). */
 export const TwoFactorRedirectSchema = z.object({
   twoFactorRedirect: z.literal(true),
-  twoFactorMethods: z.array(z.literal('totp')),
+  /** 'totp': verify-totp or verify-backup-code on the two_factor cookie; 'passkey': a passkey sign-in. */
+  twoFactorMethods: z.array(z.enum(['totp', 'passkey'])),
 })
-export const twoFactorRedirect = () => ({ twoFactorRedirect: true as const, twoFactorMethods: ['totp' as const] })
+export const twoFactorRedirect = (methods: SecondFactor[]) => ({ twoFactorRedirect: true as const, twoFactorMethods: methods })

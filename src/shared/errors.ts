@@ -25,6 +25,7 @@ export type ErrorCode =
   | 'PASSWORD_COMPROMISED'
   | 'BANNED_USER'
   | 'EMAIL_NOT_VERIFIED'
+  | 'EMAIL_NOT_PROVEN'
   | 'NOT_FOUND'
   | 'PROVIDER_NOT_FOUND'
   | 'CONFLICT'

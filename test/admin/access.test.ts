@@ -34,6 +34,7 @@ const routes: AdminRoute[] = [
   act('setUserPremiumPlus', 'premium-plus', {}, 'admin.user.plan_changed'),
   act('setUserPlan', 'plan', { plan: 'premium' }, 'admin.user.plan_changed'),
   act('revokeUserSessions', 'revoke-sessions', {}, 'admin.user.sessions_revoked'),
+  act('removeUserSecondFactor', 'remove-second-factor', {}, 'admin.user.second_factor_removed'),
   { name: 'getUsageAnalytics', method: 'GET', url: () => '/api/v1/admin/analytics/usage', action: 'admin.analytics.viewed' },
   { name: 'listAuditEvents', method: 'GET', url: () => '/api/v1/admin/audit', action: 'admin.audit.listed' },
 ]

@@ -6,7 +6,7 @@
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import t from 'tap'
 import { newId } from '../../src/shared/ids.js'
-import { buildTestApp, sessionCookieOf, signUp, type TestUser, WEB_ORIGIN } from '../helpers/app.js'
+import { buildTestApp, proveAddress, sessionCookieOf, signUp, type TestUser, WEB_ORIGIN } from '../helpers/app.js'
 import { redisTest } from '../helpers/redis.js'
 import { linkIn, startSmtpServer } from '../helpers/smtp.js'
 
@@ -82,6 +82,7 @@ t.test('one account flooding right password re-checks cannot starve anyone else'
     },
   })
   const flooder = await signUp(app)
+  await proveAddress(app, flooder.id)
   const enabled = await from(app, '10.0.0.1', '/api/auth/two-factor/enable', { password: PASSWORD }, flooder.cookie)
   t.equal(enabled.statusCode, 200, 'a pending setup, so get-totp-uri answers 200 to the right password')
   const other = await signUp(app)

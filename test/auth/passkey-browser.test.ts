@@ -5,7 +5,7 @@
 // assertion; a page on another origin; delete, and sign-in refused after deletion.
 import { existsSync } from 'node:fs'
 import t from 'tap'
-import { buildTestApp, uniqueEmail } from '../helpers/app.js'
+import { buildTestApp, proveAddress, uniqueEmail } from '../helpers/app.js'
 import { bundleForBrowser, CHROMIUM, launchChromium, pageWithScript, serveOrigin } from '../helpers/chromium.js'
 import { ROOT } from '../helpers/paths.js'
 import { CHALLENGE_COOKIE } from '../helpers/passkey.js'
@@ -77,6 +77,8 @@ t.test(
     )
     t.equal(up.error, null, JSON.stringify(up.error))
     const aliceId = up.data.user.id as string
+    // As a verification code typed in this session would: a passkey needs the address proven.
+    await proveAddress(app, aliceId)
 
     const added = await page.evaluate(() => (window as Page).client.passkey.addPasskey({ name: 'This browser' }))
     t.equal(added.error, null, JSON.stringify(added.error))

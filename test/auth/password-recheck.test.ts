@@ -3,7 +3,7 @@
 // Retry-After, counted across routes and, through Redis, across instances.
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
-import { buildTestApp, call, signUp, type TestUser } from '../helpers/app.js'
+import { buildTestApp, call, proveAddress, signUp, type TestUser } from '../helpers/app.js'
 import { redisTest } from '../helpers/redis.js'
 
 const NEW_PASSWORD = 'a brand new passphrase'
@@ -37,6 +37,7 @@ t.test('memory store', async (t) => {
 
   t.test('five right answers use up the budget as wrong ones do', async (t) => {
     const user = await signUp(app)
+    await proveAddress(app, user.id)
     const enabled = await call(app, 'POST', '/api/auth/two-factor/enable', {
       cookie: user.cookie,
       body: { password: user.password },

@@ -14,6 +14,7 @@ import { newId } from '../../src/shared/ids.js'
 import {
   buildTestApp,
   call,
+  proveAddress,
   sessionCookieOf,
   signUp,
   signUpWithRole,
@@ -23,7 +24,7 @@ import {
 } from '../helpers/app.js'
 import { SoftAuthenticator } from '../helpers/authenticator.js'
 import { credentialEpoch } from '../helpers/expect.js'
-import { registerPasskey, signInWithPasskey } from '../helpers/passkey.js'
+import { registerPasskey, registrationOf, signInWithPasskey } from '../helpers/passkey.js'
 import { codeAt, secretOf } from '../helpers/two-factor.js'
 
 // Many Argon2 operations in a row: under a loaded 2-core machine the file can pass tap's 120 s.
@@ -50,6 +51,8 @@ interface World {
 
 async function world(withSetup: boolean): Promise<World> {
   const user = await signUp(app)
+  // Proven by its own session, so that its second factor may be set up (the take-back's races are below).
+  await proveAddress(app, user.id)
   const expiresAt = new Date(Date.now() + HOUR)
   const resetToken = await issueToken(app.db, 'reset-password', user.id, { expiresAt })
   const newEmail = `moved-${newId()}@example.com`.toLowerCase()
@@ -236,6 +239,84 @@ t.test('a sign-in by mailed code or link racing a ban or a deletion leaves no se
         if (ending === 'reset') t.ok(ok(signedIn) || ok(ended), `${label}: one of the two proofs took the account`)
       }
     }
+  }
+})
+
+t.test('a take-back racing a second factor set up by a session that proves the address meanwhile', async (t) => {
+  // The account's ways in are unproven: the mailbox holder's code takes it back (ending every session),
+  // while a session of the account proves the address with a code typed in it, then sets up TOTP or
+  // a passkey. Whichever commits first, a take-back never leaves a second factor that a session it
+  // ended set up, and a second factor set up first is never taken away.
+  const codes = new CodeStore(TEST_SECRET)
+  const setups: Record<string, (user: TestUser) => Promise<unknown>> = {
+    totp: (user) => call(app, 'POST', '/api/auth/two-factor/enable', { cookie: user.cookie, body: { password: user.password } }),
+    passkey: (user) => registerPasskey(app, new SoftAuthenticator(WEB_ORIGIN), user.cookie).catch((err: Error) => err),
+  }
+  for (let trial = 0; trial < Math.max(3, TRIALS); trial++) {
+    for (const [factor, setUp] of Object.entries(setups)) {
+      const user = await signUp(app)
+      const signInCode = await codes.issue(app.db, 'sign-in-code', user.email, user.id, new Date())
+      const verifyCode = await codes.issue(app.db, 'verify-email-code', user.email, user.id, new Date())
+      const [signedIn, proven] = await Promise.all([
+        call(app, 'POST', '/api/auth/sign-in/email-otp', { body: { email: user.email, otp: signInCode } }),
+        call(app, 'POST', '/api/auth/email-otp/verify-email', {
+          cookie: user.cookie,
+          body: { email: user.email, otp: verifyCode },
+        }).then(async (res) => ({ res, setup: await setUp(user) })),
+      ])
+      const label = `${factor}, trial ${trial}`
+      t.ok(signedIn.statusCode < 500 && proven.res.statusCode < 500, `${label}: ${signedIn.statusCode} ${proven.res.statusCode}`)
+      const takenBack = await app.db
+        .selectFrom('audit_event')
+        .select('id')
+        .where('action', '=', 'auth.account_taken_back')
+        .where('target_id', '=', user.id)
+        .execute()
+      const totp = await app.db.selectFrom('two_factor').select('user_id').where('user_id', '=', user.id).execute()
+      const passkeys = await app.db.selectFrom('passkey').select('id').where('user_id', '=', user.id).execute()
+      if (takenBack.length)
+        t.same([totp, passkeys], [[], []], `${label}: taken back, and nothing the ended session set up is left`)
+      else t.same(signedIn.json().user?.id ?? user.id, user.id, `${label}: not taken back`)
+    }
+  }
+})
+
+t.test('a mailbox sign-in racing a passkey registration is never born after the passkey', async (t) => {
+  // The sign-in reads the account's second factors (none yet) after its code is used; the passkey
+  // is stored meanwhile. A session born after that would be the mailbox alone beating a second
+  // factor: adding the passkey raises the credential epoch, and the session is refused.
+  const codes = new CodeStore(TEST_SECRET)
+  for (let trial = 0; trial < Math.max(4, TRIALS); trial++) {
+    const w = await world(false)
+    const registration = await registrationOf(app, new SoftAuthenticator(WEB_ORIGIN), w.user.cookie)
+    const otp = await codes.issue(app.db, 'sign-in-code', w.user.email, w.user.id, new Date())
+    const [signedIn, registered] = await Promise.all([
+      call(app, 'POST', '/api/auth/sign-in/email-otp', { body: { email: w.user.email, otp } }),
+      call(app, 'POST', '/api/auth/passkey/verify-registration', {
+        cookie: registration.cookie,
+        body: { response: registration.response },
+      }),
+    ])
+    const label = `trial ${trial}: ${signedIn.statusCode} ${registered.statusCode}`
+    t.ok(signedIn.statusCode < 500 && registered.statusCode < 500, label)
+    t.equal(registered.statusCode, 200, `${label}: the passkey is stored`)
+    const passkey = await app.db
+      .selectFrom('passkey')
+      .select('created_at')
+      .where('user_id', '=', w.user.id)
+      .executeTakeFirstOrThrow()
+    const cookie = sessionCookieOf(signedIn)
+    if (!cookie) {
+      t.ok([200, 401].includes(signedIn.statusCode), `${label}: the second step, or a sign-in that came too late`)
+      continue
+    }
+    const born = await app.db
+      .selectFrom('session')
+      .select('created_at')
+      .where('user_id', '=', w.user.id)
+      .orderBy('created_at', 'desc')
+      .executeTakeFirstOrThrow()
+    t.ok(born.created_at.getTime() <= passkey.created_at.getTime(), `${label}: the session was born before the passkey`)
   }
 })
 

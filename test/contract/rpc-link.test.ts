@@ -291,6 +291,11 @@ const scenarios: Record<string, Scenario> = {
     input: { id: target.id },
     check: (t, r) => t.match(r, { revoked: Number }),
   },
+  'admin.removeUserSecondFactor': {
+    as: admin,
+    input: { id: target.id },
+    check: (t, r) => t.match(r, { twoFactorRemoved: false, passkeysRemoved: 0, sessionsRevoked: Number }),
+  },
   'admin.banUser': {
     as: admin,
     input: { id: target.id, reason: 'Spam', expiresAt: '2999-01-01T00:00:00.000Z' },

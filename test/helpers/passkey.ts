@@ -2,7 +2,7 @@
 // a step in their hands (post an assertion twice, race one against a reset): the same requests
 // better-auth's passkeyClient() sends, the challenge cookie carried by hand.
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
-import { call } from './app.js'
+import { call, proveAddress } from './app.js'
 import { credentialJson, type SoftAuthenticator } from './authenticator.js'
 
 export const CHALLENGE_COOKIE = 'better-auth.better-auth-passkey'
@@ -21,8 +21,16 @@ export function challengeCookieOf(res: LightMyRequestResponse): string {
 
 const withCookies = (...cookies: (string | undefined)[]) => cookies.filter(Boolean).join('; ') || undefined
 
+/** Proves the address of the account of `sessionCookie` (a passkey needs it: src/auth/account/second-factor.ts). */
+async function proveAddressOf(app: FastifyInstance, sessionCookie: string) {
+  const session = await call(app, 'GET', '/api/auth/get-session', { cookie: sessionCookie })
+  const id = (session.json() as { user?: { id: string } } | null)?.user?.id
+  if (id) await proveAddress(app, id)
+}
+
 /** The registration options for `sessionCookie`, the authenticator's answer, and the challenge cookie: ready to post. */
 export async function registrationOf(app: FastifyInstance, authenticator: SoftAuthenticator, sessionCookie: string) {
+  await proveAddressOf(app, sessionCookie)
   const res = await call(app, 'GET', '/api/auth/passkey/generate-register-options', { cookie: sessionCookie })
   if (res.statusCode !== 200) throw new Error(`register options: ${res.statusCode} ${res.body}`)
   const o = res.json()

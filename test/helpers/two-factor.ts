@@ -4,7 +4,7 @@ import { createAuthClient } from 'better-auth/client'
 import { twoFactorClient } from 'better-auth/client/plugins'
 import type { FastifyInstance } from 'fastify'
 import { Secret, TOTP, URI } from 'otpauth'
-import { buildTestApp, call } from './app.js'
+import { buildTestApp, call, proveAddress } from './app.js'
 import { cookieJarFetch } from './auth-client.js'
 
 export const PASSWORD = 'correct horse battery staple'
@@ -56,10 +56,12 @@ export function codeAt(secret: string, now: Date, steps = 0): string {
 }
 
 /**
- * Turns two-factor on for a signed-up user over app.inject: enable, then verify-totp with the code
+ * Turns two-factor on for a signed-up user over app.inject (its address proven first, as a code typed
+ * in its session would): enable, then verify-totp with the code
  * at `now`. The answer to verify-totp is returned for the test to check (200 when it took).
  */
-export async function enableTotp(app: FastifyInstance, user: { cookie: string; password: string }, now: Date) {
+export async function enableTotp(app: FastifyInstance, user: { id: string; cookie: string; password: string }, now: Date) {
+  await proveAddress(app, user.id)
   const enabled = await call(app, 'POST', '/api/auth/two-factor/enable', {
     cookie: user.cookie,
     body: { password: user.password },

@@ -74,6 +74,7 @@ const OPERATION_IDS: Record<string, string> = {
   'POST /api/auth/passkey/update-passkey': 'updatePasskey',
   'POST /api/auth/passkey/delete-passkey': 'deletePasskey',
   'POST /api/v1/admin/users/{id}/ban': 'banUser',
+  'POST /api/v1/admin/users/{id}/remove-second-factor': 'removeUserSecondFactor',
   'POST /api/v1/admin/users/{id}/unban': 'unbanUser',
 }
 

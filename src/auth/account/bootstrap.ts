@@ -5,8 +5,10 @@
 // asked for. A session proves nothing either: it may have come through a way in that is gone. So
 // the account becomes owner only in a step that proves the mailbox and takes the account back,
 // leaving the prover's way in as the only one: a password reset (resetPassword removes provider
-// logins and two-factor, ends every session and pending link), or a provider sign-in through the
-// account's only login (here: two-factor, sessions and pending links go).
+// logins, ends every session and pending link), or a provider sign-in through the account's only
+// login (here: sessions, sign-ins in flight and pending links go). A second factor stays (take-back.ts):
+// the new owner's sign-in still asks for it, so whoever holds the mailbox but not the second factor
+// holds no session, owner or not.
 import type { FastifyBaseLogger } from 'fastify'
 import type { DB, Trx } from '../../../db/index.js'
 import { takeAccountBack } from './take-back.js'
@@ -54,15 +56,17 @@ export async function maybeBootstrapOwner(
     log.warn(NEEDS_RESET)
     return 'needs-reset'
   }
+  let from = role
   if (proof !== 'reset') {
     // The provider's login stays (it is the only way in); what got in before it (perhaps through a
-    // way in given up since) goes: sessions, sign-ins waiting for a second factor, emailed links, and
-    // a second factor the owner would be asked for without ever having set it up. A reset took the
-    // account back already.
-    await takeAccountBack(trx, user.id, { providerId: proof.login.provider, subject: proof.login.subject }, now)
+    // way in given up since) goes: sessions, sign-ins waiting for a second factor, emailed links. A
+    // reset took the account back already. The take-back leaves the account a member.
+    const login = { providerId: proof.login.provider, subject: proof.login.subject }
+    await takeAccountBack(trx, user.id, login, { now, ip: null })
+    from = 'member'
   }
   // A promotion (never a demotion): changeRole ends no session, and audits it like every role change.
-  await changeRole(trx, { userId: user.id, from: role, to: 'owner', actorId: null, ip: null, via: 'bootstrap_owner_email', now })
+  await changeRole(trx, { userId: user.id, from, to: 'owner', actorId: null, ip: null, via: 'bootstrap_owner_email', now })
   return 'promoted'
 }
 

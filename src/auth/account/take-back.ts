@@ -2,13 +2,16 @@
 // holding its only way in. Used by a password reset of an account whose ways in nobody had proven
 // were its mailbox holder's (an address never verified, or verified by a link opened without the
 // account's session), by the identity provider vouching for such an address, by a sign-in with an
-// emailed code or link (src/auth/mailbox/), and by the bootstrap owner's promotion.
+// emailed code or link (src/auth/mailbox/), and by the bootstrap owner's promotion. Never of an
+// account with a second factor (second-factor.ts): the mailbox alone does not beat one.
 import type { Trx } from '../../../db/index.js'
 import { deleteAccountsBut, endSessionsOfUser } from '../queries.js'
 import { lockUser } from '../../user/queries.js'
-import { deleteTwoFactor } from '../two-factor/queries.js'
 import { revokeTokens } from '../links/verification.js'
-import { deletePasskeysOf } from '../passkey/queries.js'
+import { deleteChallenges } from '../links/challenges.js'
+import type { Role } from '../../shared/roles.js'
+import { changeRole } from './roles.js'
+import { secondFactorsOf, waysInUnproven } from './second-factor.js'
 
 /**
  * The way in that stays: the password just set by a reset, the provider login just used, or none
@@ -19,33 +22,52 @@ export type KeptWayIn = 'password' | 'none' | { providerId: string; subject: str
 export interface TakenBack {
   /** The provider ids of the ways in removed ('credential' for a password). */
   removedAccounts: string[]
-  passkeysRemoved: number
   sessionsEnded: number
-  trustedDevicesRevoked: number
   tokensRevoked: number
+  /** The role the account had: a take-back leaves it a member. */
+  roleBefore: Role
+}
+
+/**
+ * Whether a proof of the mailbox takes this account back: its ways in are unproven and it has no
+ * second factor (one was set up by a session that proved the address: its holder is the owner, and
+ * the sign-in asks for it instead). `user` is read with its row locked in the caller's transaction.
+ */
+export async function takesBack(
+  trx: Trx,
+  user: { id: string; emailVerified: boolean; waysInUnproven: boolean; twoFactorEnabled: boolean },
+): Promise<boolean> {
+  return waysInUnproven(user) && (await secondFactorsOf(trx, user)).length === 0
 }
 
 /**
  * In the caller's transaction, with the user row locked first (the order every writer of the
- * account takes): every way in but `keep` goes (passkeys too), the second factor with its backup codes, trusted
- * devices and sign-in challenges, every session (the credential epoch rises, so no sign-in in
- * flight outlives it), every emailed link; the address counts as proven by its holder.
+ * account takes): every way in but `keep` goes, sign-ins waiting for a second factor, every session
+ * (the credential epoch rises, so no sign-in in flight outlives it), every emailed link; a role
+ * above member is lowered to member (audited as every role change: whoever held the account's ways
+ * in may have been given it, and the mailbox is not a person); the address counts as proven by its
+ * holder. A second factor is never removed: the caller takes back only an account without one
+ * (takesBack), or one the bootstrap owner's rule leaves to whoever holds both.
  */
-export async function takeAccountBack(trx: Trx, userId: string, keep: KeptWayIn, now: Date): Promise<TakenBack> {
-  await lockUser(trx, { id: userId }, ['id'])
+export async function takeAccountBack(
+  trx: Trx,
+  userId: string,
+  keep: KeptWayIn,
+  at: { now: Date; ip: string | null },
+): Promise<TakenBack> {
+  const locked = await lockUser(trx, { id: userId }, ['id', 'role'])
+  if (!locked) throw new Error(`takeAccountBack: user ${userId} is gone; lock the row first`)
   const removedAccounts = (await deleteAccountsBut(trx, userId, keep)).sort()
-  const passkeysRemoved = await deletePasskeysOf(trx, userId)
-  const { trustedDevices } = await deleteTwoFactor(trx, userId)
+  await deleteChallenges(trx, userId)
   await trx
     .updateTable('user')
-    .set({ two_factor_enabled: false, email_verified: true, ways_in_unproven: false, updated_at: now })
+    .set({ email_verified: true, ways_in_unproven: false, updated_at: at.now })
     .where('id', '=', userId)
     .execute()
   const sessionsEnded = await endSessionsOfUser(trx, userId)
+  if (locked.role !== 'member') {
+    await changeRole(trx, { userId, from: locked.role, to: 'member', actorId: null, ip: at.ip, via: 'take_back', now: at.now })
+  }
   const tokensRevoked = await revokeTokens(trx, userId)
-  return { removedAccounts, passkeysRemoved, sessionsEnded, trustedDevicesRevoked: trustedDevices, tokensRevoked }
+  return { removedAccounts, sessionsEnded, tokensRevoked, roleBefore: locked.role }
 }
-
-/** Whether a proof of the address must take the account back: nobody has proven its ways in are the mailbox holder's. */
-export const waysInUnproven = (user: { emailVerified: boolean; waysInUnproven: boolean }): boolean =>
-  !user.emailVerified || user.waysInUnproven

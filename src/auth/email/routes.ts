@@ -164,7 +164,7 @@ export default async function emailRoutes(fastify: FastifyInstance) {
         browser: app.signInCookies.browserOf(request),
       })
       app.signInCookies.set(request, reply, signedIn)
-      if (signedIn.kind === 'challenge') return twoFactorRedirect()
+      if (signedIn.kind === 'challenge') return twoFactorRedirect(signedIn.methods)
       const user = toUserJson(outcome.user)
       return callbackURL ? { redirect: true, url: callbackURL, token: null, user } : { redirect: false, token: null, user }
     },

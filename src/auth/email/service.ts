@@ -23,15 +23,15 @@ import {
   insertUser,
   lockSessionOf,
   markEmailVerified,
-  markWaysInUnproven,
   replacePasswordHash,
   setPasswordHash,
+  setWaysInUnproven,
 } from '../queries.js'
 import { findUserByEmail, findUserById, lockUser } from '../../user/queries.js'
 import type { UserWithFlags } from '../../user/types.js'
 import { approveEmailChange, completeEmailChange } from '../account/service.js'
-import { takeAccountBack, waysInUnproven } from '../account/take-back.js'
-import { deletePasskeysOf } from '../passkey/queries.js'
+import { takeAccountBack, takesBack } from '../account/take-back.js'
+import { waysInUnproven } from '../account/second-factor.js'
 import { deleteChallenges } from '../links/challenges.js'
 import {
   consumeToken,
@@ -144,10 +144,14 @@ export async function requestPasswordReset(deps: EmailAuthDeps, email: string, r
   else await issueToken(deps.db, 'reset-password', null, { expiresAt: expiresIn(deps, LINK_LIFETIME_MS.resetPassword) })
 }
 
-/** Mails a verification link when the email has an unverified account; says nothing either way (same work: see above). */
+/**
+ * Mails a verification link when the email has an account whose ways in are unproven (never
+ * verified, or verified without its session: opened in the account's session, the link lets it set
+ * up a second factor); says nothing either way (same work: see above).
+ */
 export async function requestVerification(deps: EmailAuthDeps, email: string, callbackURL?: string): Promise<void> {
   const user = await findUserByEmail(deps.db, email)
-  if (user && !user.emailVerified) await sendVerificationMail(deps, user, callbackURL)
+  if (user && waysInUnproven(user)) await sendVerificationMail(deps, user, callbackURL)
   else await issueToken(deps.db, 'verify-email', null, { expiresAt: expiresIn(deps, LINK_LIFETIME_MS.verifyEmail) })
 }
 
@@ -184,9 +188,11 @@ export async function resetPassword(deps: EmailAuthDeps, ctx: RequestContext, to
 /**
  * The rest of a reset, in its transaction, once the mailbox was proven (a reset link or code) and
  * the user row locked: sets the new password, ends every session of the user, every pending reset
- * link or code and change of address, and clears the reset requirement. An account whose ways in
- * nobody proved were its mailbox holder's (take-back.ts), and the bootstrap address as it becomes
- * owner (account/bootstrap.ts), is taken back: the new password is its only way in.
+ * link or code and change of address, and clears the reset requirement. A second factor stays: the
+ * new password signs in only with it (docs/http-contract.md, "Recovery"). An account whose ways in
+ * nobody proved were its mailbox holder's and that has no second factor (take-back.ts), and the
+ * bootstrap address as it becomes owner (account/bootstrap.ts), is taken back: the new password is
+ * its only way in.
  */
 export async function completeReset(
   deps: EmailAuthDeps,
@@ -198,38 +204,31 @@ export async function completeReset(
 ): Promise<PendingNotice> {
   await setPasswordHash(trx, user.id, passwordHash, now)
   await clearPasswordResetRequired(trx, user.id, now)
-  // The second factor and provider links were perhaps set up by whoever registered the address
-  // before its owner proved it; the bootstrap address was perhaps proven by someone who never asked
-  // for the mail. Either way the mailbox holder's new password becomes the only way in.
+  // Provider links were perhaps set up by whoever registered the address before its owner proved
+  // it; the bootstrap address was perhaps proven by someone who never asked for the mail. Either way
+  // the mailbox holder's new password becomes the only way in.
   const becomesOwner = user.role !== 'owner' && isBootstrapEmail(user.email, deps.config.bootstrapOwnerEmail)
-  if (waysInUnproven(user) || becomesOwner) {
-    const taken = await takeAccountBack(trx, user.id, 'password', now)
+  if ((await takesBack(trx, user)) || becomesOwner) {
+    const taken = await takeAccountBack(trx, user.id, 'password', { now, ip: ctx.ip })
     if (becomesOwner) {
       await maybeBootstrapOwner(trx, { ...user, emailVerified: true }, deps.config.bootstrapOwnerEmail, now, 'reset', ctx.log)
     }
     await recordUserEvent(trx, ctx, user.id, 'auth.password_reset', {
       sessionsEnded: taken.sessionsEnded,
       takenBack: true,
+      roleBefore: taken.roleBefore,
       ...(taken.removedAccounts.length ? { removedAccounts: taken.removedAccounts } : {}),
-      ...(taken.passkeysRemoved ? { passkeysRemoved: taken.passkeysRemoved } : {}),
-      ...(user.twoFactorEnabled ? { twoFactorRemoved: true } : {}),
     })
-    return deps.notices.prepare(trx, ctx, user.id, 'password_reset')
+    return deps.notices.prepare(trx, ctx, user.id, 'account_taken_back')
   }
   // Whoever held a session (perhaps the reason for the reset) is signed out everywhere; sign-ins
   // with the old password still in flight or waiting for their second factor can no longer start one.
   const ended = await endSessionsOfUser(trx, user.id)
   await deleteChallenges(trx, user.id)
-  // A passkey added with a stolen session would outlast the reset and skip the second factor: a
-  // reset removes them all (the owner adds theirs again, signed in).
-  const passkeysRemoved = await deletePasskeysOf(trx, user.id)
   // Pending changes of address too: one asked for by whoever held a session would otherwise move
   // the account away from the owner who just took it back.
   await revokeTokens(trx, user.id, EVICTED_PURPOSES)
-  await recordUserEvent(trx, ctx, user.id, 'auth.password_reset', {
-    sessionsEnded: ended,
-    ...(passkeysRemoved ? { passkeysRemoved } : {}),
-  })
+  await recordUserEvent(trx, ctx, user.id, 'auth.password_reset', { sessionsEnded: ended })
   return deps.notices.prepare(trx, ctx, user.id, 'password_reset')
 }
 
@@ -274,11 +273,10 @@ export async function verifyEmail(
       if (!record || record.userId !== peeked.userId) throw invalidToken()
       if (record.purpose === 'change-email-confirmation') return approveEmailChange(deps, trx, record)
       if (record.purpose === 'change-email-verification') return completeEmailChange(deps, ctx, trx, record)
-      const verified = await markEmailVerified(trx, record.userId, String(record.data.email ?? ''), now)
+      const user = await findUserById(trx, record.userId)
+      const email = String(record.data.email ?? '')
+      const verified = user && (await addressProven(trx, user, { email, inSession: signedInAs === user.id, now }))
       if (!verified) throw invalidToken() // the account's address changed since the mail was sent
-      // Opened without the account's session (a mail scanner, or an owner of the address who never
-      // made this account): the address is proven, the ways in are not the prover's (take-back.ts).
-      if (signedInAs !== record.userId) await markWaysInUnproven(trx, record.userId)
       await recordUserEvent(trx, ctx, verified.id, 'auth.email_verified', signedInAs === record.userId ? {} : { signedIn: false })
       await maybeBootstrapOwner(
         trx,
@@ -297,6 +295,26 @@ export async function verifyEmail(
   }
   // Mail only for what committed.
   mail?.()
+}
+
+/**
+ * Marks the address `email` verified, when the account (its row locked) still has it; undefined when
+ * it changed since the code or link was sent. Proven with a session of the account, its ways in
+ * count as proven (a second factor may be set up); without one (a mail scanner, a phone's mail app,
+ * or an owner of the address who never made the account) they count as unproven, unless a session
+ * of the account had proven them already: a link opened late by a scanner takes nothing back.
+ */
+export async function addressProven(
+  trx: Trx,
+  user: Pick<UserWithFlags, 'id' | 'emailVerified' | 'waysInUnproven'>,
+  proof: { email: string; inSession: boolean; now: Date },
+): Promise<{ id: string; email: string } | undefined> {
+  const verified = await markEmailVerified(trx, user.id, proof.email, proof.now)
+  if (!verified) return undefined
+  if (proof.inSession || waysInUnproven(user)) {
+    await setWaysInUnproven(trx, user.id, !proof.inSession)
+  }
+  return verified
 }
 
 /**

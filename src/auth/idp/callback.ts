@@ -83,7 +83,7 @@ export async function completeCallback(
   }
   const account = await signInWithIdentity(deps, ctx, identity)
   if (!account.ok) return onError(account.error, 'account rules')
-  const user = { id: account.userId, twoFactorEnabled: account.twoFactorEnabled, credentialEpoch: account.credentialEpoch }
+  const user = { id: account.userId, credentialEpoch: account.credentialEpoch }
   let outcome: SignInOutcome
   try {
     outcome = await afterFirstFactor(deps, ctx, { user, method: IDP, rememberMe: true, browser: input.browser })
@@ -97,6 +97,8 @@ export async function completeCallback(
     // set), then sends the browser on to where the sign-in was going.
     const page = new URL('/two-factor', deps.webOrigin)
     page.searchParams.set('callbackURL', urls.callbackURL)
+    // Which second step the page offers: a code (the two_factor cookie is set) or a passkey.
+    page.searchParams.set('twoFactorMethods', outcome.methods.join(','))
     return { kind: 'signed-in', outcome, to: page.toString() }
   }
   return { kind: 'signed-in', outcome, to: account.isNewUser ? urls.newUserCallbackURL : urls.callbackURL }

@@ -8,8 +8,8 @@ import { newId } from '../../shared/ids.js'
 import { banHolds } from '../account/ban.js'
 import { maybeBootstrapOwner } from '../account/bootstrap.js'
 import { credentialEpochOf, insertAccount, insertUser, setEmailVerified } from '../queries.js'
-import { findUserByEmail, findUserById } from '../../user/queries.js'
-import { takeAccountBack, waysInUnproven } from '../account/take-back.js'
+import { findUserByEmail, findUserById, lockUser } from '../../user/queries.js'
+import { takeAccountBack, takesBack } from '../account/take-back.js'
 import type { PendingNotice, SecurityNotices } from '../security/notices.js'
 import type { IdpIdentity } from './oauth.js'
 import { findUserBySubject, IDP } from './queries.js'
@@ -37,9 +37,8 @@ export type IdpLinkFailureCode = 'unable_to_link_account' | "email_doesn't_match
 export type IdpLinkOutcome = { ok: true } | { ok: false; error: IdpLinkFailureCode }
 
 export type IdpSignInOutcome =
-  /** `twoFactorEnabled`: the sign-in still needs the second factor (or a trusted device). */
   /** `credentialEpoch`: read at the end of the transaction that judged the identity (sessions.ts). */
-  | { ok: true; userId: string; isNewUser: boolean; twoFactorEnabled: boolean; credentialEpoch: number }
+  | { ok: true; userId: string; isNewUser: boolean; credentialEpoch: number }
   | { ok: false; error: 'email_not_verified' | 'email_missing' | 'BANNED_USER' }
 
 /**
@@ -89,24 +88,23 @@ function resolveAccount(
     if (linked) {
       if (await banHolds(trx, ctx, linked.id, now)) return { ok: false, error: 'BANNED_USER' }
       // The user's email stays ours: a changed address at the provider does not rewrite it.
-      // A promotion removes the second factor (it may be whoever came first's).
-      let promoted = false
       if (identity.emailVerified && identity.email === linked.email) {
-        promoted =
-          (await maybeBootstrapOwner(
-            trx,
-            { ...linked, emailVerified: true },
-            bootstrapEmail,
-            now,
-            { login: { provider: IDP, subject: identity.sub } },
-            ctx.log,
-          )) === 'promoted'
+        await maybeBootstrapOwner(
+          trx,
+          { ...linked, emailVerified: true },
+          bootstrapEmail,
+          now,
+          { login: { provider: IDP, subject: identity.sub } },
+          ctx.log,
+        )
       }
-      return { ok: true, userId: linked.id, isNewUser: false, twoFactorEnabled: linked.two_factor_enabled && !promoted }
+      return { ok: true, userId: linked.id, isNewUser: false }
     }
 
     if (!identity.email) return { ok: false, error: 'email_missing' }
-    const existing = await findUserByEmail(trx, identity.email)
+    const found = await findUserByEmail(trx, identity.email)
+    // The user row first, then read again: the claim below is judged on what it holds now.
+    const existing = found && (await lockUser(trx, { id: found.id }, ['id'])) && (await findUserById(trx, found.id))
 
     if (existing) {
       // Linking on an unverified email would hand the account to whoever typed that address at the provider.
@@ -124,12 +122,15 @@ function resolveAccount(
       // Only now that the provider proved the address: a ban is nobody else's business.
       if (await banHolds(trx, ctx, existing.id, now)) return { ok: false, error: 'BANNED_USER' }
       await insertAccount(trx, { userId: existing.id, providerId: IDP, accountId: identity.sub, passwordHash: null })
-      const claimed = waysInUnproven(existing)
-      if (claimed) await claimUnverifiedAccount(trx, existing.id, identity.sub, now, ip)
+      // An account with a second factor is not claimed: the sign-in asks for it (take-back.ts).
+      if (await takesBack(trx, existing)) {
+        await claimUnverifiedAccount(trx, existing.id, identity.sub, now, ip)
+        notices.push(await deps.notices.prepare(trx, ctx, existing.id, 'account_taken_back'))
+      }
       await recordUserEvent(trx, ctx, existing.id, 'auth.idp.account_linked')
       notices.push(await deps.notices.prepare(trx, ctx, existing.id, 'provider_linked'))
       // A claimed account's other ways in went with the claim; a verified one's may be its first holder's.
-      const promoted = await maybeBootstrapOwner(
+      await maybeBootstrapOwner(
         trx,
         { id: existing.id, email: existing.email, emailVerified: true },
         bootstrapEmail,
@@ -137,13 +138,7 @@ function resolveAccount(
         { login: { provider: IDP, subject: identity.sub } },
         ctx.log,
       )
-      // A claimed account's two-factor was set up by whoever registered the address first: it went with the claim.
-      return {
-        ok: true,
-        userId: existing.id,
-        isNewUser: false,
-        twoFactorEnabled: existing.twoFactorEnabled && !claimed && promoted !== 'promoted',
-      }
+      return { ok: true, userId: existing.id, isNewUser: false }
     }
 
     const id = newId()
@@ -164,7 +159,7 @@ function resolveAccount(
       { login: { provider: IDP, subject: identity.sub } },
       ctx.log,
     )
-    return { ok: true, userId: id, isNewUser: true, twoFactorEnabled: false }
+    return { ok: true, userId: id, isNewUser: true }
   }
 }
 
@@ -176,7 +171,7 @@ type Judged = Exclude<IdpSignInOutcome, { ok: true }> | Omit<Extract<IdpSignInOu
  * (take-back.ts): only the provider identity just linked remains, and the address counts as verified.
  */
 async function claimUnverifiedAccount(trx: Trx, userId: string, subject: string, now: Date, ip: string | null): Promise<void> {
-  const taken = await takeAccountBack(trx, userId, { providerId: IDP, subject }, now)
+  const taken = await takeAccountBack(trx, userId, { providerId: IDP, subject }, { now, ip })
   await recordAudit(trx, {
     actorId: null,
     action: 'auth.idp.unverified_account_claimed',
@@ -187,8 +182,7 @@ async function claimUnverifiedAccount(trx: Trx, userId: string, subject: string,
       removedAccounts: taken.removedAccounts,
       sessionsRevoked: taken.sessionsEnded,
       tokensRevoked: taken.tokensRevoked,
-      trustedDevicesRevoked: taken.trustedDevicesRevoked,
-      ...(taken.passkeysRemoved ? { passkeysRemoved: taken.passkeysRemoved } : {}),
+      roleBefore: taken.roleBefore,
     },
   })
 }

@@ -131,7 +131,7 @@ export default async function mailboxRoutes(fastify: FastifyInstance) {
       const { rememberMe = true, ...input } = request.body
       const { user } = await signInWithCode(deps, contextOf(request), input)
       const outcome = await signIn(request, reply, user, 'email-otp', rememberMe)
-      if (outcome.kind === 'challenge') return twoFactorRedirect()
+      if (outcome.kind === 'challenge') return twoFactorRedirect(outcome.methods)
       return { token: null, user: toUserJson(user) }
     },
   )
@@ -247,7 +247,7 @@ export default async function mailboxRoutes(fastify: FastifyInstance) {
       const { user, isNewUser, urls } = await signInWithMagicLink(deps, contextOf(request), request.body.token)
       const outcome = await signIn(request, reply, user, 'magic-link', true)
       if (outcome.kind === 'challenge') {
-        return { ...twoFactorRedirect(), url: withQuery(urls.callbackURL, { twoFactorRedirect: 'true' }) }
+        return { ...twoFactorRedirect(outcome.methods), url: withQuery(urls.callbackURL, { twoFactorRedirect: 'true' }) }
       }
       const url = (isNewUser && urls.newUserCallbackURL) || urls.callbackURL
       return { redirect: true as const, url, token: null, user: toUserJson(user) }

@@ -1,16 +1,18 @@
 // Signing in by proving the mailbox, without a password: an emailed one-time code (better-auth's
 // email-otp) or an emailed sign-in link (its magic link). Both prove the same thing as a reset link:
 // whoever uses them reads the address's mail. So they end the same way: an account nobody had
-// proven was its mailbox holder's is taken back first (take-back.ts), a new address gets a new
-// account, and the session is born through the one sign-in step (session/sign-in.ts), second
-// factor included, on the credential epoch read under the user row's lock.
+// proven was its mailbox holder's, and that has no second factor, is taken back first
+// (take-back.ts), a new address gets a new account, and the session is born through the one sign-in
+// step (session/sign-in.ts), which asks for a second factor the account has, on the credential
+// epoch read under the user row's lock.
 import type { Trx } from '../../../db/index.js'
 import { recordUserEvent } from '../../shared/audit.js'
 import type { RequestContext } from '../../shared/context.js'
 import { newId } from '../../shared/ids.js'
 import { banHolds, bannedUser } from '../account/ban.js'
 import { maybeBootstrapOwner } from '../account/bootstrap.js'
-import { takeAccountBack, waysInUnproven } from '../account/take-back.js'
+import { takeAccountBack, takesBack } from '../account/take-back.js'
+import { waysInUnproven } from '../account/second-factor.js'
 import type { EmailAuthDeps } from '../email/deps.js'
 import { completeReset } from '../email/service.js'
 import { type CodePurpose, type CodeStore, invalidCode } from '../links/codes.js'
@@ -19,7 +21,9 @@ import { consumeMagicLink, invalidToken, issueToken, peekMagicLink } from '../li
 import { forAddress } from '../password/password.js'
 import { findUserByEmail, findUserById, lockUser } from '../../user/queries.js'
 import type { UserWithFlags } from '../../user/types.js'
-import { insertUser, markEmailVerified, markWaysInUnproven } from '../queries.js'
+import { insertUser } from '../queries.js'
+import { addressProven } from '../email/service.js'
+import type { PendingNotice } from '../security/notices.js'
 
 export interface MailboxDeps extends EmailAuthDeps {
   codes: CodeStore
@@ -41,6 +45,9 @@ export interface MailboxAccount {
   user: UserWithFlags
   isNewUser: boolean
 }
+
+/** The account, and the take-back's notice to mail once the transaction committed. */
+type ProvenAccount = MailboxAccount & { notice?: PendingNotice }
 
 const now = (deps: MailboxDeps) => deps.clock.now()
 
@@ -77,14 +84,16 @@ async function accountOfCode(trx: Trx, email: string): Promise<UserWithFlags> {
 /**
  * Mails a code of `type` to the address, or does the same work and mails nothing. A sign-in code
  * goes to any address (signing in with it creates the account: sign-up is open); a verification code
- * only to an unverified account's address, a reset code only to an account's. The answer is the
+ * only to the address of an account whose ways in are unproven (never verified, or verified without
+ * its session: typed in the account's session, the code lets it set up a second factor), a reset
+ * code only to an account's. The answer is the
  * same either way: nothing says whether an account has the address.
  */
 export async function sendCode(deps: MailboxDeps, email: string, type: CodeType): Promise<void> {
   const purpose = CODE_TYPES[type]
   const user = await findUserByEmail(deps.db, email)
   const mailed =
-    type === 'sign-in' || (type === 'email-verification' ? user !== undefined && !user.emailVerified : user !== undefined)
+    type === 'sign-in' || (type === 'email-verification' ? user !== undefined && waysInUnproven(user) : user !== undefined)
   const code = await deps.codes.issue(deps.db, purpose, email, user?.id ?? null, now(deps))
   if (mailed) deps.mailer.sendInBackground(codeMail(email, purpose, code))
 }
@@ -92,15 +101,17 @@ export async function sendCode(deps: MailboxDeps, email: string, type: CodeType)
 /**
  * The account of an address whose mailbox was just proven, in the proof's transaction (the user
  * row locked first): a new, verified one when no account has it; one whose ways in nobody had
- * proven were its mailbox holder's is taken back, every way in but this proof removed (better-auth
- * does the same). A banned account gets nothing (the proof is not spent).
+ * proven were its mailbox holder's, and without a second factor, is taken back: every way in but
+ * this proof removed (better-auth does the same), the role lowered to member, the address mailed a
+ * notice. One with a second factor is left as it is: the sign-in asks for it (session/sign-in.ts).
+ * A banned account gets nothing (the proof is not spent).
  */
 async function accountOfProvenAddress(
   deps: MailboxDeps,
   ctx: RequestContext,
   trx: Trx,
   input: { email: string; name?: string; image?: string | null; via: MailboxMethod },
-): Promise<MailboxAccount> {
+): Promise<ProvenAccount> {
   const at = now(deps)
   const existing = await findUserByEmail(trx, input.email)
   if (!existing) {
@@ -120,16 +131,16 @@ async function accountOfProvenAddress(
     return { user: (await findUserById(trx, id))!, isNewUser: true }
   }
   if (await banHolds(trx, ctx, existing.id, at)) throw bannedUser()
-  if (waysInUnproven(existing)) {
-    const taken = await takeAccountBack(trx, existing.id, 'none', at)
+  if (await takesBack(trx, existing)) {
+    const taken = await takeAccountBack(trx, existing.id, 'none', { now: at, ip: ctx.ip })
     await recordUserEvent(trx, ctx, existing.id, 'auth.account_taken_back', {
       via: input.via,
       sessionsEnded: taken.sessionsEnded,
+      roleBefore: taken.roleBefore,
       ...(taken.removedAccounts.length ? { removedAccounts: taken.removedAccounts } : {}),
-      ...(taken.passkeysRemoved ? { passkeysRemoved: taken.passkeysRemoved } : {}),
-      ...(existing.twoFactorEnabled ? { twoFactorRemoved: true } : {}),
     })
-    return { user: (await findUserById(trx, existing.id))!, isNewUser: false }
+    const notice = await deps.notices.prepare(trx, ctx, existing.id, 'account_taken_back')
+    return { user: (await findUserById(trx, existing.id))!, isNewUser: false, notice }
   }
   return { user: existing, isNewUser: false }
 }
@@ -144,9 +155,11 @@ export async function signInWithCode(
   input: { email: string; otp: string; name?: string; image?: string | null },
 ): Promise<MailboxAccount> {
   try {
-    return await useCode(deps, 'sign-in-code', input, (trx) =>
+    const { notice, ...account } = await useCode(deps, 'sign-in-code', input, (trx) =>
       accountOfProvenAddress(deps, ctx, trx, { ...input, via: 'email-otp' }),
     )
+    notice?.()
+    return account
   } catch (err) {
     if (isDuplicate(err)) throw invalidCode()
     throw err
@@ -155,8 +168,8 @@ export async function signInWithCode(
 
 /**
  * email-otp/verify-email: marks the address verified. Used without the account's session (whoever
- * reads the mail, perhaps not whoever registered the account), the ways in count as unproven, as
- * with the verification link (email/service.ts, verifyEmail).
+ * reads the mail, perhaps not whoever registered the account), the ways in count as unproven; used
+ * with it, they count as proven. As with the verification link (email/service.ts, addressProven).
  */
 export async function verifyEmailWithCode(
   deps: MailboxDeps,
@@ -167,8 +180,7 @@ export async function verifyEmailWithCode(
   return useCode(deps, 'verify-email-code', input, async (trx) => {
     const user = await accountOfCode(trx, input.email)
     const at = now(deps)
-    await markEmailVerified(trx, user.id, user.email, at)
-    if (signedInAs !== user.id) await markWaysInUnproven(trx, user.id)
+    await addressProven(trx, user, { email: user.email, inSession: signedInAs === user.id, now: at })
     await recordUserEvent(trx, ctx, user.id, 'auth.email_verified', {
       via: 'code',
       ...(signedInAs === user.id ? {} : { signedIn: false }),
@@ -231,14 +243,16 @@ export async function signInWithMagicLink(
   if (!peeked) throw invalidToken()
   const email = String(peeked.data.email)
   try {
-    return await deps.db.transaction().execute(async (trx) => {
+    const { notice, ...account } = await deps.db.transaction().execute(async (trx) => {
       await lockUserByEmail(trx, email)
       const record = await consumeMagicLink(trx, token, now(deps))
       if (!record || record.data.email !== email) throw invalidToken()
       const name = typeof record.data.name === 'string' ? record.data.name : undefined
-      const account = await accountOfProvenAddress(deps, ctx, trx, { email, name, via: 'magic-link' })
-      return { ...account, urls: record.data.urls as MagicLinkUrls }
+      const proven = await accountOfProvenAddress(deps, ctx, trx, { email, name, via: 'magic-link' })
+      return { ...proven, urls: record.data.urls as MagicLinkUrls }
     })
+    notice?.()
+    return account
   } catch (err) {
     if (isDuplicate(err)) throw invalidToken()
     throw err

@@ -18,7 +18,8 @@ import type { Clock } from '../../shared/clock.js'
 import type { RequestContext } from '../../shared/context.js'
 import { AppError, unauthorized } from '../../shared/errors.js'
 import { bannedUser, banHolds } from '../account/ban.js'
-import { endSessionsOfUser, lockSessionOf } from '../queries.js'
+import { endSessionsOfUser, lockSessionOf, raiseCredentialEpoch } from '../queries.js'
+import { assertEmailProven, lockProvenUser } from '../account/second-factor.js'
 import { lockUser } from '../../user/queries.js'
 import { type Ceremony, type CeremonyChallenge, consumeCeremonyChallenge, issueCeremonyChallenge } from '../links/challenges.js'
 import type { UserWithFlags } from '../../user/types.js'
@@ -91,6 +92,8 @@ export async function registrationOptions(
   query: { authenticatorAttachment?: 'platform' | 'cross-platform' },
 ): Promise<{ options: PublicKeyCredentialCreationOptionsJSON; token: string }> {
   assertFresh(deps, session)
+  // A passkey is a second factor: only a session that proved the address sets one up (second-factor.ts).
+  await assertEmailProven(deps.db, user.id)
   const existing = await passkeysOf(deps.db, user.id)
   if (existing.length >= MAX_PASSKEYS) throw tooMany()
   // One WebAuthn user id per account (the spec's advice: authenticators group its passkeys), random
@@ -161,8 +164,8 @@ export async function verifyRegistration(
   const info = verification.registrationInfo
   if (!verification.verified || !info) throw registrationFailed()
   const { passkey, notice } = await deps.db.transaction().execute(async (trx) => {
-    // The user row first, the order of every writer of the account.
-    if (!(await lockUser(trx, { id: user.id }, ['id']))) throw unauthorized()
+    // The user row first, the order of every writer of the account; the address still proven.
+    if (!(await lockProvenUser(trx, user.id))) throw unauthorized()
     if (!(await lockSessionOf(trx, user.id, session.id))) throw unauthorized()
     if ((await countPasskeys(trx, user.id)) >= MAX_PASSKEYS) throw tooMany()
     const added = await insertPasskey(trx, {
@@ -180,6 +183,8 @@ export async function verifyRegistration(
     })
     // The credential is registered already (to this account or another): nobody gets it twice.
     if (!added) throw registrationFailed()
+    // A sign-in whose first factor passed before this cannot be born without the passkey (beginSignIn).
+    await raiseCredentialEpoch(trx, user.id)
     await recordUserEvent(trx, ctx, user.id, 'auth.passkey.added', { passkeyId: added.id })
     return { passkey: added, notice: await deps.notices.prepare(trx, ctx, user.id, 'passkey_added') }
   })

@@ -49,6 +49,7 @@ const ABOUT_USER = {
   'admin.user.unbanned': 'unbanned',
   'admin.user.role_changed': 'role_changed',
   'admin.user.sessions_revoked': 'sessions_revoked_by_admin',
+  'admin.user.second_factor_removed': 'second_factor_removed_by_admin',
 } as const satisfies Record<string, SecurityEventKind>
 
 /** The actions whose target is one of the user's sessions, done by the user. */

@@ -28,6 +28,7 @@ export type NoticeEvent =
   | 'new_device'
   | 'passkey_added'
   | 'passkey_removed'
+  | 'account_taken_back'
 
 export const NOTICE_PURPOSE = 'security-notice' satisfies VerificationPurpose
 export const NOTICE_TTL_MS = 7 * 24 * 60 * 60 * 1000
@@ -84,6 +85,12 @@ const WORDING: Record<NoticeEvent, { subject: string; happened: string }> = {
   passkey_removed: {
     subject: 'a passkey was removed',
     happened: 'A passkey was removed from your account',
+  },
+  account_taken_back: {
+    subject: 'your account was taken back through its mailbox',
+    happened:
+      'Your account was signed in to or reset through this mailbox while nobody had proven its ways in were yours: ' +
+      'every other way to sign in was removed, every session ended, and an administrator role, if it had one, was lowered to member',
   },
   new_device: {
     subject: 'a sign-in from a new device',

@@ -32,6 +32,7 @@ export const SECURITY_EVENT_KINDS = [
   'unbanned',
   'role_changed',
   'sessions_revoked_by_admin',
+  'second_factor_removed_by_admin',
 ] as const
 export type SecurityEventKind = (typeof SECURITY_EVENT_KINDS)[number]
 

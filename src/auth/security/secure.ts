@@ -1,14 +1,15 @@
 // "This wasn't me": what a security notice's link does once its page is confirmed (a POST; opening
 // the link, as a mail scanner does, only shows the page). The account is secured against whoever
 // made the change: every session ends (and every sign-in in flight: the credential epoch rises),
-// every provider link and passkey goes (a sign-in with either would skip the password reset), every pending emailed
+// every provider link goes (a sign-in with one would skip the password reset), every pending emailed
 // link, sign-in awaiting a second factor and trusted device stops working, and the password must be
 // reset before it signs in again; an address change is undone.
 //
-// Not the take-back (account/take-back.ts): that one also removes the second factor, and a link any
-// reader of the mailbox can use must never take a factor away, or a mailbox alone would get past
-// it (secure, then reset, then sign in without the code). The reset that follows takes the account
-// back when its ways in were never proven its mailbox holder's, as every reset does.
+// A link any reader of the mailbox can use never takes a second factor away (TOTP, passkeys), or a
+// mailbox alone would get past it (secure, then reset, then sign in without it): docs/http-contract.md,
+// "Recovery". A passkey someone else added is removed by the owner signed in with another factor,
+// or by an administrator. The reset that follows takes the account back when its ways in were never
+// proven its mailbox holder's and it has no second factor, as every reset does.
 //
 // It cannot lock a stranger out: the token names the one account it was issued for and the address
 // it was mailed to, and works only while the account still has that address, so what its holder can
@@ -23,7 +24,6 @@ import { deleteAccountsBut, endSessionsOfUser } from '../queries.js'
 import { findUserById, lockUser } from '../../user/queries.js'
 import type { UserWithFlags } from '../../user/types.js'
 import { consumeToken, invalidToken, peekToken, revokeTokens, type VerificationRecord } from '../links/verification.js'
-import { deletePasskeysOf } from '../passkey/queries.js'
 import { NOTICE_PURPOSE, type NoticeData, type NoticeEvent } from './notices.js'
 import { requirePasswordReset } from './queries.js'
 
@@ -43,6 +43,7 @@ const EVENTS: readonly NoticeEvent[] = [
   'new_device',
   'passkey_added',
   'passkey_removed',
+  'account_taken_back',
 ]
 
 function noticeOf(record: VerificationRecord): NoticeData | null {
@@ -84,7 +85,6 @@ export async function secureAccount(deps: SecureAccountDeps, ctx: RequestContext
         !(await emailTaken(trx, notice.restore)) &&
         (await replaceEmail(trx, userId, notice.email, notice.restore, now)) !== undefined
       const removedAccounts = await deleteAccountsBut(trx, userId, 'password')
-      const passkeysRemoved = await deletePasskeysOf(trx, userId)
       await requirePasswordReset(trx, userId, now)
       // Sign-ins in flight end too: the credential epoch rises with it.
       const sessionsEnded = await endSessionsOfUser(trx, userId)
@@ -96,7 +96,6 @@ export async function secureAccount(deps: SecureAccountDeps, ctx: RequestContext
         sessionsEnded,
         tokensRevoked,
         ...(removedAccounts.length ? { removedAccounts } : {}),
-        ...(passkeysRemoved ? { passkeysRemoved } : {}),
         ...(restored ? { addressRestored: true } : {}),
       })
       return (await findUserById(trx, userId))!

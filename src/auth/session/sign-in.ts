@@ -7,6 +7,7 @@ import type { Config } from '../../config.js'
 import type { Clock } from '../../shared/clock.js'
 import type { RequestContext } from '../../shared/context.js'
 import type { DeviceCookie, KnownDevices } from '../security/devices.js'
+import type { SecondFactor } from '../account/second-factor.js'
 import type { TwoFactorCookies } from '../two-factor/cookies.js'
 import { beginSignIn } from '../two-factor/service.js'
 import { cookieAttributes } from './cookie-attributes.js'
@@ -58,8 +59,11 @@ export type SignInOutcome =
       device: string
       trustedDevice?: string | null
     }
-  /** The second factor is awaited: the challenge token for the `two_factor` cookie, no session. */
-  | { kind: 'challenge'; token: string; trustedDevice?: null }
+  /**
+   * A second factor is awaited, no session: the factors that may follow (`twoFactorMethods`) and the
+   * challenge token for the `two_factor` cookie (null when only a passkey sign-in can follow).
+   */
+  | { kind: 'challenge'; token: string | null; methods: SecondFactor[]; trustedDevice?: null }
 
 /** A session for a credential that needs no further step: a sign-up, or a second factor just passed. */
 export async function signInWith(
@@ -86,15 +90,16 @@ export async function signInWith(
 }
 
 /**
- * After a correct first factor: the session, or, when the user has two-factor on and this browser
- * is not one of their trusted devices, a challenge. Whatever session the browser held ends either
- * way: a sign-in replaces it, and a verify-totp must not find another user's session.
+ * After a correct first factor that was not a passkey (a password, a mailbox proof, the identity
+ * provider): the session, or, when the user has a second factor (TOTP, unless this browser is one of
+ * their trusted devices, or a passkey), the second step. Whatever session the browser held ends
+ * either way: a sign-in replaces it, and a verify-totp must not find another user's session.
  */
 export async function afterFirstFactor(
   deps: SignInDeps,
   ctx: RequestContext,
   input: {
-    user: { id: string; twoFactorEnabled: boolean; credentialEpoch: number }
+    user: { id: string; credentialEpoch: number }
     method: LoginMethod
     rememberMe: boolean
     browser: BrowserState
@@ -104,7 +109,6 @@ export async function afterFirstFactor(
   const credential = { userId: user.id, epoch: user.credentialEpoch }
   const step = await beginSignIn(deps, ctx, {
     credential,
-    twoFactorEnabled: user.twoFactorEnabled,
     method,
     rememberMe,
     trustedDevice: browser.trustedDevice,
@@ -161,6 +165,7 @@ export class SignInCookies {
       return
     }
     if (this.session.present(request)) this.session.clear(reply)
-    this.twoFactor.challenge.set(reply, outcome.token)
+    if (outcome.token) this.twoFactor.challenge.set(reply, outcome.token)
+    else if (this.twoFactor.challenge.present(request)) this.twoFactor.challenge.clear(reply)
   }
 }

@@ -8,9 +8,10 @@ import type { RequestContext } from '../../shared/context.js'
 import { AppError, unauthorized } from '../../shared/errors.js'
 import { forUser, type PasswordHasher } from '../password/password.js'
 import type { CheckedCredential } from '../session/sessions.js'
-import { findPasswordHash, lockSessionOf } from '../queries.js'
+import { findPasswordHash, lockSessionOf, raiseCredentialEpoch } from '../queries.js'
 import { findUserById, lockUser } from '../../user/queries.js'
 import type { UserWithFlags } from '../../user/types.js'
+import { assertEmailProven, lockProvenUser, secondFactorsOf, type SecondFactor } from '../account/second-factor.js'
 import {
   claimChallengeAttempt,
   consumeChallenge,
@@ -94,6 +95,8 @@ export async function enableTwoFactor(
   user: Pick<UserWithFlags, 'id' | 'email' | 'twoFactorEnabled'>,
   input: { password: string; issuer?: string },
 ): Promise<{ totpURI: string; backupCodes: string[] }> {
+  // Before the password's Argon2 work; judged again under the lock below.
+  await assertEmailProven(deps.db, user.id)
   await checkPassword(deps, ctx, user.id, input.password)
   // Replacing the secret of a working setup would lock out whoever has not rescanned: turn it off
   // first. Judged again where the secret is written (putPendingSecret): a confirmation racing this.
@@ -105,8 +108,8 @@ export async function enableTwoFactor(
   await deps.db.transaction().execute(async (trx) => {
     const now = deps.clock.now()
     // The user row first, the order of every writer of the account: a deletion that committed
-    // meanwhile leaves nobody to set up (401, not a foreign-key error).
-    if (!(await lockUser(trx, { id: user.id }, ['id']))) throw unauthorized()
+    // meanwhile leaves nobody to set up (401, not a foreign-key error); the address still proven.
+    if (!(await lockProvenUser(trx, user.id))) throw unauthorized()
     if (!(await putPendingSecret(trx, user.id, deps.keys.encrypt(secret), now))) throw alreadyEnabled()
     await replaceBackupCodes(trx, user.id, hashCodes(deps, backupCodes))
     // A password reset while the password was checked ended this session: no setup from it. After
@@ -219,7 +222,8 @@ export async function verifyForSession(
       // and turning two-factor on without its secret would lock the account's holder out. The setup
       // first, then the session: resetPassword's order, so the two never deadlock. The user row
       // before them all, as every writer of the account takes it.
-      if (!(await lockUser(trx, { id: user.id }, ['id']))) throw unauthorized()
+      // Turning it on needs the address still proven by a session of the account (second-factor.ts).
+      if (!(await (row.verified ? lockUser(trx, { id: user.id }, ['id']) : lockProvenUser(trx, user.id)))) throw unauthorized()
       if (!(await lockSetup(trx, user.id, row.secret))) throw totpNotEnabled()
       if (!(await lockSessionOf(trx, user.id, sessionId))) throw unauthorized()
       await checkCode(deps, trx, user.id, row.secret, method, code)
@@ -228,6 +232,8 @@ export async function verifyForSession(
         const now = deps.clock.now()
         await markSecretVerified(trx, user.id, now)
         await setTwoFactorEnabled(trx, user.id, true, now)
+        // A sign-in whose first factor passed before this cannot be born without the second (beginSignIn).
+        await raiseCredentialEpoch(trx, user.id)
         await recordUserEvent(trx, ctx, user.id, 'auth.two_factor.enabled')
         notice = await deps.notices.prepare(trx, ctx, user.id, 'two_factor_enabled')
       }
@@ -293,26 +299,34 @@ export async function verifyForSignIn(
 export type SignInStep =
   /** Start the session; `trustedDevice`: the new trusted-device token (rotated), or null to clear a stale one. */
   | { kind: 'session'; twoFactorVerified: boolean; trustedDevice?: string | null }
-  /** No session yet: the challenge token for the `two_factor` cookie. */
-  | { kind: 'challenge'; token: string; trustedDevice?: null }
+  /**
+   * No session yet: the second factors that may follow (better-auth's `twoFactorMethods`), and the
+   * challenge token for the `two_factor` cookie (TOTP), or null when only a passkey sign-in can follow.
+   */
+  | { kind: 'challenge'; token: string | null; methods: SecondFactor[]; trustedDevice?: null }
 
 /**
- * What a correct first factor leads to: a session at once when two-factor is off or this browser is a
- * trusted device of the user (its token is replaced), else a challenge for the second factor.
+ * What a correct first factor that was not a passkey leads to: a session at once when the account
+ * has no second factor, or TOTP on and this browser is a trusted device of the user (its token is
+ * replaced); else the second step (docs/http-contract.md, "Recovery"). The second factors are read
+ * now: one added after this read raises the credential epoch, and the session is not born.
  */
 export async function beginSignIn(
   deps: Pick<TwoFactorDeps, 'db' | 'clock'>,
   ctx: RequestContext,
   input: {
     credential: CheckedCredential
-    twoFactorEnabled: boolean
     method: string
     rememberMe: boolean
     trustedDevice: string | null
   },
 ): Promise<SignInStep> {
   const { userId } = input.credential
-  if (!input.twoFactorEnabled) return { kind: 'session', twoFactorVerified: false }
+  const user = await findUserById(deps.db, userId)
+  const methods = user ? await secondFactorsOf(deps.db, user) : []
+  if (methods.length === 0) return { kind: 'session', twoFactorVerified: false }
+  // A passkey is a sign-in of its own: nothing to carry from this one but the question.
+  if (!methods.includes('totp')) return { kind: 'challenge', token: null, methods }
   const now = deps.clock.now()
   if (input.trustedDevice) {
     const token = input.trustedDevice
@@ -328,7 +342,7 @@ export async function beginSignIn(
   }
   const challenge = { userId, rememberMe: input.rememberMe, epoch: input.credential.epoch, method: input.method }
   const token = await issueChallenge(deps.db, challenge, new Date(now.getTime() + CHALLENGE_TTL_MS))
-  return { kind: 'challenge', token, ...(input.trustedDevice ? { trustedDevice: null } : {}) }
+  return { kind: 'challenge', token, methods, ...(input.trustedDevice ? { trustedDevice: null } : {}) }
 }
 
 /** A new trusted device for the user, after a second factor passed with `trustDevice: true`. */

@@ -171,10 +171,11 @@ t.test(
       .execute()
     t.same(accounts, [{ provider_id: 'idp', account_id: sub }], 'only the provider link remains')
     const pending = await app.db.selectFrom('verification').select('purpose').where('user_id', '=', attacker.id).execute()
-    // What is left was mailed to the victim, after the claim: the security notices of the link and of the sign-in.
+    // What is left was mailed to the victim, after the claim: the security notices of the take-back,
+    // of the link and of the sign-in.
     t.same(
       pending.map((r) => r.purpose),
-      ['security-notice', 'security-notice'],
+      ['security-notice', 'security-notice', 'security-notice'],
       'no emailed link asked for by the attacker survives',
     )
     t.equal(await sessionCount(attacker.id), 1, "only the victim's new session")

@@ -2,7 +2,7 @@
 // with a cookie jar, as the web app does: enable and confirm, the sign-in that stops for the second
 // factor, TOTP and backup codes, replays, the attempt limits, the cookies, trusted devices, disable.
 import t from 'tap'
-import { call, signUp, uniqueEmail } from '../../helpers/app.js'
+import { call, proveAddress, signUp, uniqueEmail } from '../../helpers/app.js'
 import {
   browser,
   CHALLENGE,
@@ -25,6 +25,7 @@ async function member() {
   const email = uniqueEmail('tf')
   const res = await b.client.signUp.email({ name: 'Two Factor', email, password: PASSWORD })
   if (res.error) throw new Error(JSON.stringify(res.error))
+  await proveAddress(app, res.data!.user.id)
   return { b, email, id: res.data!.user.id }
 }
 
@@ -420,6 +421,7 @@ t.test('bad, oversized and unknown input is a 400 in the one error shape, never 
 
 t.test('without a browser: the same answers through inject (no Origin, no cookie)', async (t) => {
   const user = await signUp(app)
+  await proveAddress(app, user.id)
   const res = await call(app, 'POST', '/api/auth/two-factor/enable', { cookie: user.cookie, body: { password: user.password } })
   t.equal(res.statusCode, 200)
   const anonymous = await call(app, 'POST', '/api/auth/two-factor/verify-totp', { body: { code: '123456' } })
