@@ -45,7 +45,10 @@ t.test("the Kelvin sign's look-alike address is refused and Kate's account stays
   const browser = new Browser()
   const result = await signInAs(browser, sub)
   t.equal(refused(result), `${WEB_ORIGIN}/auth/failed?error=invalid_email`)
-  t.notOk(result.callbackResponse!.headers.getSetCookie().some((c) => /session_token=[^;]/.test(c)), 'no session')
+  t.notOk(
+    result.callbackResponse!.headers.getSetCookie().some((c) => /session_token=[^;]/.test(c)),
+    'no session',
+  )
   t.notOk(await subjectLinked(sub), 'no account is linked')
   t.same(await accountsOf(victim.id), ['credential'], "Kate's password stays her way in")
   const session = await (await browser.request(`${API}/api/auth/get-session`)).json()
