@@ -7,7 +7,7 @@ import { newId } from '../../src/shared/ids.js'
 import { buildTestApp, call, signUp, WEB_ORIGIN } from '../helpers/app.js'
 import { authClient } from '../helpers/auth-client.js'
 import { auditEvents } from '../helpers/expect.js'
-import { linkIn, startSmtpServer } from '../helpers/smtp.js'
+import { linkIn, pressApprove, startSmtpServer } from '../helpers/smtp.js'
 
 const smtp = await startSmtpServer()
 let clockOffsetMs = 0
@@ -237,4 +237,55 @@ t.test('the undo cannot put back an address taken meanwhile: 409, nothing change
   const later = await undo(token)
   t.equal(later.statusCode, 200, 'once the address is free again the link works')
   t.equal((await userRow(me.id)).email, me.email)
+})
+
+t.test('two presses of one approval at once: one approves, one mail goes out', async (t) => {
+  const me = await signedUpClient()
+  await markVerified(me.id)
+  const newEmail = fresh()
+  await me.client.changeEmail({ newEmail })
+  const link = linkIn(await smtp.inbox.next(me.email))
+  const press = () =>
+    app.inject({
+      method: 'POST',
+      url: '/api/auth/change-email/approve',
+      headers: { origin: link.origin },
+      payload: { token: link.searchParams.get('token') },
+    })
+  const answers = await Promise.all([press(), press(), press()])
+  t.same(answers.map((a) => a.statusCode).sort(), [200, 400, 400])
+  await app.settled()
+  t.equal(smtp.inbox.for(newEmail).length, 1, 'one link to the new address')
+  t.equal(await pendingChanges(me.id), 1, 'one pending confirmation')
+})
+
+t.test('an undo and the completion of another change race: the account ends in one consistent state', async (t) => {
+  const { me, newEmail, token } = await movedUnverified()
+  const further = fresh()
+  const asked = await changeEmail(me.cookie(), { newEmail: further })
+  t.equal(asked.statusCode, 200)
+  // The account is verified at its new address now: that address approves first.
+  t.equal((await pressApprove(app, await smtp.inbox.next(newEmail))).statusCode, 200)
+  const confirm = linkIn(await smtp.inbox.next(further))
+  const [undone, moved] = await Promise.all([
+    undo(token),
+    app.inject({ method: 'GET', url: `${confirm.pathname}${confirm.search}`, headers: { cookie: me.cookie() } }),
+  ])
+  const row = await userRow(me.id)
+  if (undone.statusCode === 200) {
+    t.same(
+      row,
+      { email: me.email, email_verified: false, password_reset_required: true },
+      'the undo won: the old address is back',
+    )
+    t.match(
+      moved.headers.location ?? '',
+      /error=/,
+      'the later change found the account gone from its address or its session ended',
+    )
+  } else {
+    t.equal(undone.statusCode, 400, 'the change won: the undo no longer matches the address')
+    t.equal(row.email, further)
+  }
+  t.notSame(row.email, newEmail, 'never left half-way')
 })
