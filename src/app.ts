@@ -210,7 +210,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   await app.register(mailer)
   await app.register(securityNotices)
   await app.register(purge)
-  await app.register(openapi, { serverUrl: config.auth.baseUrl })
+  await app.register(openapi, { serverUrl: config.auth.baseUrl, serveDocs: config.apiDocs })
   await app.register(metrics, { requestLog })
 
   await app.register(healthRoutes)

@@ -122,6 +122,11 @@ const envSchema = z.object({
   MIDTRANS_API_BASE: optionalString.pipe(httpUrl.optional()),
 
   METRICS_TOKEN: optionalString,
+  // Unset or empty: served outside production only.
+  API_DOCS: z
+    .enum(['true', 'false', '1', '0', ''])
+    .optional()
+    .transform((v) => (v === undefined || v === '' ? undefined : v === 'true' || v === '1')),
 })
 
 /** Every variable the service reads (.env.example and docs/configuration.md list exactly these). */
@@ -188,6 +193,8 @@ export interface Config {
     midtrans: { serverKey?: string; production: boolean; apiBase?: string }
   }
   metricsToken?: string
+  /** GET /api/v1/openapi.json and the reference page at /api/v1/docs are served (API_DOCS; off in production by default). */
+  apiDocs: boolean
 }
 
 export class ConfigError extends Error {}
@@ -311,6 +318,8 @@ export function loadConfig(
       midtrans: { serverKey: e.MIDTRANS_SERVER_KEY, production: e.MIDTRANS_PRODUCTION, apiBase: e.MIDTRANS_API_BASE },
     },
     metricsToken: e.METRICS_TOKEN,
+    // The document lists every route and its rules: a map for whoever probes a production service.
+    apiDocs: e.API_DOCS ?? !production,
   }
 }
 

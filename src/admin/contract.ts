@@ -3,7 +3,7 @@
 // nothing about the admin schemas, not even from a 400.
 import { operation } from '../shared/operation.js'
 import { ErrorSchema } from '../shared/errors.js'
-import { ADMIN } from '../shared/route-policy.js'
+import { ADMIN, ADMIN_AUDITED_READ } from '../shared/route-policy.js'
 import {
   AdminUserSchema,
   AnalyticsQuery,
@@ -24,6 +24,8 @@ import {
 
 const tags = ['admin']
 const admin = operation.meta({ policy: ADMIN, errors: { 404: ErrorSchema } })
+/** A read that writes an audit row: a cross-site link must not make an administrator's browser write one. */
+const auditedRead = admin.meta({ policy: ADMIN_AUDITED_READ })
 
 export const adminContract = {
   admin: {
@@ -113,7 +115,7 @@ export const adminContract = {
       .input(UserIdParams)
       .output(AdminUserSchema),
 
-    getUsageAnalytics: admin
+    getUsageAnalytics: auditedRead
       .route({
         method: 'GET',
         path: '/admin/analytics/usage',
@@ -123,7 +125,7 @@ export const adminContract = {
       .input(AnalyticsQuery)
       .output(UsageAnalyticsSchema),
 
-    listAuditEvents: admin
+    listAuditEvents: auditedRead
       .route({ method: 'GET', path: '/admin/audit', tags, summary: 'The audit log, newest first' })
       .input(AuditQuery)
       .output(AuditListSchema),

@@ -19,8 +19,16 @@ export interface PersonalDataDeps {
 /** Rows with camelCase keys and their Date values; no secret column. */
 export type PersonalData = { exportedAt: Date; profile: Row } & Record<SectionKey, Row[]>
 
-// Never exported: the session token hash, password hashes, provider tokens, any secret.
-const SECRET_COLUMN = /(^|_)(hash|token|secret)s?($|_)|password_hash/
+// Never exported: the session token hash, password hashes, provider tokens, any secret, and a
+// passkey's user handle (what its authenticator answers with: a sign-in's key, not the user's data).
+const SECRET_COLUMN = /(^|_)(hash|token|secret|handle)s?($|_)|password_hash/
+/**
+ * What a pending emailed link or code keeps in `verification.data` that is the user's to read: the
+ * addresses and the facts of a notice. Everything else there is the proof itself or the machinery
+ * of a ceremony (a code's MAC, a WebAuthn challenge and user handle, attempts, redirect targets):
+ * listed by what may go out, so a secret added there later stays in.
+ */
+const PUBLIC_VERIFICATION_DATA = ['email', 'newEmail', 'restore', 'event', 'at']
 
 const camel = (column: string) => column.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase())
 
@@ -32,11 +40,18 @@ function withoutSecrets(row: Row): Row {
   )
 }
 
+function publicVerification(row: Row): Row {
+  const data = (row.data ?? {}) as Record<string, unknown>
+  return { ...row, data: Object.fromEntries(PUBLIC_VERIFICATION_DATA.filter((k) => k in data).map((k) => [k, data[k]])) }
+}
+
 export async function exportMyData(deps: PersonalDataDeps, ctx: RequestContext, user: SessionUser): Promise<PersonalData> {
   return deps.db.transaction().execute(async (trx) => {
     const { user: profile, sections } = await readPersonalData(trx, user.id)
     const document: Record<string, unknown> = { exportedAt: deps.clock.now(), profile: withoutSecrets(profile) }
-    for (const [key, rows] of Object.entries(sections)) document[key] = rows.map(withoutSecrets)
+    for (const [key, rows] of Object.entries(sections)) {
+      document[key] = (key === 'verifications' ? rows.map(publicVerification) : rows).map(withoutSecrets)
+    }
     await recordUserEvent(trx, ctx, user.id, 'personal_data.exported')
     return document as PersonalData
   })

@@ -1,7 +1,8 @@
-// OpenAPI 3.1 generated from the zod route schemas, at /api/v1/openapi.json, and a reference page.
+// OpenAPI 3.1 generated from the zod route schemas, at /api/v1/openapi.json, and a reference page;
+// both only when API_DOCS allows (off in production unless set), and never in a frame.
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod'
 import { VERSION } from '../shared/version.js'
@@ -9,8 +10,19 @@ import type { RoutePolicy } from '../shared/route-policy.js'
 
 const PUBLIC_DOCUMENT: RoutePolicy = { access: 'public', cacheable: true }
 
+/** The docs in no frame of another page (clickjacking the reference page's "try it out"). */
+function refuseFraming(_request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: null, p: unknown) => void) {
+  reply.header('x-frame-options', 'DENY')
+  const csp = reply.getHeader('content-security-policy')
+  reply.header(
+    'content-security-policy',
+    typeof csp === 'string' && csp ? `${csp}; frame-ancestors 'none'` : "frame-ancestors 'none'",
+  )
+  done(null, payload)
+}
+
 export default fp(
-  async function openapi(app: FastifyInstance, opts: { serverUrl: string }) {
+  async function openapi(app: FastifyInstance, opts: { serverUrl: string; serveDocs: boolean }) {
     await app.register(swagger, {
       openapi: {
         openapi: '3.1.0',
@@ -44,12 +56,15 @@ export default fp(
             : access === 'session'
               ? 'Needs a session.'
               : `Needs the role ${access!.roles.join(' or ')}.`
+        const crossSite = policy.refusesCrossSite
+          ? 'Refuses cross-site requests: an untrusted Origin, Sec-Fetch-Site: cross-site, or a cookie with neither an Origin nor a trusted Referer (403 CROSS_SITE_REQUEST).'
+          : undefined
         const schema = out.schema as Record<string, unknown>
         return {
           ...out,
           schema: {
             ...schema,
-            description: [who, schema.description].filter(Boolean).join(' '),
+            description: [who, crossSite, schema.description].filter(Boolean).join(' '),
             security: access === 'public' ? [] : [{ sessionCookie: [] }],
             'x-route-policy': policy,
           },
@@ -57,15 +72,18 @@ export default fp(
       },
       transformObject: jsonSchemaTransformObject,
     })
+    // The document is still built (app.swagger()) for whoever asks in-process; only serving it is optional.
+    if (!opts.serveDocs) return
     // The reference page and its assets are registered by @fastify/swagger-ui, which knows nothing
     // of route policies: this scope gives each of its routes the public, cacheable policy.
     await app.register(async function docsPage(scope) {
       scope.addHook('onRoute', (route) => {
         route.config = { ...route.config, policy: PUBLIC_DOCUMENT }
       })
+      scope.addHook('onSend', refuseFraming)
       await scope.register(swaggerUi, { routePrefix: '/api/v1/docs', uiConfig: { deepLinking: true } })
+      scope.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger())
     })
-    app.get('/api/v1/openapi.json', { schema: { hide: true }, config: { policy: PUBLIC_DOCUMENT } }, async () => app.swagger())
   },
   { name: 'openapi' },
 )

@@ -114,6 +114,47 @@ export const answerCors =
     return 'answered'
   }
 
+/** The answers of Sec-Fetch-Site a route that refuses cross-site requests lets through without an Origin. */
+const SAME_SITE = new Set(['same-origin', 'same-site', 'none'])
+
+const crossSite = () =>
+  new AppError(
+    403,
+    'CROSS_SITE_REQUEST',
+    'This route does not answer requests from another site: call it from a trusted origin (with its Origin header), or open it from the web app',
+  )
+
+/**
+ * The rule of a route that acts even on GET (`refusesCrossSite`: the data export, the administrators'
+ * reads that audit), whatever the method. What browsers send decides it:
+ * - an Origin header, which a browser sends on every CORS request, GETs included (RPCLink's calls
+ *   from the web app, same-site or not): it must be trusted;
+ * - without one (a navigation, a link, a same-origin fetch), Sec-Fetch-Site: `cross-site` (a link
+ *   or redirect from another site) is refused, and only `same-origin`, `same-site` and `none` (typed
+ *   or bookmarked) pass;
+ * - without either (a browser too old for Sec-Fetch-Site, or no browser): a request carrying a
+ *   cookie needs a trusted Referer, else an Origin; one without a cookie has no session to act with.
+ */
+export const refuseCrossSite =
+  (trusted: ReadonlySet<string>) =>
+  (request: FastifyRequest, _reply: FastifyReply, route: Route): void => {
+    if (!route.policy.refusesCrossSite) return
+    const origin = request.headers.origin
+    if (origin !== undefined) {
+      if (origin === 'null') throw new AppError(403, 'MISSING_OR_NULL_ORIGIN', 'Origin is null')
+      if (!trusted.has(origin)) throw untrusted('Origin', origin)
+      return
+    }
+    const site = request.headers['sec-fetch-site']
+    if (site !== undefined) {
+      if (typeof site === 'string' && SAME_SITE.has(site)) return
+      throw crossSite()
+    }
+    if (request.headers.cookie === undefined) return
+    const refererOrigin = originOf(request.headers.referer)
+    if (refererOrigin === null || !trusted.has(refererOrigin)) throw crossSite()
+  }
+
 /**
  * The origin rule. Any request to an /api/auth route, and any state-changing request to any route,
  * whose Origin is present and untrusted is refused. Without an Origin, a state-changing request is

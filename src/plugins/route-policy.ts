@@ -14,14 +14,14 @@ import { AppError, type ErrorCode, forbidden, serviceUnavailable, unauthorized }
 import { andThen, type MaybePromise } from '../shared/maybe-async.js'
 import type { RedirectRules } from '../shared/redirect.js'
 import { PUBLIC, type RoutePolicy } from '../shared/route-policy.js'
-import { answerCors, checkOrigin, RefusedOrigins } from './origins.js'
+import { answerCors, checkOrigin, RefusedOrigins, refuseCrossSite } from './origins.js'
 import { clientKey, emailOf, type RateLimits } from './rate-limit.js'
 import type { Take } from './budget-counter.js'
 
 /** Errors that end a password re-check before any password was checked. */
 const NOT_CHECKED = new Set<ErrorCode>(['VALIDATION_ERROR', 'INVALID_CALLBACK_URL', 'RATE_LIMITED', 'SERVICE_UNAVAILABLE'])
 
-const POLICY_KEYS = new Set(['access', 'checkOrigin', 'rateLimit', 'reverifiesPassword', 'cacheable'])
+const POLICY_KEYS = new Set(['access', 'checkOrigin', 'rateLimit', 'reverifiesPassword', 'cacheable', 'refusesCrossSite'])
 
 const DEFAULT: RoutePolicy = Object.freeze({ access: 'session' })
 // An unmatched request is a 404 to everyone; the origin rule still applies.
@@ -94,6 +94,8 @@ function checkPolicy(route: RegisteredRoute): void {
   if (policy.checkOrigin === false && !isPublic) throw new Error(`Route ${where}: only a public route may skip the origin check`)
   if (policy.reverifiesPassword && isPublic) throw new Error(`Route ${where}: a public route has no password to re-verify`)
   if (policy.cacheable && !isPublic) throw new Error(`Route ${where}: a cacheable route must be public (it sees no session)`)
+  if (policy.refusesCrossSite && policy.checkOrigin === false)
+    throw new Error(`Route ${where}: a route that refuses cross-site requests cannot skip the origin check`)
   if (typeof policy.access === 'object' && policy.access.roles.length === 0)
     throw new Error(`Route ${where}: no role may call it`)
   // Their hooks are attached when the route is added; a policy given later would go unenforced.
@@ -216,6 +218,7 @@ export default fp(
       refuseWhileClosing(opts.closing),
       answerCors(trusted, refusedOrigins),
       checkOrigin(trusted, refusedOrigins),
+      refuseCrossSite(trusted),
       takeIpBudgets(budgets),
       loadSessionOf(opts.loadSession),
       checkAccess(opts.roleRoutesNeedSecondFactor),

@@ -24,6 +24,12 @@ export interface RoutePolicy {
   reverifiesPassword?: true
   /** Responses may be stored by caches (the public API document); every other response is no-store. */
   cacheable?: true
+  /**
+   * The route acts even on GET (records an event or an audit row): a cross-site request must not
+   * reach it, whatever its method, since the SameSite=Lax session cookie rides along on a top-level
+   * navigation from any site (plugins/origins.ts, refuseCrossSite).
+   */
+  refusesCrossSite?: true
 }
 
 export const PUBLIC: RoutePolicy = Object.freeze({ access: 'public' })
@@ -40,3 +46,7 @@ export const SIGN_IN: RoutePolicy = Object.freeze({
   rateLimit: Object.freeze({ perIp: 'signIn', perEmail: 'signIn' }),
 })
 export const ADMIN: RoutePolicy = Object.freeze({ access: Object.freeze({ roles: Object.freeze(['admin', 'owner'] as const) }) })
+/** An administrator's read that writes an audit row: no cross-site request reaches it. */
+export const ADMIN_AUDITED_READ: RoutePolicy = Object.freeze({ ...ADMIN, refusesCrossSite: true as const })
+/** A signed-in user's read that records an event (the data export): no cross-site request reaches it. */
+export const AUDITED_READ: RoutePolicy = Object.freeze({ refusesCrossSite: true as const })

@@ -114,6 +114,20 @@ export function linkIn(mail: ReceivedMail): URL {
 }
 
 /**
+ * What the holder of an account's current address does with the approval of a change of address:
+ * the link opens a page, whose button posts its token (the page's own origin is the API's).
+ */
+export function pressApprove(app: FastifyInstance, mail: ReceivedMail) {
+  const link = linkIn(mail)
+  return app.inject({
+    method: 'POST',
+    url: link.pathname,
+    headers: { origin: link.origin },
+    payload: { token: link.searchParams.get('token') },
+  })
+}
+
+/**
  * What the holder of a mailbox can do: ask a password reset for `email`, take the token from the
  * link mailed to `inbox` and set `newPassword` with it. The reset's answer.
  */

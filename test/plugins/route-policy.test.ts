@@ -70,12 +70,24 @@ const PUBLIC_ROUTES = [
   'POST /api/auth/sign-in/magic-link',
   'GET /api/auth/magic-link/verify',
   'POST /api/auth/magic-link/verify',
+  'GET /api/auth/change-email/approve',
+  'POST /api/auth/change-email/approve',
   'POST /api/v1/payments/webhook/:provider',
   'GET /api/v1/payments/sandbox/:paymentId',
   'GET /api/dev/mail',
   'GET /api/dev/mail/:id',
 ]
 const ORIGIN_EXEMPT = ['POST /api/v1/payments/webhook/:provider']
+// The routes that act even on GET (an event, an audit row) and so refuse cross-site requests, by
+// path: the REST route and the procedure's, every method of each (test/plugins/cross-site.test.ts).
+const REFUSES_CROSS_SITE = [
+  '/api/v1/admin/analytics/usage',
+  '/api/v1/admin/audit',
+  '/api/v1/admin/getUsageAnalytics',
+  '/api/v1/admin/listAuditEvents',
+  '/api/v1/me/export',
+  '/api/v1/me/exportMyData',
+]
 
 const key = (r: TableRoute) => `${r.method} ${r.pattern}`
 /** A HEAD answer has no body: its status is all there is to compare. */
@@ -206,6 +218,19 @@ t.test('state-changing requests with a foreign Origin, or a cookie and no Origin
   }
 })
 
+t.test('exactly the routes that act on GET refuse a cross-site navigation, under every method', async (t) => {
+  const marked = routes.filter((r) => r.policy.refusesCrossSite)
+  t.same([...new Set(marked.map((r) => r.pattern))].sort(), REFUSES_CROSS_SITE, 'the marked routes are exactly the listed ones')
+  const navigation = { 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'navigate', referer: `${EVIL}/` }
+  for (const r of routes) {
+    // The admin's cookie, so that a role route answers past its access rule.
+    const res = await answer(app, request(r, r.url, { ...navigation, cookie: admin.cookie }), r)
+    // A state-changing method meets the origin rule first, which judges the foreign Referer.
+    if (r.policy.refusesCrossSite) refused(t, r, res, 403, r.stateChanging ? 'INVALID_ORIGIN' : 'CROSS_SITE_REQUEST', key(r))
+    else if (!r.stateChanging && !r.pattern.startsWith('/api/auth/')) t.not(res.code, 'CROSS_SITE_REQUEST', key(r))
+  }
+})
+
 t.test('every /api/auth route refuses a foreign Origin, whatever the method', async (t) => {
   for (const r of routes.filter((r) => r.pattern.startsWith('/api/auth/'))) {
     const res = await answer(app, request(r, r.url, { origin: EVIL }), r)
@@ -296,6 +321,10 @@ t.test('a policy that cannot be right stops the app at start-up', async (t) => {
     ['only a public route may skip the origin check', { checkOrigin: false }],
     ['a public route has no password to re-verify', { access: 'public', reverifiesPassword: true }],
     ['no role may call it', { access: { roles: [] } }],
+    [
+      'a route that refuses cross-site requests cannot skip the origin check',
+      { access: 'public', checkOrigin: false, refusesCrossSite: true },
+    ],
   ]
   for (const [message, policy] of cases) {
     const { buildApp } = await import('../../src/app.js')

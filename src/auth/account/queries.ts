@@ -56,7 +56,8 @@ export async function deleteAccountOfUser(trx: Trx, userId: string, id: string):
 
 /**
  * Moves the user from the address `from` to `to` and counts it verified (whoever opened the link
- * mailed to `to` owns it); undefined when the user no longer has `from`.
+ * mailed to `to` owns it), or, undoing a change from an address never proven, as unverified as it
+ * was; undefined when the user no longer has `from`.
  */
 export async function replaceEmail(
   trx: Trx,
@@ -64,12 +65,13 @@ export async function replaceEmail(
   from: string,
   to: string,
   now: Date,
+  { verified }: { verified: boolean } = { verified: true },
 ): Promise<{ id: string; email: string; name: string } | undefined> {
   return trx
     .updateTable('user')
     .set({
       email: to,
-      email_verified: true,
+      email_verified: verified,
       former_emails: sql<string[]>`array_append(array_remove(former_emails, ${from}::text), ${from}::text)`,
       updated_at: now,
     })

@@ -12,7 +12,9 @@ import { PUBLIC, REVERIFIES_PASSWORD } from '../../shared/route-policy.js'
 import { landAfterLink } from '../links/emailed-link.js'
 import { currentUser } from '../../user/signed-in.js'
 import { CallbackUrl, CurrentPassword, Email, EmailedToken, Status } from '../schemas.js'
+import { approvalRoutes } from './approval-routes.js'
 import {
+  assertMayChangeAddress,
   assertNewEmail,
   confirmDeletion,
   deleteUser,
@@ -73,19 +75,27 @@ export default async function accountRoutes(fastify: FastifyInstance) {
   app.post(
     '/api/auth/change-email',
     {
+      config: { policy: REVERIFIES_PASSWORD },
       schema: {
         operationId: 'changeEmail',
         tags,
         summary:
-          'Change the address: a verified account approves from its current address, then the new address confirms (links valid 24 h); answers the same whether the new address is taken or not',
-        body: z.strictObject({ newEmail: Email, callbackURL: CallbackUrl.optional() }),
+          'Change the address: needs a session signed in within a day or the password (403 SESSION_NOT_FRESH); a verified account approves from its current address (a page whose button approves), then the new address confirms (links valid 24 h); answers the same whether the new address is taken or not',
+        body: z.strictObject({
+          newEmail: Email,
+          callbackURL: CallbackUrl.optional(),
+          password: CurrentPassword.optional().describe(
+            "The current password, needed when the session is older than a day (an addition to better-auth's body)",
+          ),
+        }),
         response: { 200: Status, 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema },
       },
     },
     async (request) => {
       const user = currentUser(request)
-      const { newEmail } = request.body
+      const { newEmail, password } = request.body
       assertNewEmail(user, newEmail)
+      await assertMayChangeAddress(deps, contextOf(request), user.id, request.session!, password)
       const callbackURL = landing(request.body.callbackURL)
       // The recipient's hourly mail budget, taken whether or not the address is free (no enumeration).
       if (!(await app.takeMailBudget(newEmail, { ip: request.ip, isOwner: () => false }))) {
@@ -98,6 +108,8 @@ export default async function accountRoutes(fastify: FastifyInstance) {
       return { status: true as const }
     },
   )
+
+  approvalRoutes(app, deps)
 
   app.post(
     '/api/auth/delete-user',

@@ -21,6 +21,7 @@ import { findPasswordHash, lockSessionOf } from '../queries.js'
 import { findUserById, lockUser } from '../../user/queries.js'
 import { assertDeletable, eraseAccount } from '../../user/erase.js'
 import type { SessionUser, SignedInUser } from '../../user/types.js'
+import { isFresh, notFresh } from '../session/fresh.js'
 import {
   accountsOfUser,
   deleteAccountOfUser,
@@ -55,6 +56,34 @@ export async function updateUser(
 // ---- change-email ------------------------------------------------------------------------------
 
 type Mail = () => void
+
+/**
+ * Who may move the account to another address: every emailed proof (reset links, sign-in links and
+ * codes) follows the address, so a stolen session alone must not do it. A session started within a
+ * day (better-auth's freshAge, as for adding a passkey) may; an older one gives the password in the
+ * body (an addition to better-auth's body: its client sends it as an extra field). A password
+ * given is always checked, fresh session or not. Refusals are audited.
+ */
+export async function assertMayChangeAddress(
+  deps: Pick<AccountDeps, 'db' | 'clock' | 'hasher'>,
+  ctx: RequestContext,
+  userId: string,
+  session: { createdAt: Date },
+  password: string | undefined,
+): Promise<void> {
+  let refusal: AppError | null = null
+  if (password !== undefined) {
+    const passwordHash = await findPasswordHash(deps.db, userId)
+    if (!passwordHash) throw new AppError(400, 'CREDENTIAL_ACCOUNT_NOT_FOUND', 'Credential account not found')
+    if (!(await deps.hasher.verify(passwordHash, password, forUser(ctx, userId))))
+      refusal = new AppError(400, 'INVALID_PASSWORD', 'Invalid password')
+  } else if (!isFresh(deps.clock, session)) {
+    refusal = notFresh()
+  }
+  if (!refusal) return
+  await recordUserEvent(deps.db, ctx, userId, 'auth.email_change_refused', { reason: refusal.code })
+  throw refusal
+}
 
 /** better-auth refuses a "change" to the address the account already has. */
 export function assertNewEmail(user: Pick<SessionUser, 'email'>, newEmail: string): void {
@@ -108,7 +137,7 @@ export async function requestEmailChange(
       expiresAt: expiresIn(deps, LINK_LIFETIME_MS.changeEmail),
       data: { email: user.email, newEmail, callbackURL: callbackURL ?? null },
     })
-    return () => deps.mailer.sendInBackground(approveAddressChangeMail(deps.config, user.email, newEmail, token, callbackURL))
+    return () => deps.mailer.sendInBackground(approveAddressChangeMail(deps.config, user.email, newEmail, token))
   })
   // Mail only for what committed.
   mail?.()
@@ -121,12 +150,43 @@ const dataOf = (record: VerificationRecord) => ({
 })
 
 /**
+ * The approval link's page: the address the change would move the account to, while the link is
+ * live and the account still has the address it was mailed to. Changes nothing.
+ */
+export async function pendingApproval(deps: AccountDeps, token: string): Promise<string | null> {
+  const record = await peekToken(deps.db, 'change-email-confirmation', token, deps.clock.now())
+  if (!record) return null
+  const { email, newEmail } = dataOf(record)
+  return (await findUserById(deps.db, record.userId))?.email === email ? newEmail : null
+}
+
+/**
+ * The approval page's button: the current address approves, without a session (its holder may
+ * read the mail anywhere). The new address then gets its link. Throws INVALID_TOKEN.
+ */
+export async function approveWithLink(deps: AccountDeps, ctx: RequestContext, token: string): Promise<void> {
+  // Looked at first, without spending it: whose account, so that its row is locked before the token is spent.
+  const peeked = await peekToken(deps.db, 'change-email-confirmation', token, deps.clock.now())
+  if (!peeked) throw invalidToken()
+  const mail = await deps.db.transaction().execute(async (trx) => {
+    await lockUser(trx, { id: peeked.userId }, ['id'])
+    const record = await consumeToken(trx, 'change-email-confirmation', token, deps.clock.now())
+    if (!record || record.userId !== peeked.userId) throw invalidToken()
+    const next = await approveEmailChange(deps, trx, record)
+    await recordUserEvent(trx, ctx, record.userId, 'auth.email_change_approved')
+    return next
+  })
+  // Mail only for what committed.
+  mail?.()
+}
+
+/**
  * The current address approved (its link was used, in `trx`): the new address gets its link. Stale
  * when the account's address changed since; a new address that is taken gets no link, with the
  * same answer and the same database work (a token nobody receives). Returns the mail to send once
  * the transaction commits.
  */
-export async function approveEmailChange(deps: AccountDeps, trx: Trx, record: VerificationRecord): Promise<Mail | null> {
+async function approveEmailChange(deps: AccountDeps, trx: Trx, record: VerificationRecord): Promise<Mail | null> {
   const { email, newEmail, callbackURL } = dataOf(record)
   const user = await findUserById(trx, record.userId)
   if (!user || user.email !== email) throw invalidToken()

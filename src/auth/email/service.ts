@@ -29,7 +29,7 @@ import {
 } from '../queries.js'
 import { findUserByEmail, findUserById, lockUser } from '../../user/queries.js'
 import type { UserWithFlags } from '../../user/types.js'
-import { approveEmailChange, completeEmailChange } from '../account/service.js'
+import { completeEmailChange } from '../account/service.js'
 import { takeAccountBack, takesBack } from '../account/take-back.js'
 import { waysInUnproven } from '../account/second-factor.js'
 import { deleteChallenges } from '../links/challenges.js'
@@ -232,8 +232,12 @@ export async function completeReset(
   return deps.notices.prepare(trx, ctx, user.id, 'password_reset')
 }
 
-/** What a verify-email link may be: better-auth mails that one link for every step of a change of address too. */
-const VERIFY_LINK_PURPOSES = ['verify-email', 'change-email-confirmation', 'change-email-verification'] as const
+/**
+ * What a verify-email link may be: better-auth mails that one link for the new address of a change
+ * too (which needs the account's session). Never the current address's approval: a GET that acts
+ * is what a mail scanner does (account/approval-page.ts has its page and button).
+ */
+const VERIFY_LINK_PURPOSES = ['verify-email', 'change-email-verification'] as const
 
 /**
  * The new address's link of a change of address, opened without a session of the account: the
@@ -249,8 +253,8 @@ export const signInToConfirm = () =>
   )
 
 /**
- * Uses a verify-email link: marks the email verified (never the bootstrap owner: account/bootstrap.ts), or takes the
- * next step of a change of address (src/auth/account/service.ts). `signedInAs`: the user of the
+ * Uses a verify-email link: marks the email verified (never the bootstrap owner: account/bootstrap.ts), or confirms
+ * the new address of a change of address (src/auth/account/service.ts). `signedInAs`: the user of the
  * session the link was opened with. Throws INVALID_TOKEN.
  */
 export async function verifyEmail(
@@ -271,7 +275,6 @@ export async function verifyEmail(
       await lockUser(trx, { id: peeked.userId }, ['id'])
       const record = await consumeTokenOf(trx, VERIFY_LINK_PURPOSES, token, now)
       if (!record || record.userId !== peeked.userId) throw invalidToken()
-      if (record.purpose === 'change-email-confirmation') return approveEmailChange(deps, trx, record)
       if (record.purpose === 'change-email-verification') return completeEmailChange(deps, ctx, trx, record)
       const user = await findUserById(trx, record.userId)
       const email = String(record.data.email ?? '')

@@ -10,6 +10,7 @@ import {
   OAuth2RequestError,
 } from 'arctic'
 import { createRemoteJWKSet, jwtVerify, type JWTPayload } from 'jose'
+import { Email } from '../schemas.js'
 
 const IDP_SCOPES = ['openid', 'email', 'profile']
 const DISCOVERY_TTL_MS = 60 * 60 * 1000
@@ -40,7 +41,7 @@ export interface IdpIdentity {
   picture: string | null
 }
 
-export type IdpErrorCode = 'invalid_code' | 'invalid_token' | 'provider_unavailable'
+export type IdpErrorCode = 'invalid_code' | 'invalid_token' | 'invalid_email' | 'provider_unavailable'
 
 /** A failed exchange, with the code the callback puts in `?error=`. */
 export class IdpError extends Error {
@@ -83,6 +84,18 @@ function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<
     timer = setTimeout(() => reject(new IdpError('provider_unavailable', `${what} timed out`)), ms)
   })
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer))
+}
+
+/**
+ * The token's address by the sign-up rule (schemas.ts), or null when it carries none. One the rule
+ * refuses is refused whole, never repaired: lower-cased with Unicode's rules "\u212Aate@" is
+ * "kate@", someone else's address, and a longer one cut short could be someone else's too.
+ */
+function addressOf(claim: unknown): string | null {
+  if (typeof claim !== 'string' || claim.trim() === '') return null
+  const parsed = Email.safeParse(claim)
+  if (!parsed.success) throw new IdpError('invalid_email', 'ID token email is not a usable address')
+  return parsed.data
 }
 
 export class IdentityProvider {
@@ -197,11 +210,9 @@ export class IdentityProvider {
     // Cut by code points, so a pair of surrogates is never split into one that cannot be stored.
     const str = (v: unknown, max: number) =>
       typeof v === 'string' && v.trim() !== '' ? Array.from(v.trim()).slice(0, max).join('') : null
-    // An address is used whole or not at all: a longer one cut at 254 could name someone else's.
-    const email = typeof payload.email === 'string' && payload.email.trim().length <= 254 ? str(payload.email, 254) : null
     return {
       sub: payload.sub,
-      email: email?.toLowerCase() ?? null,
+      email: addressOf(payload.email),
       // Some providers send the string "true".
       emailVerified: payload.email_verified === true || payload.email_verified === 'true',
       name: str(payload.name, 100),

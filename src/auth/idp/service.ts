@@ -28,6 +28,7 @@ export type IdpFailureCode =
   | 'invalid_token'
   | 'email_not_verified'
   | 'email_missing'
+  | 'invalid_email'
   | 'issuer_mismatch'
   | 'provider_unavailable'
   | 'provider_error'
@@ -223,7 +224,7 @@ function linkAccount(
     if (linked) return linked.id === userId ? { ok: true } : { ok: false, error: 'account_already_linked_to_different_user' }
     const user = await findUserById(trx, userId)
     if (!user || !identity.emailVerified) return { ok: false, error: 'unable_to_link_account' }
-    if (identity.email?.toLowerCase() !== user.email) return { ok: false, error: "email_doesn't_match" }
+    if (identity.email !== user.email) return { ok: false, error: "email_doesn't_match" }
     await insertAccount(trx, { userId, providerId: IDP, accountId: identity.sub, passwordHash: null })
     // The provider vouches for the address the signed-in user holds.
     if (!user.emailVerified) await setEmailVerified(trx, userId, now)

@@ -16,6 +16,19 @@ export function verifyEmailLink(baseUrl: string, token: string, callbackURL: str
   return link
 }
 
+/** The page a verified account's current address approves a change of address on (its button acts). */
+export const APPROVE_ADDRESS_CHANGE_PATH = '/api/auth/change-email/approve'
+
+/**
+ * The approval link of a change of address: a page, not better-auth's verify-email GET, so a mail
+ * scanner that opens it approves nothing. Where the new address's link lands is kept with the token.
+ */
+export function approvalLink(baseUrl: string, token: string): URL {
+  const link = new URL(APPROVE_ADDRESS_CHANGE_PATH, baseUrl)
+  link.searchParams.set('token', token)
+  return link
+}
+
 /**
  * Uses an opened link (`use` spends its token) and answers what `use` returns; with a
  * `callbackURL` (already judged by the redirect rule) the browser is sent there instead. A bad

@@ -11,7 +11,7 @@
 // which its owner must see to judge it (an address passes the email rule: no spaces, no link).
 import type { Config } from '../../config.js'
 import type { MailMessage } from '../../plugins/mailer.js'
-import { verifyEmailLink } from './emailed-link.js'
+import { approvalLink, verifyEmailLink } from './emailed-link.js'
 
 const HOUR = 60 * 60 * 1000
 
@@ -63,19 +63,16 @@ export function newAddressMail(base: LinkBase, to: string, token: string, callba
   }
 }
 
-/** To the account's current (proven) address: it approves the change first, and must see where to. */
-export function approveAddressChangeMail(
-  base: LinkBase,
-  to: string,
-  newEmail: string,
-  token: string,
-  callbackURL?: string,
-): MailMessage {
-  const link = verifyEmailLink(base.baseUrl, token, callbackURL)
+/**
+ * To the account's current (proven) address: it approves the change first, and must see where to.
+ * The link opens a page whose button approves (a mail scanner that opens it approves nothing).
+ */
+export function approveAddressChangeMail(base: LinkBase, to: string, newEmail: string, token: string): MailMessage {
+  const link = approvalLink(base.baseUrl, token)
   return {
     to,
     subject: 'Approve the change of your email address',
-    text: `Someone signed in to your account asked to change its email address to ${newEmail}. To approve, open this link within ${within(LINK_LIFETIME_MS.changeEmail)}; a link to confirm the new address is then sent there:\n\n${link}\n\nIf this was not you, ignore this email and change your password.\n`,
+    text: `Someone signed in to your account asked to change its email address to ${newEmail}. To approve, open this link within ${within(LINK_LIFETIME_MS.changeEmail)} and press Approve; a link to confirm the new address is then sent there:\n\n${link}\n\nIf this was not you, ignore this email and change your password.\n`,
   }
 }
 

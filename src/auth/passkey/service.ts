@@ -25,6 +25,7 @@ import { type Ceremony, type CeremonyChallenge, consumeCeremonyChallenge, issueC
 import type { UserWithFlags } from '../../user/types.js'
 import type { SecurityNotices } from '../security/notices.js'
 import type { CheckedCredential } from '../session/sessions.js'
+import { assertFresh } from '../session/fresh.js'
 import type { SessionState } from '../session/types.js'
 import {
   countPasskeys,
@@ -48,8 +49,6 @@ export interface PasskeyDeps {
 
 /** A ceremony's challenge lives as long as better-auth's (its cookie's max age): 5 minutes. */
 export const CHALLENGE_TTL_MS = 5 * 60 * 1000
-/** better-auth's default freshAge: adding a way in needs a session started within a day. */
-export const FRESH_AGE_MS = 24 * 60 * 60 * 1000
 /** Passkeys per account: enough for every device a person owns, and a bound on what one account can store. */
 export const MAX_PASSKEYS = 20
 /** The relying party's name an authenticator shows. */
@@ -66,7 +65,6 @@ const registrationFailed = () => new AppError(400, 'FAILED_TO_VERIFY_REGISTRATIO
 const authenticationFailed = () => new AppError(401, 'AUTHENTICATION_FAILED', 'Authentication failed')
 /** An unknown passkey and another user's answer alike, so ids cannot be probed. */
 export const passkeyNotFound = (status = 404) => new AppError(status, 'PASSKEY_NOT_FOUND', 'Passkey not found')
-const notFresh = () => new AppError(403, 'SESSION_NOT_FRESH', 'Session is not fresh')
 const tooMany = () =>
   new AppError(400, 'TOO_MANY_PASSKEYS', `An account holds at most ${MAX_PASSKEYS} passkeys: remove one first`)
 
@@ -74,10 +72,6 @@ const tooMany = () =>
 export function toPasskeyJson(p: StoredPasskey): Passkey {
   const { userHandle: _, ...shown } = p
   return shown
-}
-
-function assertFresh(deps: PasskeyDeps, session: Pick<SessionState, 'createdAt'>): void {
-  if (deps.clock.now().getTime() - session.createdAt.getTime() >= FRESH_AGE_MS) throw notFresh()
 }
 
 const challengeExpiry = (deps: PasskeyDeps) => new Date(deps.clock.now().getTime() + CHALLENGE_TTL_MS)
@@ -91,7 +85,7 @@ export async function registrationOptions(
   session: Pick<SessionState, 'createdAt'>,
   query: { authenticatorAttachment?: 'platform' | 'cross-platform' },
 ): Promise<{ options: PublicKeyCredentialCreationOptionsJSON; token: string }> {
-  assertFresh(deps, session)
+  assertFresh(deps.clock, session)
   // A passkey is a second factor: only a session that proved the address sets one up (second-factor.ts).
   await assertEmailProven(deps.db, user.id)
   const existing = await passkeysOf(deps.db, user.id)
@@ -143,7 +137,7 @@ export async function verifyRegistration(
   token: string | null,
   body: { response: z.infer<typeof RegistrationResponse>; name?: string },
 ): Promise<Passkey> {
-  assertFresh(deps, session)
+  assertFresh(deps.clock, session)
   const challenge = await takeChallenge(deps, 'passkey-registration', token)
   if (challenge.userId !== user.id || !challenge.userHandle) throw notAllowed()
   // Loaded before the try: a library that fails to load is a server error, not a refused passkey.

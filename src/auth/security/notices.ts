@@ -48,6 +48,11 @@ export interface NoticeData {
   email: string
   /** An address change: the address it had before, which the link puts back. */
   restore?: string
+  /**
+   * That address had never been proven the account's: it goes back unverified, as it was, and the
+   * words allow for a holder who never made the account (a typo at sign-up, fixed by the change).
+   */
+  restoreUnproven?: true
 }
 
 /** A notice's mail, to send once the transaction that issued its link has committed. */
@@ -99,7 +104,10 @@ const WORDING: Record<NoticeEvent, { subject: string; happened: string }> = {
 }
 
 export const noticeSubject = (event: NoticeEvent) => `Security notice: ${WORDING[event].subject}`
-export const noticeHappened = (event: NoticeEvent) => WORDING[event].happened
+export const noticeHappened = (notice: Pick<NoticeData, 'event' | 'restoreUnproven'>) =>
+  notice.restoreUnproven
+    ? 'The email address of an account registered with this address, which this address had never confirmed, was changed to another one'
+    : WORDING[notice.event].happened
 
 /** A time as the mails and the page print it: fixed format, UTC. */
 export const printedTime = (at: Date) => `${at.toISOString().slice(0, 16).replace('T', ' ')} UTC`
@@ -125,8 +133,11 @@ export class SecurityNotices {
 
   /**
    * The notice of an address change, to the address the account had before (`from`), whose link
-   * also puts that address back. Only when `from` had been proven: otherwise its holder is perhaps
-   * a stranger (a typo at sign-up, fixed by this change), who must get no way to act on the account.
+   * also puts that address back (secure.ts), as it was: verified or not. An unproven `from` is told
+   * too (issue 34): a stolen session of an unverified account would otherwise move it away in
+   * silence. Its holder is perhaps a stranger (a typo at sign-up, fixed by this change); what the
+   * link lets them do is what they could do a moment before (a reset to that address takes an
+   * unproven account back), for the notice's 7 days, and the words tell a stranger to ignore it.
    */
   async prepareAddressChange(
     db: Executor,
@@ -134,8 +145,12 @@ export class SecurityNotices {
     userId: string,
     change: { from: string; to: string; fromVerified: boolean },
   ) {
-    if (!change.fromVerified) return NOTHING
-    return this.issue(db, ctx, userId, change.from, { event: 'email_changed', email: change.to, restore: change.from })
+    return this.issue(db, ctx, userId, change.from, {
+      event: 'email_changed',
+      email: change.to,
+      restore: change.from,
+      ...(change.fromVerified ? {} : { restoreUnproven: true as const }),
+    })
   }
 
   private async issue(
@@ -157,19 +172,32 @@ export class SecurityNotices {
     const token = await issueToken(db, NOTICE_PURPOSE, userId, { expiresAt, data: { ...notice } })
     const link = new URL('/api/auth/security-notice', this.deps.config.baseUrl)
     link.searchParams.set('token', token)
-    const text = noticeText(notice.event, now, ctx.ip, link)
+    const text = noticeText(notice, now, ctx.ip, link)
     return () => this.deps.mailer.sendInBackground({ to, subject: noticeSubject(notice.event), text })
   }
 }
 
-function noticeText(event: NoticeEvent, at: Date, ip: string | null, link: URL): string {
+function noticeText(notice: NoticeData, at: Date, ip: string | null, link: URL): string {
   // The request's address only when it is an address: behind a proxy it comes from a header.
   const from = ip && isIP(ip) ? `, from the network address ${ip}` : ''
-  return `${noticeHappened(event)} on ${printedTime(at)}${from}.
+  const happened = `${noticeHappened(notice)} on ${printedTime(at)}${from}.`
+  const secures =
+    'every session of the account ends, linked sign-in providers are removed, every pending emailed link and remembered device stops working, and a new password must be chosen (a link to choose one is then mailed to you) before the account can be signed in to again.'
+  if (notice.restoreUnproven) {
+    return `${happened}
+
+If you registered that account and did not make this change, open this link within 7 days to put this address back and secure the account: ${secures}
+
+${link}
+
+If you never registered an account with this address, ignore this email: nothing happens, and this is the last mail about it.
+`
+  }
+  return `${happened}
 
 If this was you, there is nothing to do.
 
-If it was not you, open this link within 7 days to secure your account: every session of the account ends, linked sign-in providers are removed, every pending emailed link and remembered device stops working, and a new password must be chosen (a link to choose one is then mailed to you) before the account can be signed in to again.
+If it was not you, open this link within 7 days to secure your account: ${secures}
 
 ${link}
 `

@@ -12,7 +12,7 @@ export function renderConfirmPage(notice: NoticeData, token: string): Page {
   return tokenButtonPage(
     TITLE,
     `<h1>Was this not you?</h1>
-<p id="notice">${noticeHappened(notice.event)} on ${printedTime(new Date(notice.at))}.</p>
+<p id="notice">${noticeHappened(notice)} on ${printedTime(new Date(notice.at))}.</p>
 <p>If it was not you, secure your account: every session of the account ends, linked sign-in providers are removed, every pending emailed link and remembered device stops working, and a new password must be chosen before the account can be signed in to again. A link to choose it is mailed to you.</p>`,
     { id: 'secure', label: 'Secure my account' },
     {
@@ -20,7 +20,9 @@ export function renderConfirmPage(notice: NoticeData, token: string): Page {
       token,
       onAnswer: `    message.textContent = res.ok
       ? 'Your account is secured: every session has ended. Check your mailbox for the link to choose a new password.'
-      : 'This link is invalid, used or expired.'`,
+      : res.status === 409
+        ? 'The address to put back now belongs to another account: nothing was changed. Please contact support.'
+        : 'This link is invalid, used or expired.'`,
     },
     ALARM,
   )

@@ -13,12 +13,14 @@
 //
 // It cannot lock a stranger out: the token names the one account it was issued for and the address
 // it was mailed to, and works only while the account still has that address, so what its holder can
-// do is what that address's holder could already do with a password reset.
+// do is what that address's holder could already do with a password reset (for an address change's
+// notice: could do a moment before the change). An address change is undone as it was: an address
+// never proven goes back unproven; one that is another account's by then is not taken from it (409).
 import type { DB } from '../../../db/index.js'
 import { recordUserEvent } from '../../shared/audit.js'
 import type { Clock } from '../../shared/clock.js'
 import type { RequestContext } from '../../shared/context.js'
-import { conflict } from '../../shared/errors.js'
+import { AppError } from '../../shared/errors.js'
 import { emailTaken, replaceEmail } from '../account/queries.js'
 import { deleteAccountsBut, endSessionsOfUser } from '../queries.js'
 import { findUserById, lockUser } from '../../user/queries.js'
@@ -47,10 +49,29 @@ const EVENTS: readonly NoticeEvent[] = [
 ]
 
 function noticeOf(record: VerificationRecord): NoticeData | null {
-  const { event, at, email, restore } = record.data
+  const { event, at, email, restore, restoreUnproven } = record.data
   if (!EVENTS.includes(event as NoticeEvent) || typeof at !== 'string' || typeof email !== 'string') return null
-  return { event: event as NoticeEvent, at, email, ...(typeof restore === 'string' ? { restore } : {}) }
+  return {
+    event: event as NoticeEvent,
+    at,
+    email,
+    ...(typeof restore === 'string' ? { restore } : {}),
+    ...(restoreUnproven === true ? { restoreUnproven } : {}),
+  }
 }
+
+/**
+ * The address a notice puts back is another account's by now: nothing is changed (sessions kept,
+ * the link not spent), since securing the account would mail its reset link to the address it was
+ * moved to, the one in dispute. The link works again once the address is free; until then an
+ * administrator settles it.
+ */
+const addressTaken = () =>
+  new AppError(
+    409,
+    'ADDRESS_TAKEN',
+    'The address this link would put back now belongs to another account: nothing was changed; contact support',
+  )
 
 /** The notice of a live link whose account still has the address it was mailed to; null otherwise. Changes nothing. */
 export async function findNotice(deps: SecureAccountDeps, token: string): Promise<NoticeData | null> {
@@ -80,10 +101,12 @@ export async function secureAccount(deps: SecureAccountDeps, ctx: RequestContext
       if (!record || record.userId !== userId || !notice) throw invalidToken()
       // The account moved to another address since: the link's holder no longer speaks for it.
       if (current?.email !== notice.email) throw invalidToken()
-      const restored =
-        notice.restore !== undefined &&
-        !(await emailTaken(trx, notice.restore)) &&
-        (await replaceEmail(trx, userId, notice.email, notice.restore, now)) !== undefined
+      let restored = false
+      if (notice.restore !== undefined) {
+        if (await emailTaken(trx, notice.restore)) throw addressTaken()
+        const verified = notice.restoreUnproven !== true
+        restored = (await replaceEmail(trx, userId, notice.email, notice.restore, now, { verified })) !== undefined
+      }
       const removedAccounts = await deleteAccountsBut(trx, userId, 'password')
       await requirePasswordReset(trx, userId, now)
       // Sign-ins in flight end too: the credential epoch rises with it.
@@ -102,7 +125,7 @@ export async function secureAccount(deps: SecureAccountDeps, ctx: RequestContext
     })
   } catch (err) {
     // The address to put back was taken between the check and the change; the link was not used up.
-    if ((err as { code?: string }).code === '23505') throw conflict('The account changed meanwhile: please try again')
+    if ((err as { code?: string }).code === '23505') throw addressTaken()
     throw err
   }
 }
