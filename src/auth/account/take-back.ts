@@ -9,6 +9,7 @@ import { lockUser } from '../../user/queries.js'
 import { deleteTwoFactor } from '../two-factor/queries.js'
 import { revokeTokens } from '../links/verification.js'
 import { deletePasskeysOf } from '../passkey/queries.js'
+import { forgetKnownDevices } from '../security/queries.js'
 
 /**
  * The way in that stays: the password just set by a reset, the provider login just used, or none
@@ -23,13 +24,16 @@ export interface TakenBack {
   sessionsEnded: number
   trustedDevicesRevoked: number
   tokensRevoked: number
+  knownDevicesForgotten: number
 }
 
 /**
  * In the caller's transaction, with the user row locked first (the order every writer of the
  * account takes): every way in but `keep` goes (passkeys too), the second factor with its backup codes, trusted
  * devices and sign-in challenges, every session (the credential epoch rises, so no sign-in in
- * flight outlives it), every emailed link; the address counts as proven by its holder.
+ * flight outlives it), every emailed link, every known device (security/devices.ts: a browser of
+ * whoever held the account must not keep the allowances of the owner's); the address counts as
+ * proven by its holder.
  */
 export async function takeAccountBack(trx: Trx, userId: string, keep: KeptWayIn, now: Date): Promise<TakenBack> {
   await lockUser(trx, { id: userId }, ['id'])
@@ -43,7 +47,15 @@ export async function takeAccountBack(trx: Trx, userId: string, keep: KeptWayIn,
     .execute()
   const sessionsEnded = await endSessionsOfUser(trx, userId)
   const tokensRevoked = await revokeTokens(trx, userId)
-  return { removedAccounts, passkeysRemoved, sessionsEnded, trustedDevicesRevoked: trustedDevices, tokensRevoked }
+  const knownDevicesForgotten = await forgetKnownDevices(trx, userId)
+  return {
+    removedAccounts,
+    passkeysRemoved,
+    sessionsEnded,
+    trustedDevicesRevoked: trustedDevices,
+    tokensRevoked,
+    knownDevicesForgotten,
+  }
 }
 
 /** Whether a proof of the address must take the account back: nobody has proven its ways in are the mailbox holder's. */
