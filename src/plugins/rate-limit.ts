@@ -1,5 +1,6 @@
 // The rate-limit budgets: a global per-IP budget, named budgets that routes declare in their policy
-// (sign-in and sign-up per IP, sign-in per email, mail per address and client), a per-account count of password
+// (sign-in and sign-up per IP; per address, split by client so that no stranger can spend an
+// owner's: password attempts, attempts at a mailed code, mail), a per-account count of password
 // re-verifications, and the per-account and per-IP budgets of Argon2 operations
 // (auth/password/admission.ts takes from them). The route policy hook (plugins/route-policy.ts)
 // decides which apply to a request; this module only names them, and each is counted by the one
@@ -86,27 +87,27 @@ async function takeInTurn(steps: ReadonlyArray<readonly [Budget, string]>): Prom
 export interface Asker {
   ip: string
   /**
-   * The id of the address's account when it remembers the asking browser (security/devices.ts: it
+   * The id of the address's account when it knows the asking browser (security/devices.ts: it
    * signed in to the account before); else null.
    */
-  knownDevice: () => MaybePromise<string | null>
+  knownBy: () => MaybePromise<string | null>
 }
 
 /** The key of one client's budget for one address. */
-const clientAndAddress = (ip: string, address: string) => `${clientKey(ip)} ${address}`
+export const clientAndAddress = (ip: string, email: string) => `${clientKey(ip)} ${email.toLowerCase()}`
 
 /**
- * Password attempts for an address (sign-in). The browsers the account remembers have an allowance
- * of their own (per account, kept across the device cookie's rotation), so strangers' guesses never
- * refuse their right password. Every other client shares the
- * address's pool (`perAddress`): at most that many checks a minute from unknown clients, whatever
- * the number of IPs. Each of them takes from its own share first (`perClient`, half the pool
- * rounded up), so one client alone cannot spend the whole pool: an owner on a new device still
- * gets a turn against a single guesser, and always has the emailed code or link.
+ * Password attempts for an address (sign-in). The browsers the account knows have an allowance of
+ * their own (per account, so the device cookie's rotation does not renew it): strangers' guesses
+ * never refuse their right password. Every other client shares the address's pool (`perAddress`):
+ * at most that many checks a minute from unknown clients, whatever the number of IPs. Each of them
+ * takes from its own share first (`perClient`, half the pool rounded up), so one client alone
+ * cannot spend the whole pool: an owner on a new device still gets a turn against a lone guesser,
+ * and always has the emailed code or link.
  */
 export class SignInBudget {
   constructor(
-    private readonly perDevice: Budget,
+    private readonly knownBrowsers: Budget,
     private readonly perClient: Budget,
     private readonly perAddress: Budget,
     private readonly now: () => number,
@@ -114,9 +115,9 @@ export class SignInBudget {
 
   async spend(email: string, asker: Asker): Promise<void> {
     const address = email.toLowerCase()
-    const account = await asker.knownDevice()
+    const account = await asker.knownBy()
     const take = account
-      ? await this.perDevice.take(account)
+      ? await this.knownBrowsers.take(account)
       : (
           await takeInTurn([
             [this.perClient, clientAndAddress(asker.ip, address)],
@@ -157,7 +158,7 @@ export class MailBudget {
     const own: Array<readonly [Budget, string]> = [[b.perClient, client]]
     if (kind === 'code') own.push([b.codesPerClientPerDay, client])
     const fromClient = await takeInTurn(own)
-    if (!fromClient.take.allowed || kind === 'link' || (await asker.knownDevice()) !== null) return fromClient.take
+    if (!fromClient.take.allowed || kind === 'link' || (await asker.knownBy()) !== null) return fromClient.take
     const toAddress = await takeInTurn([
       [b.codesPerAddress, address],
       [b.codesPerAddressPerDay, address],
@@ -299,7 +300,7 @@ export default fp(
 
     app.decorate(
       'takeMailBudget',
-      async (email: string, ip: string) => (await mail.take(email, { ip, knownDevice: () => null }, 'link')).allowed,
+      async (email: string, ip: string) => (await mail.take(email, { ip, knownBy: () => null }, 'link')).allowed,
     )
   },
   { name: 'rate-limit', dependencies: ['redis'] },

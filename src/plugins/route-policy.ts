@@ -15,7 +15,7 @@ import { andThen, type MaybePromise } from '../shared/maybe-async.js'
 import type { RedirectRules } from '../shared/redirect.js'
 import { PUBLIC, type RoutePolicy } from '../shared/route-policy.js'
 import { answerCors, checkOrigin } from './origins.js'
-import { type Asker, clientKey, emailOf, type RateLimits } from './rate-limit.js'
+import { type Asker, clientAndAddress, clientKey, emailOf, type RateLimits } from './rate-limit.js'
 import type { Take } from './budget-counter.js'
 
 /** Errors that end a password re-check before any password was checked. */
@@ -246,11 +246,11 @@ export default fp(
       if (!perEmail || !email) return
       const asker: Asker = {
         ip: request.ip,
-        knownDevice: () => app.knownDevices.accountKnowing(app.signInCookies.browserOf(request).devices, email),
+        knownBy: () => app.knownDevices.accountKnowing(app.signInCookies.browserOf(request).devices, email),
       }
       const { signIn, code, mail } = budgets.perEmail
       if (perEmail === 'signIn') return signIn.spend(email, asker)
-      if (perEmail === 'code') return code.spend(`${clientKey(request.ip)} ${email}`)
+      if (perEmail === 'code') return code.spend(clientAndAddress(request.ip, email))
       return mail.spend(email, asker, perEmail === 'codeMail' ? 'code' : 'link')
     }
 

@@ -317,6 +317,21 @@ t.test('finding 3: a take-back, a change of password and a ban forget the browse
     t.equal((await knownDevices(id)).length, 1)
   })
 
+  t.test('a reset that takes the account back keeps only the browser that reset', async (t) => {
+    const squatter = new Browser(app)
+    const email = uniqueEmail('squat-reset')
+    const res = await squatter.send('/api/auth/sign-up/email', { name: 'Squatter', email, password: PASSWORD })
+    const id = res.json().user.id as string
+    const holder = new Browser(app)
+    await holder.send('/api/auth/request-password-reset', { email })
+    const token = linkIn(await mailTo(email)).searchParams.get('token')!
+    const reset = await holder.send('/api/auth/reset-password', { token, newPassword: 'the holder owns it now' })
+    t.equal(reset.statusCode, 200, reset.body)
+    t.notOk(await knows(id, squatter), "the squatter's browser is forgotten")
+    t.ok(await knows(id, holder), 'the browser that reset is known')
+    t.equal((await knownDevices(id)).length, 1)
+  })
+
   t.test('change of password: the browser that changed it is the one known browser', async (t) => {
     const user = await owner()
     await noticesTo(user.email)

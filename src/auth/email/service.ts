@@ -207,7 +207,8 @@ export async function completeReset(
   now: Date,
 ): Promise<{ notice: PendingNotice; devices: string[] }> {
   const { user, passwordHash } = reset
-  const devices = await deps.devices.forgetAllBut(trx, user.id, reset.browser)
+  // Last, once a take-back forgot every device: the browser that proved the mailbox stays known.
+  const keepOnlyThisBrowser = () => deps.devices.forgetAllBut(trx, user.id, reset.browser)
   await setPasswordHash(trx, user.id, passwordHash, now)
   await clearPasswordResetRequired(trx, user.id, now)
   // The second factor and provider links were perhaps set up by whoever registered the address
@@ -226,6 +227,7 @@ export async function completeReset(
       ...(taken.passkeysRemoved ? { passkeysRemoved: taken.passkeysRemoved } : {}),
       ...(user.twoFactorEnabled ? { twoFactorRemoved: true } : {}),
     })
+    const devices = await keepOnlyThisBrowser()
     return { notice: await deps.notices.prepare(trx, ctx, user.id, 'password_reset'), devices }
   }
   // Whoever held a session (perhaps the reason for the reset) is signed out everywhere; sign-ins
@@ -242,6 +244,7 @@ export async function completeReset(
     sessionsEnded: ended,
     ...(passkeysRemoved ? { passkeysRemoved } : {}),
   })
+  const devices = await keepOnlyThisBrowser()
   return { notice: await deps.notices.prepare(trx, ctx, user.id, 'password_reset'), devices }
 }
 

@@ -89,8 +89,10 @@ export class KnownDevices {
     const now = this.deps.clock.now()
     const fresh = newToken()
     const known = await this.match(trx, userId, ids)
-    if (known) await moveKnownDevice(trx, userId, known.hash, this.hashOf(userId, fresh), now)
-    else await insertKnownDevice(trx, userId, this.hashOf(userId, fresh), now)
+    const hash = this.hashOf(userId, fresh)
+    // Two sign-ins of one browser at once: the second finds the id the first just rotated away.
+    const moved = known !== undefined && (await moveKnownDevice(trx, userId, known.hash, hash, now))
+    if (!moved) await insertKnownDevice(trx, userId, hash, now)
     return { devices: rotated(ids, fresh, known?.id), isNew: !known }
   }
 

@@ -79,14 +79,15 @@ export async function insertKnownDevice(db: Executor, userId: string, deviceHash
     .execute()
 }
 
-/** A known device's id rotated: its row is found by the new hash from now on, seen now. */
-export async function moveKnownDevice(db: Executor, userId: string, from: string, to: string, now: Date): Promise<void> {
-  await db
+/** A known device's id rotated: its row is found by the new hash from now on, seen now. False when no row had `from`. */
+export async function moveKnownDevice(db: Executor, userId: string, from: string, to: string, now: Date): Promise<boolean> {
+  const moved = await db
     .updateTable('known_device')
     .set({ device_hash: to, last_seen_at: now })
     .where('user_id', '=', userId)
     .where('device_hash', '=', from)
-    .execute()
+    .executeTakeFirst()
+  return moved.numUpdatedRows > 0n
 }
 
 /** The account remembers no device any more; returns how many it forgot. */
