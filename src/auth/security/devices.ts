@@ -102,9 +102,16 @@ export class KnownDevices {
    */
   async tellIfNew(ctx: RequestContext, userId: string, remembered: Remembered): Promise<void> {
     const { db, notices } = this.deps
-    if (!remembered.isNew || !(await signedInBefore(db, userId))) return
-    const mail = await notices.prepare(db, ctx, userId, 'new_device')
-    mail()
+    if (!remembered.isNew) return
+    try {
+      if (!(await signedInBefore(db, userId))) return
+      const mail = await notices.prepare(db, ctx, userId, 'new_device')
+      mail()
+    } catch (err) {
+      // The account was deleted after its session started (the session went with it): there is
+      // nobody to tell.
+      if ((err as { code?: string }).code !== '23503') throw err
+    }
   }
 
   /**
