@@ -382,3 +382,32 @@ t.test('the device cookie rotates at each sign-in, per account, and a copied val
   t.same(await noticesTo(user.email), [])
   nextMinute()
 })
+
+t.test('a hostile device cookie is no known browser and no server error', async (t) => {
+  const { email } = await owner()
+  const id = 'A'.repeat(43)
+  const values = [
+    '',
+    '.',
+    Array(50).fill(id).join('.'),
+    `${id}.${'x'.repeat(4000)}`,
+    "'; drop table known_device; --",
+    `${id}.${id}`,
+    '\u0000\u00ff',
+  ]
+  for (const value of values) {
+    const browser = new Browser(app)
+    browser.jar.set(DEVICE, encodeURIComponent(app.signCookie(value)))
+    const signIn = await browser.signIn(email, 'wrong')
+    t.ok([401, 429].includes(signIn.statusCode), `sign-in: ${signIn.statusCode} for ${JSON.stringify(value.slice(0, 20))}`)
+    const mail = await browser.send('/api/auth/sign-in/magic-link', { email })
+    t.ok([200, 429].includes(mail.statusCode), `mail: ${mail.statusCode}`)
+    const right = await browser.signIn(email, PASSWORD)
+    if (right.statusCode === 200) {
+      const set = String(right.headers['set-cookie'])
+      t.ok(set.length < 2000, 'the cookie set back holds at most a few ids')
+    }
+    nextMinute()
+  }
+  await dropMails(email)
+})
