@@ -105,6 +105,8 @@ const envSchema = z.object({
   RATE_LIMIT_SIGN_UP_IP_PER_MINUTE: int(1, 1_000_000).default(5),
   RATE_LIMIT_MAIL_PER_HOUR: int(1, 1_000_000).default(3),
   RATE_LIMIT_MAIL_PER_ADDRESS_PER_HOUR: int(1, 1_000_000).default(10),
+  RATE_LIMIT_CODES_PER_CLIENT_PER_DAY: int(1, 1_000_000).default(6),
+  RATE_LIMIT_CODES_PER_ADDRESS_PER_DAY: int(1, 1_000_000).default(24),
   RATE_LIMIT_PASSWORD_CHECKS_PER_MINUTE: int(1, 1_000_000).default(5),
   RATE_LIMIT_HASHES_PER_ACCOUNT_PER_MINUTE: int(1, 1_000_000).default(10),
   RATE_LIMIT_HASHES_PER_IP_PER_MINUTE: int(1, 1_000_000).default(30),
@@ -172,8 +174,12 @@ export interface Config {
     signUpIpPerMinute: number
     /** Mails per hour to one address asked for by one client (IP, or IPv6 /64). */
     mailPerHour: number
-    /** Mails per hour to one address, every client together. */
+    /** Codes mailed per hour to one address, every unknown client together (links are not held to it). */
     mailPerAddressPerHour: number
+    /** Codes mailed per day to one address asked for by one client. */
+    codesPerClientPerDay: number
+    /** Codes mailed per day to one address, every unknown client together. */
+    codesPerAddressPerDay: number
     passwordChecksPerMinute: number
     /** Argon2 operations (any hash or password check) per account, or per address without one. */
     hashesPerAccountPerMinute: number
@@ -305,6 +311,8 @@ export function loadConfig(
       signUpIpPerMinute: e.RATE_LIMIT_SIGN_UP_IP_PER_MINUTE,
       mailPerHour: e.RATE_LIMIT_MAIL_PER_HOUR,
       mailPerAddressPerHour: e.RATE_LIMIT_MAIL_PER_ADDRESS_PER_HOUR,
+      codesPerClientPerDay: e.RATE_LIMIT_CODES_PER_CLIENT_PER_DAY,
+      codesPerAddressPerDay: e.RATE_LIMIT_CODES_PER_ADDRESS_PER_DAY,
       passwordChecksPerMinute: e.RATE_LIMIT_PASSWORD_CHECKS_PER_MINUTE,
       hashesPerAccountPerMinute: e.RATE_LIMIT_HASHES_PER_ACCOUNT_PER_MINUTE,
       hashesPerIpPerMinute: e.RATE_LIMIT_HASHES_PER_IP_PER_MINUTE,

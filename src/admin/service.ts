@@ -3,6 +3,7 @@
 // Who may call these is the routes' ADMIN policy; the acting admin is ctx.actorId.
 import type { DB, Executor } from '../../db/index.js'
 import { endSessionsOfUser } from '../auth/queries.js'
+import { forgetKnownDevices } from '../auth/security/queries.js'
 import { PLANS, type Plan } from '../shared/plans.js'
 import type { Role } from '../shared/roles.js'
 import { recordAudit } from '../shared/audit.js'
@@ -229,6 +230,8 @@ export async function banUser(
     if (before.role === 'owner') throw forbidden('An owner cannot be banned')
     const user = await updateManagedUser(trx, id, { banned: true, ban_reason: input.reason, ban_expires: expiry }, now)
     const sessionsRevoked = await endSessionsOfUser(trx, id)
+    // Its browsers keep no allowance of a known device, should the ban be lifted (auth/security/devices.ts).
+    await forgetKnownDevices(trx, id)
     await auditUserChange(trx, ctx, 'admin.user.banned', id, { before: banJson(before), after: banJson(user), sessionsRevoked })
     return { user, counts: await countsFor(trx, id, now) }
   })

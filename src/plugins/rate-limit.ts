@@ -1,5 +1,6 @@
 // The rate-limit budgets: a global per-IP budget, named budgets that routes declare in their policy
-// (sign-in and sign-up per IP, sign-in per email, mail per address and client), a per-account count of password
+// (sign-in and sign-up per IP; per address, split by client so that no stranger can spend an
+// owner's: password attempts, attempts at a mailed code, mail), a per-account count of password
 // re-verifications, and the per-account and per-IP budgets of Argon2 operations
 // (auth/password/admission.ts takes from them). The route policy hook (plugins/route-policy.ts)
 // decides which apply to a request; this module only names them, and each is counted by the one
@@ -16,6 +17,7 @@ import { type BudgetCounter, MemoryCounter, RedisCounter, RedisOrMemory, type Ta
 
 const MINUTE = 60_000
 const HOUR = 60 * MINUTE
+const DAY = 24 * HOUR
 
 /** Budgets keyed by an account or an address, never capped low enough for a flood of other keys to push a victim's window out. */
 const ATTEMPT_KEYS = 100_000
@@ -55,52 +57,130 @@ function allowedOrRefused(take: Take, now: number): Take {
   return take
 }
 
-/** Who asks for mail to an address: the client, and whether it is the address's owner. */
-export interface Asker {
-  ip: string
-  /**
-   * Whether the asker is the owner of the address's account (a browser that has signed in to it):
-   * asked only when the client's own allowance has a place left.
-   */
-  isOwner: () => boolean | Promise<boolean>
+/** Places taken from several budgets: the last take (or the refusal), and how to give them all back. */
+interface Taken {
+  take: Take
+  giveBack(): Promise<void>
 }
 
 /**
- * Mail to an address: each client (IP, or IPv6 /64) has its own hourly allowance for it, and the
- * address has an hourly cap over every client. Anyone may ask for a mail to any address, so an
- * allowance of the address alone would let one stranger spend its owner's codes and links for the
- * hour; the cap bounds what many clients together can send to one inbox. Strangers on several
- * clients can still spend the cap, so the owner's own browser (one that has signed in to the
- * account) is not held to it, only to its client's allowance.
+ * Takes one from each budget in turn. The first that refuses ends it: the places taken before it
+ * are given back (nothing was done), and its refusal is the answer.
  */
-export class MailBudget {
+async function takeInTurn(steps: ReadonlyArray<readonly [Budget, string]>): Promise<Taken> {
+  const taken: Array<readonly [Budget, string, Take]> = []
+  const giveBack = async () => {
+    for (const [budget, key, take] of taken.splice(0)) await budget.refund(key, take)
+  }
+  for (const [budget, key] of steps) {
+    const take = await budget.take(key)
+    if (!take.allowed) {
+      await giveBack()
+      return { take, giveBack }
+    }
+    taken.push([budget, key, take])
+  }
+  return { take: taken.at(-1)![2], giveBack }
+}
+
+/** Who asks, for a budget keyed by an address: the client, and whether its browser is the owner's. */
+export interface Asker {
+  ip: string
+  /**
+   * The id of the address's account when it knows the asking browser (security/devices.ts: it
+   * signed in to the account before); else null.
+   */
+  knownBy: () => MaybePromise<string | null>
+}
+
+/** The key of one client's budget for one address. */
+export const clientAndAddress = (ip: string, email: string) => `${clientKey(ip)} ${email.toLowerCase()}`
+
+/**
+ * Password attempts for an address (sign-in). The browsers the account knows have an allowance of
+ * their own (per account, so the device cookie's rotation does not renew it): strangers' guesses
+ * never refuse their right password. Every other client shares the address's pool (`perAddress`):
+ * at most that many checks a minute from unknown clients, whatever the number of IPs. Each of them
+ * takes from its own share first (`perClient`, half the pool rounded up), so one client alone
+ * cannot spend the whole pool: an owner on a new device still gets a turn against a lone guesser,
+ * and always has the emailed code or link.
+ */
+export class SignInBudget {
   constructor(
+    private readonly knownBrowsers: Budget,
     private readonly perClient: Budget,
     private readonly perAddress: Budget,
     private readonly now: () => number,
   ) {}
 
-  async take(email: string, asker: Asker): Promise<Take> {
+  async spend(email: string, asker: Asker): Promise<void> {
     const address = email.toLowerCase()
-    const clientTake = `${clientKey(asker.ip)} ${address}`
-    const fromClient = await this.perClient.take(clientTake)
-    if (!fromClient.allowed || (await asker.isOwner())) return fromClient
-    const toAddress = await this.perAddress.take(address)
-    // Refused by the cap: the client's allowance is given back, nothing was sent.
-    if (!toAddress.allowed) await this.perClient.refund(clientTake, fromClient)
-    return toAddress
+    const account = await asker.knownBy()
+    const take = account
+      ? await this.knownBrowsers.take(account)
+      : (
+          await takeInTurn([
+            [this.perClient, clientAndAddress(asker.ip, address)],
+            [this.perAddress, address],
+          ])
+        ).take
+    allowedOrRefused(take, this.now())
+  }
+}
+
+/** What a mail to an address carries: a link (256 random bits) or a six-digit code (guessable). */
+export type MailKind = 'link' | 'code'
+
+/**
+ * Mail to an address. Each client (IP, or IPv6 /64) has its own hourly allowance for it, and a
+ * daily one for codes. Anyone may ask for a mail to any address, so a cap of the address alone
+ * would let a few clients block its owner for the hour: links, which nobody can guess or spend
+ * for another (each is its own row), are held to the client's allowance only. Codes are six
+ * digits: each mailed code is three more guesses, so they have caps per address too, hourly and
+ * daily, over every client the account does not remember. The owner on a new device keeps the
+ * links whatever strangers asked for; the owner's own browser is not held to the caps either.
+ */
+export class MailBudget {
+  constructor(
+    private readonly budgets: {
+      perClient: Budget
+      codesPerClientPerDay: Budget
+      codesPerAddress: Budget
+      codesPerAddressPerDay: Budget
+    },
+    private readonly now: () => number,
+  ) {}
+
+  async take(email: string, asker: Asker, kind: MailKind): Promise<Take> {
+    const b = this.budgets
+    const address = email.toLowerCase()
+    const client = clientAndAddress(asker.ip, address)
+    const own: Array<readonly [Budget, string]> = [[b.perClient, client]]
+    if (kind === 'code') own.push([b.codesPerClientPerDay, client])
+    const fromClient = await takeInTurn(own)
+    if (!fromClient.take.allowed || kind === 'link' || (await asker.knownBy()) !== null) return fromClient.take
+    const toAddress = await takeInTurn([
+      [b.codesPerAddress, address],
+      [b.codesPerAddressPerDay, address],
+    ])
+    // Refused by a cap: the client's allowances are given back, nothing was sent.
+    if (!toAddress.take.allowed) await fromClient.giveBack()
+    return toAddress.take
   }
 
-  async spend(email: string, asker: Asker): Promise<void> {
-    allowedOrRefused(await this.take(email, asker), this.now())
+  async spend(email: string, asker: Asker, kind: MailKind): Promise<void> {
+    allowedOrRefused(await this.take(email, asker, kind), this.now())
   }
 }
 
 export interface RateLimits {
   global: Budget
   perIp: Record<IpBudget, Budget>
-  /** Budgets keyed by the body's email: sign-in attempts per address, and mail (per address and client). */
-  perEmail: { signIn: Budget; mail: MailBudget }
+  /**
+   * Budgets keyed by the body's email, each split by client: password attempts, attempts at a
+   * mailed code (per address and client only: a code dies after three wrong tries), and mail.
+   */
+  perEmail: { signIn: SignInBudget; code: Budget; mail: MailBudget }
   /** Attempts at "your current password", per account, right answers included. */
   passwordChecks: Budget
   /** Argon2 operations per account (or per address without one) and per client IP, right answers included. */
@@ -111,10 +191,10 @@ declare module 'fastify' {
   interface FastifyInstance {
     rateLimits: RateLimits
     /**
-     * Takes one mail to `email` asked for by `asker` (the mail routes' per-email limit).
-     * False when it is spent: the caller then skips sending instead of failing the request.
+     * Takes one mail carrying a link to `email` asked for by the client `ip` (the mail routes'
+     * per-email limit). False when it is spent: the caller then skips sending instead of failing the request.
      */
-    takeMailBudget(email: string, asker: Asker): Promise<boolean>
+    takeMailBudget(email: string, ip: string): Promise<boolean>
   }
 }
 
@@ -184,8 +264,19 @@ export default fp(
 
     // Keyed by what a caller chooses (an address): a flood of other keys must not evict a victim's.
     const mail = new MailBudget(
-      budget('mail', limits.mailPerHour, HOUR, ATTEMPT_KEYS),
-      budget('mail:address', limits.mailPerAddressPerHour, HOUR, ATTEMPT_KEYS),
+      {
+        perClient: budget('mail', limits.mailPerHour, HOUR, ATTEMPT_KEYS),
+        codesPerClientPerDay: budget('mail:code:client-day', limits.codesPerClientPerDay, DAY, ATTEMPT_KEYS),
+        codesPerAddress: budget('mail:address', limits.mailPerAddressPerHour, HOUR, ATTEMPT_KEYS),
+        codesPerAddressPerDay: budget('mail:code:address-day', limits.codesPerAddressPerDay, DAY, ATTEMPT_KEYS),
+      },
+      now,
+    )
+    const attempts = limits.signInEmailPerMinute
+    const signIn = new SignInBudget(
+      budget('sign-in:known-device', attempts, MINUTE, ATTEMPT_KEYS),
+      budget('sign-in:email:client', Math.ceil(attempts / 2), MINUTE, ATTEMPT_KEYS),
+      budget('sign-in:email', attempts, MINUTE, ATTEMPT_KEYS),
       now,
     )
     app.decorate('rateLimits', {
@@ -195,7 +286,8 @@ export default fp(
         signUp: budget('sign-up:ip', limits.signUpIpPerMinute, MINUTE),
       },
       perEmail: {
-        signIn: budget('sign-in:email', limits.signInEmailPerMinute, MINUTE, ATTEMPT_KEYS),
+        signIn,
+        code: budget('code:client', attempts, MINUTE, ATTEMPT_KEYS),
         // One mail budget per recipient (and client), whichever route or sign-in sends the mail.
         mail,
       },
@@ -206,7 +298,10 @@ export default fp(
       },
     } satisfies RateLimits)
 
-    app.decorate('takeMailBudget', async (email: string, asker: Asker) => (await mail.take(email, asker)).allowed)
+    app.decorate(
+      'takeMailBudget',
+      async (email: string, ip: string) => (await mail.take(email, { ip, knownBy: () => null }, 'link')).allowed,
+    )
   },
   { name: 'rate-limit', dependencies: ['redis'] },
 )

@@ -15,7 +15,7 @@ import { andThen, type MaybePromise } from '../shared/maybe-async.js'
 import type { RedirectRules } from '../shared/redirect.js'
 import { PUBLIC, type RoutePolicy } from '../shared/route-policy.js'
 import { answerCors, checkOrigin, RefusedOrigins, refuseCrossSite } from './origins.js'
-import { clientKey, emailOf, type RateLimits } from './rate-limit.js'
+import { type Asker, clientAndAddress, clientKey, emailOf, type RateLimits } from './rate-limit.js'
 import type { Take } from './budget-counter.js'
 
 /** Errors that end a password re-check before any password was checked. */
@@ -241,18 +241,21 @@ export default fp(
     // work; only the routes that declare them run these hooks.
 
     /**
-     * The route's per-email budget, keyed by the body's email (none without one). Mail also counts
-     * who asks: the client, and whether it is a browser that has signed in to that address's account.
+     * The route's per-email budget, keyed by the body's email (none without one) and split by who
+     * asks: the client, and whether it is a browser that has signed in to that address's account.
      */
     async function takeEmailBudget(request: FastifyRequest): Promise<void> {
       const perEmail = matchedRoute(request).policy.rateLimit?.perEmail
       const email = emailOf(request)
       if (!perEmail || !email) return
-      if (perEmail !== 'mail') return budgets.perEmail[perEmail].spend(email)
-      await budgets.perEmail.mail.spend(email, {
+      const asker: Asker = {
         ip: request.ip,
-        isOwner: () => app.knownDevices.signedInTo(app.signInCookies.browserOf(request).device, email),
-      })
+        knownBy: () => app.knownDevices.accountKnowing(app.signInCookies.browserOf(request).devices, email),
+      }
+      const { signIn, code, mail } = budgets.perEmail
+      if (perEmail === 'signIn') return signIn.spend(email, asker)
+      if (perEmail === 'code') return code.spend(clientAndAddress(request.ip, email))
+      return mail.spend(email, asker, perEmail === 'codeMail' ? 'code' : 'link')
     }
 
     // A right answer keeps its claim like a wrong one: refunded right answers let one account keep

@@ -4,8 +4,11 @@ import type { Role } from './roles.js'
 
 /** The named per-IP budgets a route may add to the global one (plugins/rate-limit.ts counts them). */
 export type IpBudget = 'signIn' | 'signUp'
-/** The named per-email budgets, counted once the body is parsed. */
-export type EmailBudget = 'signIn' | 'mail'
+/**
+ * The named per-email budgets, counted once the body is parsed: password attempts, attempts at a
+ * mailed code, mail carrying a link, mail carrying a code (plugins/rate-limit.ts).
+ */
+export type EmailBudget = 'signIn' | 'code' | 'mail' | 'codeMail'
 
 export interface RoutePolicy {
   /** Who may call: anyone, any signed-in user (the default), or a signed-in user with one of the roles. */
@@ -40,10 +43,18 @@ export const REVERIFIES_PASSWORD: RoutePolicy = Object.freeze({ reverifiesPasswo
  * link's page, a passkey, a second factor): counted per IP like a sign-in.
  */
 export const SIGN_IN_PER_IP: RoutePolicy = Object.freeze({ access: 'public', rateLimit: Object.freeze({ perIp: 'signIn' }) })
-/** A public route that takes a secret for an address (a password, a mailed code): per IP and per address like a sign-in. */
+/** A public route that takes a password for an address: per IP, and per address split by client. */
 export const SIGN_IN: RoutePolicy = Object.freeze({
   access: 'public',
   rateLimit: Object.freeze({ perIp: 'signIn', perEmail: 'signIn' }),
+})
+/**
+ * A public route that takes a mailed code for an address: per IP, and per address and client, so
+ * strangers' guesses never refuse the owner's code (each code dies after three wrong tries).
+ */
+export const SIGN_IN_WITH_CODE: RoutePolicy = Object.freeze({
+  access: 'public',
+  rateLimit: Object.freeze({ perIp: 'signIn', perEmail: 'code' }),
 })
 export const ADMIN: RoutePolicy = Object.freeze({ access: Object.freeze({ roles: Object.freeze(['admin', 'owner'] as const) }) })
 /** An administrator's read that writes an audit row: no cross-site request reaches it. */

@@ -10,6 +10,7 @@ import type { LightMyRequestResponse } from 'fastify'
 import t, { type Test } from 'tap'
 import { CodeStore } from '../../src/auth/links/codes.js'
 import { issueToken } from '../../src/auth/links/verification.js'
+import { hashToken } from '../../src/auth/session/tokens.js'
 import { newId } from '../../src/shared/ids.js'
 import {
   buildTestApp,
@@ -164,8 +165,65 @@ t.test('a squatter who keeps signing in holds no session once the reset commits'
     for (const cookie of w.signIns) t.notOk(await alive(cookie), 'no session with the old password outlives the reset')
     const left = await app.db.selectFrom('session').select('id').where('user_id', '=', w.user.id).execute()
     t.same(left, [], 'nothing left behind')
+    // Each sign-in came from a new browser: none of them stays known, only the one that reset.
+    const devices = await app.db.selectFrom('known_device').select('device_hash').where('user_id', '=', w.user.id).execute()
+    t.same(devices.length, 1, "no racing sign-in's browser outlives the reset: only the resetting one is known")
   }
 })
+
+t.test('sign-ins racing a reset, a change of password, "this wasn\'t me" or a ban leave no stale known browser', async (t) => {
+  const device = (res: LightMyRequestResponse) =>
+    ([] as string[])
+      .concat(res.headers['set-cookie'] ?? [])
+      .find((c) => c.startsWith('insight.device='))
+      ?.split(';', 1)[0]
+  const known = async (userId: string) =>
+    (await app.db.selectFrom('known_device').select('device_hash').where('user_id', '=', userId).execute()).length
+  for (const ending of ['reset', 'changePassword', 'secure', 'ban'] as const) {
+    for (let trial = 0; trial < Math.max(2, TRIALS); trial++) {
+      const w = await world(false)
+      const notice = await issueToken(app.db, 'security-notice', w.user.id, {
+        expiresAt: new Date(Date.now() + HOUR),
+        data: { event: 'new_device', at: new Date().toISOString(), email: w.user.email },
+      })
+      const endIt: Op =
+        ending === 'secure'
+          ? () =>
+              app.inject({
+                method: 'POST',
+                url: '/api/auth/secure-account',
+                headers: { origin: 'http://localhost:8787' },
+                payload: { token: notice },
+              })
+          : OPS[ending]!
+      // Sign-ins from new browsers spread over the ending's hashing and transaction.
+      const signIns = Array.from({ length: 6 }, (_, k) => new Promise((r) => setTimeout(r, k * 15)).then(() => OPS.signIn!(w)))
+      const ended = await endIt(w)
+      const answers = await Promise.all(signIns)
+      t.equal(ended.statusCode, 200, `${ending}: ${ended.body}`)
+      // A sign-in that committed before the ending was forgotten by it, and its session ended; one
+      // after it was refused (a ban, "this wasn't me") or gave a wrong password. Only the browser
+      // that reset or changed the password stays known, and sign-ins whose session is still alive.
+      let living = 0
+      for (const res of answers) {
+        const cookie = sessionCookieOf(res)
+        if (!cookie) continue
+        if (await alive(cookie)) living++
+        else t.notOk(await knowsDevice(w.user.id, device(res)!), `${ending}: a browser whose session died with it is forgotten`)
+      }
+      const kept = ending === 'reset' || ending === 'changePassword' ? 1 : 0
+      t.equal(await known(w.user.id), kept + living, `${ending}: no stale browser left known`)
+    }
+  }
+})
+
+/** Whether the account remembers an id of `cookie` (`insight.device=<signed value>`, as a response set it). */
+async function knowsDevice(userId: string, cookie: string): Promise<boolean> {
+  const value = decodeURIComponent(cookie.slice(cookie.indexOf('=') + 1))
+  const ids = value.slice(0, value.lastIndexOf('.')).split('.')
+  const rows = await app.db.selectFrom('known_device').select('device_hash').where('user_id', '=', userId).execute()
+  return ids.some((id) => rows.some((r) => r.device_hash === hashToken(`${userId}:${id}`)))
+}
 
 t.test('passkey sign-ins racing a reset or a ban hold no session once it commits', async (t) => {
   for (const name of ['reset', 'ban'] as const) {

@@ -227,7 +227,7 @@ t.test('memory store', async (t) => {
     t.notOk(await app.db.selectFrom('user').select('id').where('email', '=', email).executeTakeFirst(), 'no account was made')
   })
 
-  t.test('mail: per address and client per hour, one budget for reset and verification mail', async (t) => {
+  t.test('mail: per address and client per hour, one budget for reset and verification mail, no cap on links', async (t) => {
     const app = await buildTestApp({ env: { RATE_LIMIT_MAIL_PER_HOUR: '2', RATE_LIMIT_MAIL_PER_ADDRESS_PER_HOUR: '3' } })
     const user = await signUp(app)
     // The mail routes write their token after the reply: wait for that work before counting.
@@ -250,14 +250,13 @@ t.test('memory store', async (t) => {
     t.match(signIn.json(), { code: 'PASSWORD_RESET_REQUIRED' })
     t.equal(await tokens(), 2)
 
-    // What a stranger spent is not the owner's: another client still gets a mail, up to the address's cap.
-    const owner = freshIp()
-    t.equal((await send(app, 'POST', '/api/auth/request-password-reset', owner, { email: user.email })).statusCode, 200)
-    t.equal(await tokens(), 3, "the owner's mail was sent")
-    const capped = await send(app, 'POST', '/api/auth/request-password-reset', freshIp(), { email: user.email })
-    t.equal(capped.statusCode, 429, 'three mails an hour to one address, every client together')
-    t.ok(Number(capped.headers['retry-after']) > 60)
-    t.equal(await tokens(), 3)
+    // What a stranger spent is not the owner's: another client still gets its links, and links are
+    // held to no cap of the address (nobody can guess or spend another's link).
+    for (let i = 0; i < 4; i++) {
+      const res = await send(app, 'POST', '/api/auth/request-password-reset', freshIp(), { email: user.email })
+      t.equal(res.statusCode, 200, `another client's link ${i + 1}`)
+    }
+    t.equal(await tokens(), 6, "the owner's mail was sent")
 
     const unknown = uniqueEmail('nobody')
     const from = freshIp()
@@ -270,7 +269,17 @@ t.test('memory store', async (t) => {
     )
   })
 
-  t.test("mail: the owner's browser is not held to the address's cap, only to its client's allowance", async (t) => {
+  /** A code mailed to `email` for the client `ip` (with the browser's cookie when given). */
+  const askCode = (app: FastifyInstance, email: string, ip: string, cookie?: string) =>
+    app.inject({
+      method: 'POST',
+      url: '/api/auth/email-otp/send-verification-otp',
+      remoteAddress: ip,
+      headers: { origin: WEB_ORIGIN, ...(cookie ? { cookie } : {}) },
+      payload: { email, type: 'sign-in' },
+    })
+
+  t.test("codes: the owner's browser is not held to the address's cap, only to its client's allowance", async (t) => {
     const app = await buildTestApp({ env: { RATE_LIMIT_MAIL_PER_HOUR: '1', RATE_LIMIT_MAIL_PER_ADDRESS_PER_HOUR: '1' } })
     const owner = await signUp(app)
     const other = await signUp(app)
@@ -284,41 +293,56 @@ t.test('memory store', async (t) => {
     }
     const ownersBrowser = await deviceOf(owner)
     const othersBrowser = await deviceOf(other)
-    const reset = (ip: string, cookie?: string) =>
-      app.inject({
-        method: 'POST',
-        url: '/api/auth/request-password-reset',
-        remoteAddress: ip,
-        headers: { origin: WEB_ORIGIN, ...(cookie ? { cookie } : {}) },
-        payload: { email: owner.email },
-      })
-    t.equal((await reset(freshIp())).statusCode, 200, 'a stranger spends the cap')
-    t.equal((await reset(freshIp())).statusCode, 429, 'the cap holds for strangers')
-    t.equal((await reset(freshIp(), othersBrowser)).statusCode, 429, "another account's browser is a stranger here")
+    const code = (ip: string, cookie?: string) => askCode(app, owner.email, ip, cookie)
+    t.equal((await code(freshIp())).statusCode, 200, 'a stranger spends the cap')
+    t.equal((await code(freshIp())).statusCode, 429, 'the cap holds for strangers')
+    t.equal((await code(freshIp(), othersBrowser)).statusCode, 429, "another account's browser is a stranger here")
     t.equal(
-      (await reset(freshIp(), `insight.device=${'a'.repeat(43)}`)).statusCode,
+      (await code(freshIp(), `insight.device=${'a'.repeat(43)}`)).statusCode,
       429,
       'an unsigned device cookie proves nothing',
     )
     const home = freshIp()
-    t.equal((await reset(home, ownersBrowser)).statusCode, 200, "the owner's browser still gets its mail")
-    t.equal((await reset(home, ownersBrowser)).statusCode, 429, "within its client's allowance")
+    t.equal((await code(home, ownersBrowser)).statusCode, 200, "the owner's browser still gets its code")
+    t.equal((await code(home, ownersBrowser)).statusCode, 429, "within its client's allowance")
+    const link = await send(app, 'POST', '/api/auth/request-password-reset', freshIp(), { email: owner.email })
+    t.equal(link.statusCode, 200, 'links are not held to the cap of codes')
   })
 
-  t.test("mail: a client refused by the address's cap keeps its own allowance", async (t) => {
+  t.test("codes: a client refused by the address's cap keeps its own allowance", async (t) => {
     let now = Date.now()
     const app = await buildTestApp({
-      env: { RATE_LIMIT_MAIL_PER_HOUR: '1', RATE_LIMIT_MAIL_PER_ADDRESS_PER_HOUR: '1' },
+      env: { RATE_LIMIT_MAIL_PER_HOUR: '1', RATE_LIMIT_MAIL_PER_ADDRESS_PER_HOUR: '1', RATE_LIMIT_CODES_PER_CLIENT_PER_DAY: '1' },
       deps: { clock: { now: () => new Date(now) } },
     })
     const email = uniqueEmail('cap')
-    const reset = (ip: string) => send(app, 'POST', '/api/auth/request-password-reset', ip, { email })
     const late = freshIp()
-    t.equal((await reset(freshIp())).statusCode, 200, "the cap's hour starts")
+    t.equal((await askCode(app, email, freshIp())).statusCode, 200, "the cap's hour starts")
     now += 30 * 60_000
-    t.equal((await reset(late)).statusCode, 429, 'the cap is spent')
+    t.equal((await askCode(app, email, late)).statusCode, 429, 'the cap is spent')
     now += 31 * 60_000
-    t.equal((await reset(late)).statusCode, 200, "the cap's hour is over, and the refused client had not spent its own")
+    t.equal(
+      (await askCode(app, email, late)).statusCode,
+      200,
+      "the cap's hour is over, and the refused client had spent neither its hour's nor its day's allowance",
+    )
+  })
+
+  t.test('codes: a cap per address and day over every client the account does not know', async (t) => {
+    let now = Date.now()
+    const app = await buildTestApp({
+      env: { RATE_LIMIT_MAIL_PER_ADDRESS_PER_HOUR: '2', RATE_LIMIT_CODES_PER_ADDRESS_PER_DAY: '3' },
+      deps: { clock: { now: () => new Date(now) } },
+    })
+    const email = uniqueEmail('day')
+    const statuses: number[] = []
+    for (let i = 0; i < 4; i++) {
+      statuses.push((await askCode(app, email, freshIp())).statusCode)
+      now += 31 * 60_000
+    }
+    t.same(statuses, [200, 200, 200, 429], 'three a day')
+    now += 24 * 60 * 60_000
+    t.equal((await askCode(app, email, freshIp())).statusCode, 200, 'the next day')
   })
 })
 
@@ -327,6 +351,7 @@ redisTest('Redis store', 'the shared store is not tested', async (t, { url, pref
     REDIS_URL: url,
     REDIS_KEY_PREFIX: prefix,
     RATE_LIMIT_SIGN_IN_IP_PER_MINUTE: '3',
+    RATE_LIMIT_SIGN_IN_EMAIL_PER_MINUTE: '3',
     RATE_LIMIT_MAIL_PER_HOUR: '2',
     RATE_LIMIT_MAIL_PER_ADDRESS_PER_HOUR: '3',
   }
@@ -346,17 +371,46 @@ redisTest('Redis store', 'the shared store is not tested', async (t, { url, pref
     t.ok((await redis.keys(`${prefix}*`)).length > 0, 'the counters live in Redis under the prefix')
   })
 
-  t.test('two instances share one mail budget per address and client, and the cap per address', async (t) => {
+  t.test('two instances share one mail budget per address and client, and the cap of codes per address', async (t) => {
     const email = uniqueEmail('redis-mail')
     const ip = freshIp()
+    const code = (app: FastifyInstance, from: string) =>
+      send(app, 'POST', '/api/auth/email-otp/send-verification-otp', from, { email, type: 'sign-in' })
     const statuses: number[] = []
-    for (const app of [a, b, a, b])
-      statuses.push((await send(app, 'POST', '/api/auth/request-password-reset', ip, { email })).statusCode)
+    for (const app of [a, b, a, b]) statuses.push((await code(app, ip)).statusCode)
     t.same(statuses, [200, 200, 429, 429])
     const others: number[] = []
-    for (const app of [a, b, a])
-      others.push((await send(app, 'POST', '/api/auth/request-password-reset', freshIp(), { email })).statusCode)
-    t.same(others, [200, 429, 429], 'three an hour to the address from every client')
+    for (const app of [a, b, a]) others.push((await code(app, freshIp())).statusCode)
+    t.same(others, [200, 429, 429], 'three codes an hour to the address from every client')
+  })
+
+  t.test("two instances share the sign-in budgets split by client and the known browser's own", async (t) => {
+    const user = await signUp(a)
+    const guesser = freshIp()
+    const statuses: number[] = []
+    for (const app of [a, b, a]) {
+      statuses.push(
+        (await send(app, 'POST', '/api/auth/sign-in/email', guesser, { email: user.email, password: 'wrong' })).statusCode,
+      )
+    }
+    t.same(statuses, [401, 401, 429], 'one client: half the pool of 3, rounded up')
+    t.equal(
+      (await send(b, 'POST', '/api/auth/sign-in/email', freshIp(), { email: user.email, password: 'wrong' })).statusCode,
+      401,
+    )
+    t.equal(
+      (await send(a, 'POST', '/api/auth/sign-in/email', freshIp(), { email: user.email, password: user.password })).statusCode,
+      429,
+      'the pool of unknown clients is spent, on both instances',
+    )
+    const known = await b.inject({
+      method: 'POST',
+      url: '/api/auth/sign-in/email',
+      remoteAddress: freshIp(),
+      headers: { origin: WEB_ORIGIN, cookie: user.cookie },
+      payload: { email: user.email, password: user.password },
+    })
+    t.equal(known.statusCode, 429, 'a session cookie alone is not a known browser')
   })
 })
 
@@ -400,11 +454,11 @@ t.test("Redis unreachable: every route budget is counted in this instance's memo
   t.equal((await signUpFrom()).statusCode, 200, 'a sign-up works without Redis')
   refused(await signUpFrom(), 'the sign-up budget per IP')
 
-  const reset = (from: string) => send(app, 'POST', '/api/auth/request-password-reset', from, { email })
+  const code = (from: string) => send(app, 'POST', '/api/auth/email-otp/send-verification-otp', from, { email, type: 'sign-in' })
   const mailFrom = freshIp()
-  t.equal((await reset(mailFrom)).statusCode, 200)
-  refused(await reset(mailFrom), 'the mail budget per address and client')
-  refused(await reset(freshIp()), 'the mail budget per address')
+  t.equal((await code(mailFrom)).statusCode, 200)
+  refused(await code(mailFrom), 'the mail budget per address and client')
+  refused(await code(freshIp()), 'the cap of codes per address')
 
   t.equal(lines.filter((l) => l.includes('redis unavailable')).length, 1, 'the outage is logged once, not per request')
 })

@@ -98,7 +98,7 @@ export default async function accountRoutes(fastify: FastifyInstance) {
       await assertMayChangeAddress(deps, contextOf(request), user.id, request.session!, password)
       const callbackURL = landing(request.body.callbackURL)
       // The recipient's hourly mail budget, taken whether or not the address is free (no enumeration).
-      if (!(await app.takeMailBudget(newEmail, { ip: request.ip, isOwner: () => false }))) {
+      if (!(await app.takeMailBudget(newEmail, request.ip))) {
         request.log.info('change-email mail skipped: hourly mail budget of the new address is spent')
         return { status: true as const }
       }

@@ -12,6 +12,7 @@ import { deleteChallenges } from '../links/challenges.js'
 import type { Role } from '../../shared/roles.js'
 import { changeRole } from './roles.js'
 import { secondFactorsOf, waysInUnproven } from './second-factor.js'
+import { forgetKnownDevices } from '../security/queries.js'
 
 /**
  * The way in that stays: the password just set by a reset, the provider login just used, or none
@@ -26,6 +27,7 @@ export interface TakenBack {
   tokensRevoked: number
   /** The role the account had: a take-back leaves it a member. */
   roleBefore: Role
+  knownDevicesForgotten: number
 }
 
 /**
@@ -43,11 +45,12 @@ export async function takesBack(
 /**
  * In the caller's transaction, with the user row locked first (the order every writer of the
  * account takes): every way in but `keep` goes, sign-ins waiting for a second factor, every session
- * (the credential epoch rises, so no sign-in in flight outlives it), every emailed link; a role
- * above member is lowered to member (audited as every role change: whoever held the account's ways
- * in may have been given it, and the mailbox is not a person); the address counts as proven by its
- * holder. A second factor is never removed: the caller takes back only an account without one
- * (takesBack), or one the bootstrap owner's rule leaves to whoever holds both.
+ * (the credential epoch rises, so no sign-in in flight outlives it), every emailed link, every known
+ * device (security/devices.ts: a browser of whoever held the account must not keep the allowances
+ * of the owner's); a role above member is lowered to member (audited as every role change: whoever
+ * held the account's ways in may have been given it, and the mailbox is not a person); the address
+ * counts as proven by its holder. A second factor is never removed: the caller takes back only an
+ * account without one (takesBack), or one the bootstrap owner's rule leaves to whoever holds both.
  */
 export async function takeAccountBack(
   trx: Trx,
@@ -69,5 +72,6 @@ export async function takeAccountBack(
     await changeRole(trx, { userId, from: locked.role, to: 'member', actorId: null, ip: at.ip, via: 'take_back', now: at.now })
   }
   const tokensRevoked = await revokeTokens(trx, userId)
-  return { removedAccounts, sessionsEnded, tokensRevoked, roleBefore: locked.role }
+  const knownDevicesForgotten = await forgetKnownDevices(trx, userId)
+  return { removedAccounts, sessionsEnded, tokensRevoked, roleBefore: locked.role, knownDevicesForgotten }
 }

@@ -6,6 +6,7 @@ import type { Config } from '../../config.js'
 import type { Mailer } from '../../plugins/mailer.js'
 import type { Clock } from '../../shared/clock.js'
 import type { PasswordHasher } from '../password/password.js'
+import type { KnownDevices } from '../security/devices.js'
 import type { SecurityNotices } from '../security/notices.js'
 
 export interface EmailAuthDeps {
@@ -15,6 +16,8 @@ export interface EmailAuthDeps {
   mailer: Mailer
   config: Config['auth']
   notices: SecurityNotices
+  /** Forgotten when the password is reset or changed, but for the browser that did it. */
+  devices: KnownDevices
 }
 
 export const emailAuthDepsOf = (app: FastifyInstance): EmailAuthDeps => ({
@@ -24,4 +27,5 @@ export const emailAuthDepsOf = (app: FastifyInstance): EmailAuthDeps => ({
   mailer: app.mailer,
   config: app.config.auth,
   notices: app.securityNotices,
+  devices: app.knownDevices,
 })

@@ -61,11 +61,11 @@ export default async function emailRoutes(fastify: FastifyInstance) {
   const callback = (url: string | undefined, field = 'callbackURL') => resolveOptionalRedirect(url, app.redirectRules, field)
   /**
    * A mail sent by a route that is not a mail route (a sign-up, a sign-in that finds a reset or a
-   * verification due) takes from the address's hourly mail budget, which a mail route's own
-   * per-email limit already counts.
+   * verification due) takes from the client's hourly mail budget for the address, which a mail
+   * route's own per-email limit already counts.
    */
-  const mailBudgetLeft = async (request: FastifyRequest, email: string, mail: string, owner: boolean): Promise<boolean> => {
-    if (await app.takeMailBudget(email, { ip: request.ip, isOwner: () => owner })) return true
+  const mailBudgetLeft = async (request: FastifyRequest, email: string, mail: string): Promise<boolean> => {
+    if (await app.takeMailBudget(email, request.ip)) return true
     request.log.info(`${mail} mail skipped: hourly mail budget of this address is spent`)
     return false
   }
@@ -100,7 +100,7 @@ export default async function emailRoutes(fastify: FastifyInstance) {
       const { requireEmailVerification, bootstrapOwnerEmail } = app.config.auth
       // The bootstrap owner's address is mailed its link at once too (it verifies; a reset makes the owner).
       if (requireEmailVerification || user.email === bootstrapOwnerEmail) {
-        if (await mailBudgetLeft(request, user.email, 'verification', false)) await sendVerificationMail(deps, user, callbackURL)
+        if (await mailBudgetLeft(request, user.email, 'verification')) await sendVerificationMail(deps, user, callbackURL)
       }
       if (!requireEmailVerification) {
         const outcome = await signInWith(signInDeps, contextOf(request), {
@@ -148,12 +148,10 @@ export default async function emailRoutes(fastify: FastifyInstance) {
       if (!outcome.ok) {
         if (outcome.reason === 'invalid') throw invalidCredentials()
         if (outcome.reason === 'reset_required') {
-          // The right password was given: the owner asks, past the address's cap.
-          if (await mailBudgetLeft(request, outcome.user.email, 'password reset', true))
-            await sendPasswordResetMail(deps, outcome.user)
+          if (await mailBudgetLeft(request, outcome.user.email, 'password reset')) await sendPasswordResetMail(deps, outcome.user)
           throw new AppError(403, 'PASSWORD_RESET_REQUIRED', 'This account must reset its password; an email was sent')
         }
-        if (await mailBudgetLeft(request, outcome.user.email, 'verification', true))
+        if (await mailBudgetLeft(request, outcome.user.email, 'verification'))
           await sendVerificationMail(deps, outcome.user, callbackURL)
         throw new AppError(403, 'EMAIL_NOT_VERIFIED', 'Verify your email address before signing in')
       }
@@ -222,7 +220,10 @@ export default async function emailRoutes(fastify: FastifyInstance) {
       },
     },
     async (request, reply) => {
-      await resetPassword(deps, contextOf(request), request.body.token, request.body.newPassword)
+      const { token, newPassword } = request.body
+      const browser = app.signInCookies.browserOf(request).devices
+      // This browser proved the mailbox: the account's one known device from now on.
+      app.signInCookies.setDevices(reply, await resetPassword(deps, contextOf(request), { token, newPassword, browser }))
       // The sessions are gone; a cookie this browser still holds is dropped with them.
       if (app.sessionCookie.present(request)) app.sessionCookie.clear(reply)
       return { status: true as const }
@@ -301,13 +302,16 @@ export default async function emailRoutes(fastify: FastifyInstance) {
         response: { 200: z.object({ token: z.null(), user: UserSchema }), 400: ErrorSchema, 401: ErrorSchema },
       },
     },
-    async (request) => {
-      const user = await changePassword(deps, contextOf(request), {
+    async (request, reply) => {
+      const { user, devices } = await changePassword(deps, contextOf(request), {
         userId: currentUser(request).id,
         currentSessionId: request.session!.id,
         currentPassword: request.body.currentPassword,
         newPassword: request.body.newPassword,
+        browser: app.signInCookies.browserOf(request).devices,
       })
+      // This browser proved the password: the account's one known device from now on.
+      app.signInCookies.setDevices(reply, devices)
       return { token: null, user: toUserJson(user) }
     },
   )

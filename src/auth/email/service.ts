@@ -165,14 +165,22 @@ const CHANGE_OF_ADDRESS = ['change-email-confirmation', 'change-email-verificati
 /** What a password reset ends besides the sessions: older reset links and pending changes of address. */
 const EVICTED_PURPOSES = ['reset-password', 'reset-password-code', ...CHANGE_OF_ADDRESS] as const
 
-/** Uses a reset link: the new password is set by completeReset. Throws INVALID_TOKEN. */
-export async function resetPassword(deps: EmailAuthDeps, ctx: RequestContext, token: string, newPassword: string): Promise<void> {
+/**
+ * Uses a reset link: the new password is set by completeReset. `browser`: the device ids of the
+ * browser that uses it; returns them as its cookie keeps them now. Throws INVALID_TOKEN.
+ */
+export async function resetPassword(
+  deps: EmailAuthDeps,
+  ctx: RequestContext,
+  input: { token: string; newPassword: string; browser: readonly string[] },
+): Promise<string[]> {
+  const { token, newPassword } = input
   // A bad token is refused before the Argon2 work, so garbage tokens cost almost nothing.
   const peeked = await peekToken(deps.db, 'reset-password', token, deps.clock.now())
   if (!peeked) throw invalidToken()
   // Parallel uses of one link hash one at a time: the account's one operation in flight.
   const passwordHash = await deps.hasher.hashNew(newPassword, forUser(ctx, peeked.userId))
-  const notice = await deps.db.transaction().execute(async (trx) => {
+  const done = await deps.db.transaction().execute(async (trx) => {
     const now = deps.clock.now()
     // The user row first, the order of every writer of the account; then the token is spent.
     await lockUser(trx, { id: peeked.userId }, ['id'])
@@ -180,9 +188,10 @@ export async function resetPassword(deps: EmailAuthDeps, ctx: RequestContext, to
     if (!record || record.userId !== peeked.userId) throw invalidToken()
     const user = await findUserById(trx, record.userId)
     if (!user) throw invalidToken()
-    return completeReset(deps, ctx, trx, user, passwordHash, now)
+    return completeReset(deps, ctx, trx, { user, passwordHash, browser: input.browser }, now)
   })
-  notice()
+  done.notice()
+  return done.devices
 }
 
 /**
@@ -192,16 +201,20 @@ export async function resetPassword(deps: EmailAuthDeps, ctx: RequestContext, to
  * new password signs in only with it (docs/http-contract.md, "Recovery"). An account whose ways in
  * nobody proved were its mailbox holder's and that has no second factor (take-back.ts), and the
  * bootstrap address as it becomes owner (account/bootstrap.ts), is taken back: the new password is
- * its only way in.
+ * its only way in. Every known device is forgotten but `browser`, the one that proved the mailbox
+ * (security/devices.ts): its device ids for the cookie are returned with the notice to mail once
+ * this commits.
  */
 export async function completeReset(
   deps: EmailAuthDeps,
   ctx: RequestContext,
   trx: Trx,
-  user: UserWithFlags,
-  passwordHash: string,
+  reset: { user: UserWithFlags; passwordHash: string; browser: readonly string[] },
   now: Date,
-): Promise<PendingNotice> {
+): Promise<{ notice: PendingNotice; devices: string[] }> {
+  const { user, passwordHash } = reset
+  // Last, once a take-back forgot every device: the browser that proved the mailbox stays known.
+  const keepOnlyThisBrowser = () => deps.devices.forgetAllBut(trx, user.id, reset.browser)
   await setPasswordHash(trx, user.id, passwordHash, now)
   await clearPasswordResetRequired(trx, user.id, now)
   // Provider links were perhaps set up by whoever registered the address before its owner proved
@@ -219,7 +232,8 @@ export async function completeReset(
       roleBefore: taken.roleBefore,
       ...(taken.removedAccounts.length ? { removedAccounts: taken.removedAccounts } : {}),
     })
-    return deps.notices.prepare(trx, ctx, user.id, 'account_taken_back')
+    const devices = await keepOnlyThisBrowser()
+    return { notice: await deps.notices.prepare(trx, ctx, user.id, 'account_taken_back'), devices }
   }
   // Whoever held a session (perhaps the reason for the reset) is signed out everywhere; sign-ins
   // with the old password still in flight or waiting for their second factor can no longer start one.
@@ -229,7 +243,8 @@ export async function completeReset(
   // the account away from the owner who just took it back.
   await revokeTokens(trx, user.id, EVICTED_PURPOSES)
   await recordUserEvent(trx, ctx, user.id, 'auth.password_reset', { sessionsEnded: ended })
-  return deps.notices.prepare(trx, ctx, user.id, 'password_reset')
+  const devices = await keepOnlyThisBrowser()
+  return { notice: await deps.notices.prepare(trx, ctx, user.id, 'password_reset'), devices }
 }
 
 /**
@@ -323,19 +338,27 @@ export async function addressProven(
 /**
  * Replaces the password after checking the current one. Every other session of the user ends
  * (docs/http-contract.md, "Sessions and cookies"): whoever else held one may be why the password
- * is changed, so pending changes of address (which a session asks for) end too. The current one stays.
+ * is changed, so pending changes of address (which a session asks for) end too. The current one stays,
+ * and its browser (`browser`: its device ids) becomes the account's one known device; its ids for
+ * the cookie are returned with the user.
  */
 export async function changePassword(
   deps: EmailAuthDeps,
   ctx: RequestContext,
-  input: { userId: string; currentSessionId: string; currentPassword: string; newPassword: string },
-): Promise<UserWithFlags> {
+  input: {
+    userId: string
+    currentSessionId: string
+    currentPassword: string
+    newPassword: string
+    browser: readonly string[]
+  },
+): Promise<{ user: UserWithFlags; devices: string[] }> {
   const stored = await findPasswordHash(deps.db, input.userId)
   if (!stored) throw new AppError(400, 'BAD_REQUEST', 'This account has no password yet: use password reset to set one')
   if (!(await deps.hasher.verify(stored, input.currentPassword, forUser(ctx, input.userId))))
     throw new AppError(401, 'INVALID_PASSWORD', 'The current password is wrong')
   const passwordHash = await deps.hasher.hashNew(input.newPassword, forUser(ctx, input.userId))
-  const notice = await deps.db.transaction().execute(async (trx) => {
+  const done = await deps.db.transaction().execute(async (trx) => {
     const now = deps.clock.now()
     // Checked again where it is written: a password reset while the hashes ran ended this session
     // and replaced the password, and a stale change must not undo it (nor end the resetter's sessions).
@@ -349,9 +372,10 @@ export async function changePassword(
     const ended = await endSessionsOfUser(trx, input.userId, { except: input.currentSessionId })
     await deleteChallenges(trx, input.userId) // sign-ins with the old password still waiting for a code
     await revokeTokens(trx, input.userId, CHANGE_OF_ADDRESS)
+    const devices = await deps.devices.forgetAllBut(trx, input.userId, input.browser)
     await recordUserEvent(trx, ctx, input.userId, 'auth.password_changed', { otherSessionsEnded: ended })
-    return deps.notices.prepare(trx, ctx, input.userId, 'password_changed')
+    return { notice: await deps.notices.prepare(trx, ctx, input.userId, 'password_changed'), devices }
   })
-  notice()
-  return (await findUserById(deps.db, input.userId))!
+  done.notice()
+  return { user: (await findUserById(deps.db, input.userId))!, devices: done.devices }
 }

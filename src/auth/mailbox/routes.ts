@@ -7,7 +7,7 @@ import { z } from 'zod'
 import { contextOf } from '../../shared/context.js'
 import { ErrorSchema } from '../../shared/errors.js'
 import { resolveOptionalRedirect, resolveRedirect, withQuery } from '../../shared/redirect.js'
-import { type RoutePolicy, SIGN_IN, SIGN_IN_PER_IP } from '../../shared/route-policy.js'
+import { type RoutePolicy, SIGN_IN_PER_IP, SIGN_IN_WITH_CODE } from '../../shared/route-policy.js'
 import { SingleLine } from '../../shared/validation.js'
 import { CodeStore } from '../links/codes.js'
 import { linkPageRoute } from '../links/link-page.js'
@@ -41,10 +41,12 @@ import {
 } from './service.js'
 
 const tags = ['auth']
-/** A route that mails: per IP like a sign-in, per address like every mail. */
-const MAILS: RoutePolicy = { access: 'public', rateLimit: { perIp: 'signIn', perEmail: 'mail' } }
-// A route that takes a code is a SIGN_IN; a sign-in link's page and its button, with no address in
-// the request, are SIGN_IN_PER_IP.
+/** A route that mails a link: per IP like a sign-in, per address and client like every mail. */
+const MAILS_LINK: RoutePolicy = { access: 'public', rateLimit: { perIp: 'signIn', perEmail: 'mail' } }
+/** A route that mails a code: as a link, and held to the daily and per-address caps of codes. */
+const MAILS_CODE: RoutePolicy = { access: 'public', rateLimit: { perIp: 'signIn', perEmail: 'codeMail' } }
+// A route that takes a code is a SIGN_IN_WITH_CODE; a sign-in link's page and its button, with no
+// address in the request, are SIGN_IN_PER_IP.
 
 /** Six digits, as mailed: anything else cannot be a code and spends no try. */
 const Otp = z.string().regex(/^\d{6}$/, 'six digits')
@@ -66,7 +68,7 @@ export default async function mailboxRoutes(fastify: FastifyInstance) {
     mailRoute(
       app,
       url,
-      { policy: MAILS, operationId, tags, summary, body, answer: Success, answered: () => ({ success: true as const }) },
+      { policy: MAILS_CODE, operationId, tags, summary, body, answer: Success, answered: () => ({ success: true as const }) },
       ({ email, type = 'forget-password' }) => ({ what: `${type} code`, mail: () => sendCode(deps, email, type) }),
     )
 
@@ -104,7 +106,7 @@ export default async function mailboxRoutes(fastify: FastifyInstance) {
   app.post(
     '/api/auth/sign-in/email-otp',
     {
-      config: { policy: SIGN_IN },
+      config: { policy: SIGN_IN_WITH_CODE },
       schema: {
         operationId: 'signInWithEmailOTP',
         tags,
@@ -139,7 +141,7 @@ export default async function mailboxRoutes(fastify: FastifyInstance) {
   app.post(
     '/api/auth/email-otp/verify-email',
     {
-      config: { policy: SIGN_IN },
+      config: { policy: SIGN_IN_WITH_CODE },
       schema: {
         operationId: 'verifyEmailOTP',
         tags,
@@ -157,7 +159,7 @@ export default async function mailboxRoutes(fastify: FastifyInstance) {
   app.post(
     '/api/auth/email-otp/reset-password',
     {
-      config: { policy: SIGN_IN },
+      config: { policy: SIGN_IN_WITH_CODE },
       schema: {
         operationId: 'resetPasswordWithEmailOTP',
         tags,
@@ -167,7 +169,9 @@ export default async function mailboxRoutes(fastify: FastifyInstance) {
       },
     },
     async (request, reply) => {
-      await resetPasswordWithCode(deps, contextOf(request), request.body)
+      const browser = app.signInCookies.browserOf(request).devices
+      // This browser proved the mailbox: the account's one known device from now on.
+      app.signInCookies.setDevices(reply, await resetPasswordWithCode(deps, contextOf(request), { ...request.body, browser }))
       // The sessions are gone; a cookie this browser still holds is dropped with them.
       if (app.sessionCookie.present(request)) app.sessionCookie.clear(reply)
       return { success: true as const }
@@ -180,7 +184,7 @@ export default async function mailboxRoutes(fastify: FastifyInstance) {
     app,
     '/api/auth/sign-in/magic-link',
     {
-      policy: MAILS,
+      policy: MAILS_LINK,
       operationId: 'signInWithMagicLink',
       tags,
       summary:

@@ -190,19 +190,29 @@ export async function verifyEmailWithCode(
   })
 }
 
-/** email-otp/reset-password: the code proves the mailbox; the reset is the reset link's (completeReset). */
+/**
+ * email-otp/reset-password: the code proves the mailbox; the reset is the reset link's
+ * (completeReset), `browser` the device ids of the browser that proved it. Returns its ids for the cookie.
+ */
 export async function resetPasswordWithCode(
   deps: MailboxDeps,
   ctx: RequestContext,
-  input: { email: string; otp: string; password: string },
-): Promise<void> {
+  input: { email: string; otp: string; password: string; browser: readonly string[] },
+): Promise<string[]> {
   // No live code, no Argon2 work (and no try is spent by looking).
   if (!(await deps.codes.isLive(deps.db, 'reset-password-code', input.email, now(deps)))) throw invalidCode()
   const passwordHash = await deps.hasher.hashNew(input.password, forAddress(ctx, input.email))
-  const notice = await useCode(deps, 'reset-password-code', input, async (trx) =>
-    completeReset(deps, ctx, trx, await accountOfCode(trx, input.email), passwordHash, now(deps)),
+  const done = await useCode(deps, 'reset-password-code', input, async (trx) =>
+    completeReset(
+      deps,
+      ctx,
+      trx,
+      { user: await accountOfCode(trx, input.email), passwordHash, browser: input.browser },
+      now(deps),
+    ),
   )
-  notice()
+  done.notice()
+  return done.devices
 }
 
 /** Where a sign-in link leads once used, resolved by the redirect rule when it was asked for. */

@@ -6,6 +6,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
 import { isCommonPassword, passwordCompromised } from './common.js'
 import type { HashPool } from './hash-pool.js'
+import { clientKey } from '../../plugins/rate-limit.js'
 
 /** Argon2id parameters of every new hash (OWASP); the bench measures hashing with the same. */
 export const ARGON2 = { memoryCost: 19456, timeCost: 2, parallelism: 1 } as const
@@ -13,7 +14,7 @@ const SCRYPT = { N: 16384, r: 16, p: 1, dkLen: 64 } as const
 
 /** Whom an Argon2 operation is for. */
 export interface HashFor {
-  /** `user:<id>` for an account; `email:<address>` for an address without one (sign-up, an unknown email at sign-in). */
+  /** `user:<id>` for an account; `email:<address> <client>` for an address without one (forAddress). */
   account: string
   /** The client's address; null on the command line. */
   ip: string | null
@@ -21,8 +22,13 @@ export interface HashFor {
 
 export const forUser = (ctx: { ip: string | null }, userId: string): HashFor => ({ account: `user:${userId}`, ip: ctx.ip })
 
+/**
+ * An address without an account (sign-up, an unknown email at sign-in), or one whose account is
+ * not known yet (a reset by mailed code): counted per address and client, so strangers hashing for
+ * an address never spend what its owner's client needs.
+ */
 export const forAddress = (ctx: { ip: string | null }, email: string): HashFor => ({
-  account: `email:${email.toLowerCase()}`,
+  account: `email:${email.toLowerCase()}${ctx.ip === null ? '' : ` ${clientKey(ctx.ip)}`}`,
   ip: ctx.ip,
 })
 

@@ -59,27 +59,41 @@ export async function signedInBefore(db: Executor, userId: string): Promise<bool
   return rows.length > 1
 }
 
-/** Marks the device seen now; true when the account had not seen it before. */
-export async function rememberDevice(db: Executor, userId: string, deviceHash: string, now: Date): Promise<boolean> {
-  const row = await db
-    .insertInto('known_device')
-    .values({ user_id: userId, device_hash: deviceHash, first_seen_at: now, last_seen_at: now })
-    .onConflict((oc) => oc.columns(['user_id', 'device_hash']).doUpdateSet({ last_seen_at: now }))
-    // xmax is 0 on a row this statement inserted, and set on one it updated.
-    .returning(sql<boolean>`xmax = 0`.as('inserted'))
-    .executeTakeFirstOrThrow()
-  return row.inserted
-}
-
-/** Whether the account `userId` remembers the device of `deviceHash`. */
-export async function isKnownDevice(db: Executor, userId: string, deviceHash: string): Promise<boolean> {
+/** Which of `deviceHashes` the account `userId` remembers (at most one: each is bound to one account). */
+export async function knownDeviceOf(db: Executor, userId: string, deviceHashes: readonly string[]): Promise<string | undefined> {
+  if (deviceHashes.length === 0) return undefined
   const row = await db
     .selectFrom('known_device')
-    .select('user_id')
+    .select('device_hash')
     .where('user_id', '=', userId)
-    .where('device_hash', '=', deviceHash)
+    .where('device_hash', 'in', deviceHashes)
     .executeTakeFirst()
-  return row !== undefined
+  return row?.device_hash
+}
+
+/** A device the account has not seen before. */
+export async function insertKnownDevice(db: Executor, userId: string, deviceHash: string, now: Date): Promise<void> {
+  await db
+    .insertInto('known_device')
+    .values({ user_id: userId, device_hash: deviceHash, first_seen_at: now, last_seen_at: now })
+    .execute()
+}
+
+/** A known device's id rotated: its row is found by the new hash from now on, seen now. False when no row had `from`. */
+export async function moveKnownDevice(db: Executor, userId: string, from: string, to: string, now: Date): Promise<boolean> {
+  const moved = await db
+    .updateTable('known_device')
+    .set({ device_hash: to, last_seen_at: now })
+    .where('user_id', '=', userId)
+    .where('device_hash', '=', from)
+    .executeTakeFirst()
+  return moved.numUpdatedRows > 0n
+}
+
+/** The account remembers no device any more; returns how many it forgot. */
+export async function forgetKnownDevices(db: Executor, userId: string): Promise<number> {
+  const rows = await db.deleteFrom('known_device').where('user_id', '=', userId).returning('device_hash').execute()
+  return rows.length
 }
 
 /** The address of the user and whether it is verified, read in the caller's transaction. */

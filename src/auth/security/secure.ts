@@ -2,8 +2,9 @@
 // the link, as a mail scanner does, only shows the page). The account is secured against whoever
 // made the change: every session ends (and every sign-in in flight: the credential epoch rises),
 // every provider link goes (a sign-in with one would skip the password reset), every pending emailed
-// link, sign-in awaiting a second factor and trusted device stops working, and the password must be
-// reset before it signs in again; an address change is undone.
+// link, sign-in awaiting a second factor and trusted device stops working, every known device is
+// forgotten (devices.ts), and the password must be reset before it signs in again; an address
+// change is undone.
 //
 // A link any reader of the mailbox can use never takes a second factor away (TOTP, passkeys), or a
 // mailbox alone would get past it (secure, then reset, then sign in without it): docs/http-contract.md,
@@ -27,7 +28,7 @@ import { findUserById, lockUser } from '../../user/queries.js'
 import type { UserWithFlags } from '../../user/types.js'
 import { consumeToken, invalidToken, peekToken, revokeTokens, type VerificationRecord } from '../links/verification.js'
 import { NOTICE_PURPOSE, type NoticeData, type NoticeEvent } from './notices.js'
-import { requirePasswordReset } from './queries.js'
+import { forgetKnownDevices, requirePasswordReset } from './queries.js'
 
 export interface SecureAccountDeps {
   db: DB
@@ -114,10 +115,14 @@ export async function secureAccount(deps: SecureAccountDeps, ctx: RequestContext
       // Every row of `verification` of the account: emailed links (this kind too), sign-ins waiting
       // for their second factor, trusted devices.
       const tokensRevoked = await revokeTokens(trx, userId)
+      // Whoever made the change signed in from a browser the account now knows: it is forgotten
+      // with the owner's (whose reset makes its own browser known again).
+      const knownDevicesForgotten = await forgetKnownDevices(trx, userId)
       await recordUserEvent(trx, ctx, userId, 'auth.account_secured', {
         notice: notice.event,
         sessionsEnded,
         tokensRevoked,
+        knownDevicesForgotten,
         ...(removedAccounts.length ? { removedAccounts } : {}),
         ...(restored ? { addressRestored: true } : {}),
       })

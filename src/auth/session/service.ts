@@ -1,6 +1,6 @@
 // Starting and ending sessions: what a sign-in, a sign-out and a revocation do besides the cookie,
 // which stays with the routes (SessionCookie).
-import type { DB } from '../../../db/index.js'
+import type { DB, Trx } from '../../../db/index.js'
 import { recordAudit, recordUserEvent } from '../../shared/audit.js'
 import type { RequestContext } from '../../shared/context.js'
 import { notFound } from '../../shared/errors.js'
@@ -17,7 +17,7 @@ export interface SessionDeps {
  * A new session for a sign-in, with a fresh token (no session fixation). `replacing` is the token
  * of a cookie the request came with: its session ends.
  */
-export async function startSession(
+export async function startSession<T = undefined>(
   deps: SessionDeps,
   ctx: RequestContext,
   input: {
@@ -28,14 +28,20 @@ export async function startSession(
     replacing: string | null
     twoFactorVerified?: boolean
   },
-): Promise<{ token: string; session: SessionView }> {
+  /** Run in the session's transaction (SessionManager.create). */
+  alongside?: (trx: Trx) => Promise<T>,
+): Promise<{ token: string; session: SessionView; alongside: T | undefined }> {
   if (input.replacing) await deps.sessions.revokeByToken(input.replacing)
-  const started = await deps.sessions.create(input.credential, {
-    rememberMe: input.rememberMe,
-    ipAddress: ctx.ip,
-    userAgent: ctx.userAgent,
-    twoFactorVerified: input.twoFactorVerified,
-  })
+  const started = await deps.sessions.create(
+    input.credential,
+    {
+      rememberMe: input.rememberMe,
+      ipAddress: ctx.ip,
+      userAgent: ctx.userAgent,
+      twoFactorVerified: input.twoFactorVerified,
+    },
+    alongside,
+  )
   await recordAudit(deps.db, {
     actorId: input.credential.userId,
     action: 'auth.sign_in',

@@ -10,7 +10,7 @@
 // manager dates new sessions and applies lucia's validation rule itself, and inserts a new session
 // itself, in the transaction that checks the user's credential epoch; lucia ends one.
 import { Lucia, TimeSpan, type Adapter, type DatabaseSession, type DatabaseUser } from 'lucia'
-import type { DB } from '../../../db/index.js'
+import type { DB, Trx } from '../../../db/index.js'
 import type { Clock } from '../../shared/clock.js'
 import type { MaybePromise } from '../../shared/maybe-async.js'
 import { newId } from '../../shared/ids.js'
@@ -170,11 +170,14 @@ export class SessionManager {
    * credential epoch compared and the session inserted in one transaction. A reset waits for that
    * lock and then ends this session with the others; a reset that committed first has raised the
    * epoch, and this sign-in answers 401 with nothing left behind. A deleted user is the same 401.
+   * `alongside` runs in that transaction once the session is in (the browser's device is remembered
+   * there, so a reset that forgets the account's devices cannot miss it): its result is returned.
    */
-  async create(
+  async create<T = undefined>(
     credential: CheckedCredential,
     options: { rememberMe: boolean; ipAddress: string | null; userAgent: string | null; twoFactorVerified?: boolean },
-  ): Promise<{ token: string; session: SessionView }> {
+    alongside?: (trx: Trx) => Promise<T>,
+  ): Promise<{ token: string; session: SessionView; alongside: T | undefined }> {
     const now = this.clock.now()
     const token = newToken()
     const { userId } = credential
@@ -190,15 +193,20 @@ export class SessionManager {
       updatedAt: now,
       expiresAt: this.expiryFrom(now, options.rememberMe),
     }
-    await this.db.transaction().execute(async (trx) => {
+    const done = await this.db.transaction().execute(async (trx) => {
       const user = await lockUser(trx, { id: userId }, ['credential_epoch', 'banned', 'ban_expires'], 'share')
       if (!user || user.credentialEpoch !== credential.epoch) throw staleSignIn()
       // Every sign-in path checks the ban first (banHolds); this is the last word, whatever the path.
       if (isBanned(user, now)) throw bannedUser()
       await insertSession(trx, stored)
+      return alongside?.(trx)
     })
     const { id, ipAddress, userAgent, expiresAt } = stored
-    return { token, session: { id, userId, expiresAt, createdAt: now, updatedAt: now, ipAddress, userAgent } }
+    return {
+      token,
+      session: { id, userId, expiresAt, createdAt: now, updatedAt: now, ipAddress, userAgent },
+      alongside: done,
+    }
   }
 
   /**

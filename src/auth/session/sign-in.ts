@@ -2,7 +2,7 @@
 // answer): a session at once, or, with two-factor on and no trusted device, a challenge for the
 // second factor. And the one place that turns either outcome into cookies on the reply.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import type { DB } from '../../../db/index.js'
+import type { DB, Trx } from '../../../db/index.js'
 import type { Config } from '../../config.js'
 import type { Clock } from '../../shared/clock.js'
 import type { RequestContext } from '../../shared/context.js'
@@ -36,8 +36,8 @@ export const signInDepsOf = (app: FastifyInstance): SignInDeps => ({
 export interface BrowserState {
   replacing: string | null
   trustedDevice: string | null
-  /** The id of its `insight.device` cookie, null when it has none. */
-  device: string | null
+  /** The ids of its `insight.device` cookie (one per account it signed in to; none without one). */
+  devices: string[]
 }
 
 /**
@@ -55,8 +55,8 @@ export type SignInOutcome =
       session: SessionView
       rememberMe: boolean
       method: LoginMethod
-      /** The browser's device id, for its `insight.device` cookie. */
-      device: string
+      /** The browser's device ids, for its `insight.device` cookie. */
+      devices: string[]
       trustedDevice?: string | null
     }
   /**
@@ -78,15 +78,15 @@ export async function signInWith(
   },
 ): Promise<Extract<SignInOutcome, { kind: 'session' }>> {
   const { credential, method, rememberMe, twoFactorVerified } = input
-  const started = await startSession(deps, ctx, {
-    credential,
-    method,
-    rememberMe,
-    replacing: input.browser.replacing,
-    twoFactorVerified,
-  })
-  const device = await deps.devices.signedIn(ctx, credential.userId, input.browser.device)
-  return { kind: 'session', ...started, rememberMe, method, device }
+  const { token, session, alongside } = await startSession(
+    deps,
+    ctx,
+    { credential, method, rememberMe, replacing: input.browser.replacing, twoFactorVerified },
+    (trx: Trx) => deps.devices.remember(trx, credential.userId, input.browser.devices),
+  )
+  const remembered = alongside!
+  await deps.devices.tellIfNew(ctx, credential.userId, remembered)
+  return { kind: 'session', token, session, rememberMe, method, devices: remembered.devices }
 }
 
 /**
@@ -147,8 +147,13 @@ export class SignInCookies {
     return {
       replacing: this.session.read(request),
       trustedDevice: this.twoFactor.trustedDevice.read(request),
-      device: this.device.read(request),
+      devices: this.device.read(request),
     }
+  }
+
+  /** The browser that just proved the mailbox or the password is the account's one known device (devices.ts). */
+  setDevices(reply: FastifyReply, devices: readonly string[]): void {
+    this.device.set(reply, devices)
   }
 
   set(request: FastifyRequest, reply: FastifyReply, outcome: SignInOutcome): void {
@@ -156,7 +161,7 @@ export class SignInCookies {
     else if (outcome.trustedDevice === null) this.twoFactor.trustedDevice.clear(reply)
     if (outcome.kind === 'session') {
       this.session.set(reply, outcome.token, { rememberMe: outcome.rememberMe, expiresAt: outcome.session.expiresAt })
-      this.device.set(reply, outcome.device)
+      this.device.set(reply, outcome.devices)
       reply.setCookie(LAST_LOGIN_METHOD_COOKIE, outcome.method, {
         ...cookieAttributes(this.config),
         httpOnly: false,
