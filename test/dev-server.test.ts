@@ -30,7 +30,7 @@ t.test(
     t.teardown(() => first.stop())
     const port = new URL(first.url).port
     const browserUrl = `http://localhost:${port}`
-    const out = first.output()
+    const out = await first.outputWith('Development mail')
     t.match(out, `Listening on ${first.url}; browsers use ${browserUrl}`)
     t.match(out, `Open the API as ${browserUrl} (AUTH_URL)`)
     t.match(out, `Trusted origins: ${browserUrl}, ${WEB_ORIGIN}`)

@@ -3,7 +3,6 @@
 import { z } from 'zod'
 import { ROLES } from '../shared/roles.js'
 import { PLANS } from '../shared/plans.js'
-import type { SecondFactor } from './account/second-factor.js'
 
 /** A new password's length: better-auth's defaults. */
 export const PASSWORD_MIN = 8
@@ -125,4 +124,7 @@ export const TwoFactorRedirectSchema = z.object({
   /** 'totp': verify-totp or verify-backup-code on the two_factor cookie; 'passkey': a passkey sign-in. */
   twoFactorMethods: z.array(z.enum(['totp', 'passkey'])),
 })
+/** A second factor, as better-auth's `twoFactorMethods` names it (account/second-factor.ts). */
+export type SecondFactor = 'totp' | 'passkey'
+
 export const twoFactorRedirect = (methods: SecondFactor[]) => ({ twoFactorRedirect: true as const, twoFactorMethods: methods })

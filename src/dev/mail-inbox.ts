@@ -2,7 +2,6 @@
 // so a person, or an end-to-end test, opens its links and reads its codes at /api/dev/mail
 // (src/dev/routes.ts) instead of digging them out of the log. Never made in production or test:
 // a reset link or a sign-in code there belongs to its recipient alone.
-import type { MailMessage } from '../plugins/mailer.js'
 import type { Clock } from '../shared/clock.js'
 
 /** Where the inbox is served: its page and its JSON. */
@@ -37,7 +36,8 @@ export class DevMailInbox {
     readonly capacity = DEV_MAIL_KEPT,
   ) {}
 
-  keep(message: MailMessage): KeptMail {
+  /** A mail the mailer sends (plugins/mailer.ts's MailMessage: this module sits below it). */
+  keep(message: { to: string; subject: string; text: string }): KeptMail {
     const { to, subject, text } = message
     // The codes are read from the text without its links: a token's digits are no code.
     const links = text.match(LINK) ?? []

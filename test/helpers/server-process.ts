@@ -10,6 +10,8 @@ export interface ServerProcess {
   url: string
   child: ChildProcess
   output: () => string
+  /** Waits until the output contains `text` (a child's pipe may deliver it after its socket answered). */
+  outputWith(text: string, timeoutMs?: number): Promise<string>
   exited: Promise<number | null>
   stop(signal?: NodeJS.Signals): Promise<number | null>
 }
@@ -45,6 +47,11 @@ export async function startServer(env: Record<string, string | undefined>, timeo
     url,
     child,
     output: () => output,
+    async outputWith(text, waitMs = 10_000) {
+      const until = Date.now() + waitMs
+      while (!output.includes(text) && Date.now() < until) await new Promise((r) => setTimeout(r, 20))
+      return output
+    },
     exited,
     async stop(signal = 'SIGTERM') {
       if (child.exitCode === null) child.kill(signal)

@@ -3,6 +3,7 @@
 // no proof of the mailbox alone signs in or takes the account back.
 import type { Executor, Trx } from '../../../db/index.js'
 import { AppError } from '../../shared/errors.js'
+import type { SecondFactor } from '../schemas.js'
 import { countPasskeys } from '../passkey/queries.js'
 import { lockUser } from '../../user/queries.js'
 
@@ -19,7 +20,7 @@ export const waysInUnproven = (user: { emailVerified: boolean; waysInUnproven: b
  * `twoFactorMethods` names them: 'totp' (a code or a backup code on the two_factor cookie's
  * challenge), 'passkey' (a passkey sign-in, which needs nothing else).
  */
-export type SecondFactor = 'totp' | 'passkey'
+export type { SecondFactor }
 
 /** The account's second factors, read in `db` (the caller's transaction, its user row locked, when it acts on them). */
 export async function secondFactorsOf(db: Executor, user: { id: string; twoFactorEnabled: boolean }): Promise<SecondFactor[]> {
