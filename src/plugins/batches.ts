@@ -75,7 +75,13 @@ interface Answer {
 }
 
 /** A call refused before it ran, in the RPC envelope as its procedure route would answer. */
-const refusedCall = (index: number, error: AppError): Answer => ({ index, status: error.status, body: rpcErrorBody(error) })
+const refusedCall = (index: number, error: AppError): Answer => ({
+  index,
+  status: error.status,
+  // A wait is on the call's headers, as its procedure route would send it (Retry-After).
+  ...(error.retryAfter !== undefined && { headers: { 'retry-after': String(error.retryAfter) } }),
+  body: rpcErrorBody(error),
+})
 
 const invalidBatch = (why: string) => new AppError(400, 'BAD_REQUEST', `Invalid batch request: ${why}`)
 

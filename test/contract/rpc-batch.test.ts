@@ -530,6 +530,13 @@ t.test('budgets: a call refused before it runs (no such procedure, a nested batc
     ],
     'the sixth call of the minute is refused for the budget',
   )
+  const [, refused] = answersOf(await nowhere(2))
+  t.ok(Number(refused!.headers?.['retry-after']) > 0, 'with its Retry-After, as a call that ran')
+  t.equal(
+    (refused!.body.json?.data as { retryAfter?: number } | undefined)?.retryAfter,
+    Number(refused!.headers?.['retry-after']),
+    'and data.retryAfter',
+  )
   const alone = await limited.app.inject({ method: 'GET', url: '/api/v1/profile', headers: { 'x-forwarded-for': ip } })
   t.equal(alone.statusCode, 429, 'the address spent its budget')
 })
