@@ -58,8 +58,15 @@ export default async function devMailRoutes(fastify: FastifyInstance, opts: { in
   const app = fastify.withTypeProvider<ZodTypeProvider>()
   const { inbox } = opts
   const hosts = new Set([new URL(app.config.auth.baseUrl).hostname, ...LOOPBACK])
+  // The Host header itself, never request.hostname: with a trusted proxy (TRUST_PROXY=loopback)
+  // that is X-Forwarded-Host, which a rebound page, same-origin by then, sets as it likes.
+  const hostOf = (request: FastifyRequest) => {
+    const host = request.headers.host
+    return host !== undefined && URL.canParse(`http://${host}`) ? new URL(`http://${host}`).hostname : undefined
+  }
   const ownHost = (request: FastifyRequest) => {
-    if (!hosts.has(request.hostname.toLowerCase()))
+    const host = hostOf(request)
+    if (host === undefined || !hosts.has(host))
       throw forbidden(`The development inbox answers only at ${app.config.auth.baseUrl} (AUTH_URL) or a loopback address`)
   }
 

@@ -75,7 +75,13 @@ interface Answer {
 }
 
 /** A call refused before it ran, in the RPC envelope as its procedure route would answer. */
-const refusedCall = (index: number, error: AppError): Answer => ({ index, status: error.status, body: rpcErrorBody(error) })
+const refusedCall = (index: number, error: AppError): Answer => ({
+  index,
+  status: error.status,
+  // A wait is on the call's headers, as its procedure route would send it (Retry-After).
+  ...(error.retryAfter !== undefined && { headers: { 'retry-after': String(error.retryAfter) } }),
+  body: rpcErrorBody(error),
+})
 
 const invalidBatch = (why: string) => new AppError(400, 'BAD_REQUEST', `Invalid batch request: ${why}`)
 
@@ -158,18 +164,37 @@ async function run(
   index: number,
 ): Promise<Call> {
   const refused = (error: AppError): Call => ({ answer: refusedCall(index, error), cookies: [] })
+  // A call refused before it runs costs what it would have alone (the global budget, which the
+  // batch route does not take), or batches of calls to nowhere would be a flood never counted.
+  const refusedBeforeRun = async (error: AppError): Promise<Call> => {
+    try {
+      await app.rateLimits.global.spend(clientKey(batch.ip))
+    } catch (err) {
+      if (!(err instanceof AppError)) throw err
+      return refused(err)
+    }
+    return refused(error)
+  }
   const method = item.method ?? batch.method
   const url = new URL(item.url)
-  if (url.pathname.endsWith(BATCH_SUFFIX)) return refused(new AppError(400, 'BAD_REQUEST', 'A batch cannot carry a batch'))
-  if (!proceduresOf(app).has(url.pathname)) return refused(new AppError(404, 'NOT_FOUND', 'No procedure matched'))
+  if (url.pathname.endsWith(BATCH_SUFFIX))
+    return refusedBeforeRun(new AppError(400, 'BAD_REQUEST', 'A batch cannot carry a batch'))
+  if (!proceduresOf(app).has(url.pathname)) return refusedBeforeRun(new AppError(404, 'NOT_FOUND', 'No procedure matched'))
   if (!METHODS.has(method))
-    return refused(new AppError(405, 'METHOD_NOT_SUPPORTED', `Method ${method.slice(0, 20)} is not supported`))
+    return refusedBeforeRun(new AppError(405, 'METHOD_NOT_SUPPORTED', `Method ${method.slice(0, 20)} is not supported`))
   // A GET batch changes nothing: it is not origin-checked as a state-changing request is.
   if (batch.method === 'GET' && method !== 'GET')
-    return refused(new AppError(405, 'METHOD_NOT_SUPPORTED', 'A GET batch carries only GET calls'))
+    return refusedBeforeRun(new AppError(405, 'METHOD_NOT_SUPPORTED', 'A GET batch carries only GET calls'))
 
   const headers = headersOf(batch, item, index)
   const hasBody = method !== 'GET' && item.body !== undefined
+  let payload: string | undefined
+  try {
+    payload = hasBody ? JSON.stringify(item.body) : undefined
+  } catch {
+    // Nested deeper than JSON.stringify goes (the batch's parser took it): refused as a body.
+    return refusedBeforeRun(new AppError(400, 'BAD_REQUEST', "The call's body is nested too deeply"))
+  }
   if (hasBody) headers['content-type'] = 'application/json'
   let res: Awaited<ReturnType<FastifyInstance['inject']>>
   try {
@@ -178,7 +203,7 @@ async function run(
       url: url.pathname + url.search,
       headers: headers as Record<string, string>,
       remoteAddress,
-      ...(hasBody && { payload: JSON.stringify(item.body) }),
+      ...(payload !== undefined && { payload }),
     })
   } catch {
     // inject() refuses once the app is closing.

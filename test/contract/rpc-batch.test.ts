@@ -503,6 +503,64 @@ t.test('budgets: each call counts as a call, from the address of the batch', asy
   t.same([sixth.statusCode, sixth.json().json.code], [429, 'RATE_LIMITED'], 'empty batches are counted')
 })
 
+t.test('budgets: a call refused before it runs (no such procedure, a nested batch) costs one too', async (t) => {
+  // Otherwise batches of calls to nowhere, 64 KiB each, were never counted: a flood the global
+  // per-IP budget exists to stop, sent past it.
+  const limited = await serve({ RATE_LIMIT_GLOBAL_PER_MINUTE: '5' })
+  const ip = '203.0.113.9'
+  const nowhere = (n: number) =>
+    limited.app.inject({
+      method: 'POST',
+      url: '/api/v1/getProfile/__batch__',
+      headers: { origin: WEB_ORIGIN, 'x-orpc-batch': 'buffered', 'x-forwarded-for': ip },
+      payload: Array.from({ length: n }, (_, i) => ({
+        url: i % 2 ? 'http://a/api/v1/getProfile/__batch__' : 'http://a/api/v1/nothing',
+        body: 'x'.repeat(100),
+      })),
+    })
+  t.same(
+    answersOf(await nowhere(4)).map((a) => a.status),
+    [404, 400, 404, 400],
+  )
+  t.same(
+    answersOf(await nowhere(2)).map((a) => [a.status, a.body.json?.code]),
+    [
+      [404, 'NOT_FOUND'],
+      [429, 'RATE_LIMITED'],
+    ],
+    'the sixth call of the minute is refused for the budget',
+  )
+  const [, refused] = answersOf(await nowhere(2))
+  t.ok(Number(refused!.headers?.['retry-after']) > 0, 'with its Retry-After, as a call that ran')
+  t.equal(
+    (refused!.body.json?.data as { retryAfter?: number } | undefined)?.retryAfter,
+    Number(refused!.headers?.['retry-after']),
+    'and data.retryAfter',
+  )
+  const alone = await limited.app.inject({ method: 'GET', url: '/api/v1/profile', headers: { 'x-forwarded-for': ip } })
+  t.equal(alone.statusCode, 429, 'the address spent its budget')
+})
+
+t.test('a call whose body is nested too deeply to send on is its own 400, not a 5xx', async (t) => {
+  // The batch's JSON parser takes a depth that JSON.stringify cannot write back: a direct call with
+  // the same body is a 400, never "shutting down".
+  const deep = `${'['.repeat(20_000)}${']'.repeat(20_000)}`
+  const res = await app.inject({
+    method: 'POST',
+    url: '/api/v1/updateProfile/__batch__',
+    headers: { origin: WEB_ORIGIN, cookie: member.cookie, 'x-orpc-batch': 'buffered', 'content-type': 'application/json' },
+    payload: `[{"url":"http://a/api/v1/updateProfile","body":${deep}},{"url":"http://a/api/v1/getProfile"}]`,
+  })
+  t.equal(res.statusCode, 207)
+  t.same(
+    answersOf(res).map((a) => [a.status, a.body.json?.code ?? 'ok']),
+    [
+      [400, 'BAD_REQUEST'],
+      [200, 'ok'],
+    ],
+  )
+})
+
 t.test('plan limits: each call is counted against the plan, the ones past it refused alone', async (t) => {
   const user = await signUp(app)
   const { client } = clientFor(api, user)

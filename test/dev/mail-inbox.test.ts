@@ -121,6 +121,22 @@ t.test('unhappy paths: bad input, unknown mail, another host, another origin', a
   }
 })
 
+t.test('a rebound page cannot name a loopback host in X-Forwarded-Host, even with loopback a trusted proxy', async (t) => {
+  // After the rebinding the page's fetch is same-origin: it sets any header without a preflight,
+  // and its connection comes from 127.0.0.1, which TRUST_PROXY=loopback trusts (a local proxy in
+  // front of a development server, such as the front end's dev server).
+  const proxied = await buildTestApp({ env: { ...DEV, TRUST_PROXY: 'loopback' } })
+  for (const headers of [
+    { host: 'evil.example:8787', 'x-forwarded-host': 'localhost' },
+    { host: 'evil.example:8787', 'x-forwarded-host': '127.0.0.1:8787' },
+  ]) {
+    const res = await proxied.inject({ method: 'GET', url: '/api/dev/mail', headers, remoteAddress: '127.0.0.1' })
+    t.same([res.statusCode, res.json().code], [403, 'FORBIDDEN'], JSON.stringify(headers))
+  }
+  const own = await proxied.inject({ method: 'GET', url: '/api/dev/mail', headers: { host: 'localhost:8787' } })
+  t.equal(own.statusCode, 200, 'its own Host still reads it')
+})
+
 /** Every route under /api/dev of an app. */
 const devRoutes = (app: FastifyInstance) => routeTable(app).filter((r) => r.pattern.startsWith('/api/dev'))
 
