@@ -14,7 +14,7 @@ import { AppError, type ErrorCode, forbidden, serviceUnavailable, unauthorized }
 import { andThen, type MaybePromise } from '../shared/maybe-async.js'
 import type { RedirectRules } from '../shared/redirect.js'
 import { PUBLIC, type RoutePolicy } from '../shared/route-policy.js'
-import { answerCors, checkOrigin } from './origins.js'
+import { answerCors, checkOrigin, RefusedOrigins } from './origins.js'
 import { clientKey, emailOf, type RateLimits } from './rate-limit.js'
 import type { Take } from './budget-counter.js'
 
@@ -205,6 +205,7 @@ export default fp(
     app.decorate('trustedOrigins', trusted)
     app.decorate('redirectRules', { base: opts.webOrigin, trustedOrigins: trusted })
     app.decorateRequest('matched', null)
+    const refusedOrigins = new RefusedOrigins(() => app.clock.now().getTime())
 
     /**
      * Every request, matched or not, in the order that keeps the cheap refusals first: a flood is
@@ -213,8 +214,8 @@ export default fp(
     const ON_REQUEST: readonly Step[] = [
       sendCommonHeaders,
       refuseWhileClosing(opts.closing),
-      answerCors(trusted),
-      checkOrigin(trusted),
+      answerCors(trusted, refusedOrigins),
+      checkOrigin(trusted, refusedOrigins),
       takeIpBudgets(budgets),
       loadSessionOf(opts.loadSession),
       checkAccess(opts.roleRoutesNeedSecondFactor),

@@ -3,8 +3,9 @@ import t, { type Test } from 'tap'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { PUBLIC } from '../../src/shared/route-policy.js'
-import { TEST_ENV, WEB_ORIGIN } from '../helpers/app.js'
+import { buildTestApp, TEST_ENV, WEB_ORIGIN } from '../helpers/app.js'
 import { testDatabase } from '../helpers/db.js'
+import { logLines } from '../helpers/log-lines.js'
 
 const EVIL = 'https://evil.example'
 const EXTRA = 'https://admin.example.com'
@@ -203,6 +204,100 @@ t.test('a preflight from a trusted origin is 204 with methods, headers and max-a
   t.match(String(res.headers['access-control-allow-headers']).toLowerCase(), /content-type/)
   t.ok(Number(res.headers['access-control-max-age']) > 0)
   t.match(res.headers.vary, /Origin/)
+})
+
+/** A CORS header's list, lower-cased. */
+const listed = (value: unknown) =>
+  String(value ?? '')
+    .split(',')
+    .map((h) => h.trim().toLowerCase())
+    .filter(Boolean)
+
+t.test("a trusted origin's preflight allows the headers oRPC's link plugins send, each by name", async (t) => {
+  // SimpleCsrfProtectionLinkPlugin, BatchLinkPlugin, an event iterator's retry, and ours.
+  const asked = ['content-type', 'x-csrf-token', 'x-orpc-batch', 'last-event-id', 'authorization', 'x-request-id']
+  const res = await send('OPTIONS', '/api/v1/journal/createEntry/__batch__', {
+    origin: WEB_ORIGIN,
+    'access-control-request-method': 'POST',
+    'access-control-request-headers': asked.join(','),
+  })
+  t.equal(res.statusCode, 204)
+  const allowed = listed(res.headers['access-control-allow-headers'])
+  for (const header of asked) t.ok(allowed.includes(header), `${header} is allowed`)
+  t.notOk(allowed.includes('*'), 'no wildcard: with credentials a browser reads it as a header named "*"')
+})
+
+t.test('answers to a trusted origin expose Retry-After and X-Request-Id, errors included; others expose nothing', async (t) => {
+  const answers = [
+    await send('POST', '/api/v1/test-probe', { origin: WEB_ORIGIN }),
+    await send('GET', '/api/v1/does-not-exist', { origin: EXTRA }),
+    await send('GET', '/api/v1/profile', { origin: WEB_ORIGIN }),
+  ]
+  t.same(
+    answers.map((res) => res.statusCode),
+    [200, 404, 401],
+  )
+  for (const res of answers) {
+    const exposed = listed(res.headers['access-control-expose-headers'])
+    t.same(exposed, ['retry-after', 'x-request-id', 'set-auth-jwt'], `${res.statusCode}: named, never "*"`)
+  }
+  for (const headers of [{ origin: EVIL }, {}]) {
+    const res = await send('GET', '/api/v1/test-probe', headers)
+    t.equal(res.headers['access-control-expose-headers'], undefined, headers.origin ?? 'no Origin')
+  }
+})
+
+t.test('an untrusted origin is logged once a minute, naming WEB_ORIGIN and AUTH_TRUSTED_ORIGIN; the memory is bounded', async (t) => {
+  const log = logLines()
+  let offset = 0
+  const logged = await buildTestApp({
+    env: { LOG_LEVEL: 'warn' },
+    deps: { logStream: log.stream, clock: { now: () => new Date(Date.now() + offset) } },
+  })
+  const refusals = () =>
+    log.lines.map((line) => JSON.parse(line) as { level: number; msg: string; origin?: string }).filter((l) => l.level === 40 && l.msg.includes('untrusted origin'))
+  const probe = (origin: string, method: 'OPTIONS' | 'POST' | 'GET' = 'POST') =>
+    logged.inject({
+      method,
+      url: '/api/v1/profile',
+      headers: { origin, ...(method === 'OPTIONS' && { 'access-control-request-method': 'POST' }) },
+      ...(method === 'POST' && { payload: {} }),
+    })
+
+  t.equal((await probe(EVIL, 'OPTIONS')).statusCode, 403, 'the preflight is refused')
+  t.equal((await probe(EVIL)).statusCode, 403)
+  t.equal((await probe(EVIL, 'GET')).statusCode, 401, 'a GET is served without CORS headers, and counted as the same origin')
+  t.equal((await probe(WEB_ORIGIN, 'GET')).statusCode, 401)
+  let lines = refusals()
+  t.equal(lines.length, 1, 'one line for three requests of one origin in a minute; none for a trusted one')
+  t.equal(lines[0]!.origin, EVIL)
+  t.match(lines[0]!.msg, EVIL)
+  t.match(lines[0]!.msg, /WEB_ORIGIN/)
+  t.match(lines[0]!.msg, /AUTH_TRUSTED_ORIGIN/)
+
+  const referer = await logged.inject({
+    method: 'POST',
+    url: '/api/v1/profile',
+    headers: { referer: 'https://other.example/page', cookie: COOKIE },
+    payload: {},
+  })
+  t.equal(referer.statusCode, 403)
+  t.equal(refusals().at(-1)!.origin, 'https://other.example', "a Referer's origin is named too")
+
+  offset += 61_000
+  await probe(EVIL)
+  t.equal(refusals().filter((l) => l.origin === EVIL).length, 2, 'logged again the next minute')
+
+  // A flood of distinct origins: at most 100 are remembered and logged a minute, then one line says so.
+  offset += 61_000
+  const before = refusals().length
+  for (let i = 0; i < 150; i++) await probe(`https://flood-${i}.example`, 'GET')
+  lines = refusals().slice(before)
+  t.equal(lines.length, 101, '100 origins, then one line for the rest')
+  t.match(lines.at(-1)!.msg, /more than 100 untrusted origins this minute/)
+  offset += 61_000
+  await probe('https://flood-149.example', 'GET')
+  t.equal(refusals().at(-1)!.origin, 'https://flood-149.example', 'a new minute logs again')
 })
 
 t.test('a preflight works for auth routes and routes that do not exist alike', async (t) => {
