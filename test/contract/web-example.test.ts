@@ -13,7 +13,7 @@ import { gzipSync } from 'node:zlib'
 import { type TOTP, URI } from 'otpauth'
 import t from 'tap'
 import { buildTestApp, uniqueEmail } from '../helpers/app.js'
-import { CHROMIUM, launchChromium, serveOrigin } from '../helpers/chromium.js'
+import { addPlatformAuthenticator, CHROMIUM, launchChromium, serveOrigin } from '../helpers/chromium.js'
 import { ROOT } from '../helpers/paths.js'
 import { freePort } from '../helpers/port.js'
 import { startSmtpServer } from '../helpers/smtp.js'
@@ -150,18 +150,7 @@ t.test(
     const page = await browser.newPage()
     const problems: string[] = []
     page.on('pageerror', (err) => problems.push(err.message))
-    const cdp = await page.context().newCDPSession(page)
-    await cdp.send('WebAuthn.enable')
-    await cdp.send('WebAuthn.addVirtualAuthenticator', {
-      options: {
-        protocol: 'ctap2',
-        transport: 'internal',
-        hasResidentKey: true,
-        hasUserVerification: true,
-        isUserVerified: true,
-        automaticPresenceSimulation: true,
-      },
-    })
+    await addPlatformAuthenticator(page)
     const email = uniqueEmail('web-example')
     const password = 'correct horse battery staple'
     const status = () => page.textContent('#status')
