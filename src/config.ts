@@ -80,6 +80,7 @@ const envSchema = z.object({
   REQUIRE_EMAIL_VERIFICATION: bool.default(false),
   BOOTSTRAP_OWNER_EMAIL: optionalString.pipe(z.email().optional()),
   REQUIRE_ADMIN_TWO_FACTOR: bool.default(false),
+  RPC_REQUIRE_CSRF_HEADER: bool.default(false),
   PASSKEY_RP_ID: optionalString.pipe(
     z
       .string()
@@ -176,6 +177,11 @@ export interface Config {
   }
   hashing: { maxConcurrency?: number; maxQueue: number }
   bodyLimit: number
+  /**
+   * oRPC's SimpleCsrfProtectionHandlerPlugin rule on the procedure routes: every call (batched
+   * ones too) carries `x-csrf-token: orpc`, as SimpleCsrfProtectionLinkPlugin sends it.
+   */
+  rpc: { requireCsrfHeader: boolean }
   payments: {
     gateway?: 'sandbox' | 'stripe' | 'midtrans'
     stripe: { secretKey?: string; webhookSecret?: string; apiBase?: string }
@@ -293,6 +299,7 @@ export function loadConfig(
     },
     hashing: { maxConcurrency: e.HASH_MAX_CONCURRENCY, maxQueue: e.HASH_MAX_QUEUE },
     bodyLimit: e.BODY_LIMIT_BYTES,
+    rpc: { requireCsrfHeader: e.RPC_REQUIRE_CSRF_HEADER },
     payments: {
       gateway,
       stripe: { secretKey: e.STRIPE_SECRET_KEY, webhookSecret: e.STRIPE_WEBHOOK_SECRET, apiBase: e.STRIPE_API_BASE },

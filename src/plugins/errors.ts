@@ -145,6 +145,11 @@ function fromFastifyError(err: FastifyError): AppError | undefined {
   return undefined
 }
 
+/** An error in the RPC protocol's envelope, as @orpc/server's RPCHandler answers one: {json: error}. */
+export function rpcErrorBody({ code, status, message, data }: AppError) {
+  return { json: { defined: false, code, status, message, ...(data && { data }) } }
+}
+
 /**
  * The error body: the one shape, or on an oRPC procedure route (plugins/operations.ts) that shape
  * inside the RPC protocol's envelope, as @orpc/server's RPCHandler answers an error: {json: error}.
@@ -153,9 +158,7 @@ function sendError(reply: FastifyReply, error: AppError, rpc = false): FastifyRe
   if (error.retryAfter !== undefined) reply.header('retry-after', String(error.retryAfter))
   const { code, status, message, data } = error
   reply.errorCode = code
-  const body = rpc
-    ? { json: { defined: false, code, status, message, ...(data && { data }) } }
-    : ({ code, status, message, ...(data && { data }), defined: false } satisfies ErrorBody)
+  const body = rpc ? rpcErrorBody(error) : ({ code, status, message, ...(data && { data }), defined: false } satisfies ErrorBody)
   // A serializer-free send: the route's response schema must not apply to an error body.
   return reply.code(error.status).type('application/json; charset=utf-8').serializer(JSON.stringify).send(body)
 }

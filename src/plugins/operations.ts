@@ -17,7 +17,7 @@ import type {
 } from '@orpc/contract'
 import { isContractProcedure } from '@orpc/contract'
 import { implement, ORPCError, type AnyRouter } from '@orpc/server'
-import { StrictGetMethodPlugin } from '@orpc/server/plugins'
+import { SimpleCsrfProtectionHandlerPlugin, StrictGetMethodPlugin } from '@orpc/server/plugins'
 import { type StandardHandlerInterceptorOptions, StandardRPCHandler } from '@orpc/server/standard'
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify'
 import { z } from 'zod'
@@ -25,6 +25,7 @@ import type { OperationMeta } from '../shared/operation.js'
 import { ErrorSchema, InputError, type InputIssue } from '../shared/errors.js'
 import type { MaybePromise } from '../shared/maybe-async.js'
 import { validationFailed } from './errors.js'
+import { addBatchRoute } from './batches.js'
 
 /** Where both protocols live: RPCLink's `url` and the REST paths' prefix. */
 export const API_PREFIX = '/api/v1'
@@ -124,10 +125,17 @@ export function operationRoutes<C extends AnyContractRouter>(contract: C, handle
     for (const operation of declared) addRestRoute(app, operation)
 
     const rpc = new StandardRPCHandler<RpcContext>(routerOf(declared), {
-      plugins: [new StrictGetMethodPlugin()],
+      // The CSRF rule, when configured, is oRPC's own: a call without `x-csrf-token: orpc` is its
+      // 403 CSRF_TOKEN_MISMATCH, after the route policy (a custom header a cross-site form cannot send).
+      plugins: [
+        new StrictGetMethodPlugin(),
+        ...(app.config.rpc.requireCsrfHeader ? [new SimpleCsrfProtectionHandlerPlugin()] : []),
+      ],
       interceptors: [captureFailure],
     })
     for (const operation of declared) addProcedureRoute(app, operation, rpc)
+    // BatchLinkPlugin's calls, each run through its own procedure's route (plugins/batches.ts).
+    for (const { path } of declared) addBatchRoute(app, `${API_PREFIX}/${path.join('/')}`, path.join('.'))
   }
 }
 

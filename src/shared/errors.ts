@@ -57,8 +57,10 @@ export type ErrorCode =
   | 'INVALID_OTP'
   | 'OTP_EXPIRED'
   | 'TOO_MANY_ATTEMPTS'
-  // oRPC's own, on the RPC surface: a GET on a procedure that changes state
+  // oRPC's own, on the RPC surface: a GET on a procedure that changes state, a call without the
+  // CSRF header when RPC_REQUIRE_CSRF_HEADER is on
   | 'METHOD_NOT_SUPPORTED'
+  | 'CSRF_TOKEN_MISMATCH'
 
 export class AppError extends Error {
   readonly code: ErrorCode

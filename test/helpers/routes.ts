@@ -15,6 +15,8 @@ export interface TableRoute {
   stateChanging: boolean
   /** On an oRPC procedure's route, its path ("journal.createEntry"): its errors come in the RPC envelope. */
   procedure?: string
+  /** A procedure's batch route (`<procedure's URL>/__batch__`); `procedure` names the procedure. */
+  batch: boolean
 }
 
 /** The error code of an answer: from the one error shape, or from inside the RPC envelope on a procedure's route. */
@@ -44,10 +46,12 @@ export function routerEntries(app: FastifyInstance): Array<[string, string]> {
 export function routeTable(app: FastifyInstance): TableRoute[] {
   const declared = new Map<string, RoutePolicy>()
   const procedures = new Map<string, string>()
+  const batches = new Set<string>()
   for (const route of app.registeredRoutes) {
     for (const method of Array.isArray(route.method) ? route.method : [route.method]) {
       declared.set(`${method} ${route.url}`, route.config?.policy ?? {})
       if (route.config?.procedure) procedures.set(`${method} ${route.url}`, route.config.procedure)
+      if (route.config?.batch) batches.add(`${method} ${route.url}`)
     }
   }
   return routerEntries(app).map(([method, printed]) => {
@@ -76,6 +80,7 @@ export function routeTable(app: FastifyInstance): TableRoute[] {
       isPublic: policy.access === 'public',
       stateChanging: STATE_CHANGING.has(method),
       procedure: procedures.get(`${method} ${pattern}`),
+      batch: batches.has(`${method} ${pattern}`),
     }
   })
 }

@@ -41,6 +41,10 @@ const NOT_EXERCISED: Array<[reason: string, applies: (r: TableRoute) => boolean]
   ['takes no input', (r) => NO_INPUT.has(key(r))],
   ["is Fastify's HEAD twin of a GET route: the GET's handler, exercised", (r) => r.method === 'HEAD'],
   [
+    "is a procedure's batch route: each call it carries is its procedure's route (rpc-batch.test.ts drives its unhappy paths)",
+    (r) => r.batch,
+  ],
+  [
     "is an oRPC procedure's route: the handler and input schema of its REST twin, exercised (rpc-link.test.ts drives each procedure's unhappy paths)",
     (r) => r.procedure !== undefined,
   ],

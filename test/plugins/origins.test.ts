@@ -241,64 +241,69 @@ t.test('answers to a trusted origin expose Retry-After and X-Request-Id, errors 
     const exposed = listed(res.headers['access-control-expose-headers'])
     t.same(exposed, ['retry-after', 'x-request-id', 'set-auth-jwt'], `${res.statusCode}: named, never "*"`)
   }
-  for (const headers of [{ origin: EVIL }, {}]) {
+  for (const headers of [{ origin: EVIL }, {}] as Headers[]) {
     const res = await send('GET', '/api/v1/test-probe', headers)
     t.equal(res.headers['access-control-expose-headers'], undefined, headers.origin ?? 'no Origin')
   }
 })
 
-t.test('an untrusted origin is logged once a minute, naming WEB_ORIGIN and AUTH_TRUSTED_ORIGIN; the memory is bounded', async (t) => {
-  const log = logLines()
-  let offset = 0
-  const logged = await buildTestApp({
-    env: { LOG_LEVEL: 'warn' },
-    deps: { logStream: log.stream, clock: { now: () => new Date(Date.now() + offset) } },
-  })
-  const refusals = () =>
-    log.lines.map((line) => JSON.parse(line) as { level: number; msg: string; origin?: string }).filter((l) => l.level === 40 && l.msg.includes('untrusted origin'))
-  const probe = (origin: string, method: 'OPTIONS' | 'POST' | 'GET' = 'POST') =>
-    logged.inject({
-      method,
-      url: '/api/v1/profile',
-      headers: { origin, ...(method === 'OPTIONS' && { 'access-control-request-method': 'POST' }) },
-      ...(method === 'POST' && { payload: {} }),
+t.test(
+  'an untrusted origin is logged once a minute, naming WEB_ORIGIN and AUTH_TRUSTED_ORIGIN; the memory is bounded',
+  async (t) => {
+    const log = logLines()
+    let offset = 0
+    const logged = await buildTestApp({
+      env: { LOG_LEVEL: 'warn' },
+      deps: { logStream: log.stream, clock: { now: () => new Date(Date.now() + offset) } },
     })
+    const refusals = () =>
+      log.lines
+        .map((line) => JSON.parse(line) as { level: number; msg: string; origin?: string })
+        .filter((l) => l.level === 40 && l.msg.includes('untrusted origin'))
+    const probe = (origin: string, method: 'OPTIONS' | 'POST' | 'GET' = 'POST') =>
+      logged.inject({
+        method,
+        url: '/api/v1/profile',
+        headers: { origin, ...(method === 'OPTIONS' && { 'access-control-request-method': 'POST' }) },
+        ...(method === 'POST' && { payload: {} }),
+      })
 
-  t.equal((await probe(EVIL, 'OPTIONS')).statusCode, 403, 'the preflight is refused')
-  t.equal((await probe(EVIL)).statusCode, 403)
-  t.equal((await probe(EVIL, 'GET')).statusCode, 401, 'a GET is served without CORS headers, and counted as the same origin')
-  t.equal((await probe(WEB_ORIGIN, 'GET')).statusCode, 401)
-  let lines = refusals()
-  t.equal(lines.length, 1, 'one line for three requests of one origin in a minute; none for a trusted one')
-  t.equal(lines[0]!.origin, EVIL)
-  t.match(lines[0]!.msg, EVIL)
-  t.match(lines[0]!.msg, /WEB_ORIGIN/)
-  t.match(lines[0]!.msg, /AUTH_TRUSTED_ORIGIN/)
+    t.equal((await probe(EVIL, 'OPTIONS')).statusCode, 403, 'the preflight is refused')
+    t.equal((await probe(EVIL)).statusCode, 403)
+    t.equal((await probe(EVIL, 'GET')).statusCode, 401, 'a GET is served without CORS headers, and counted as the same origin')
+    t.equal((await probe(WEB_ORIGIN, 'GET')).statusCode, 401)
+    let lines = refusals()
+    t.equal(lines.length, 1, 'one line for three requests of one origin in a minute; none for a trusted one')
+    t.equal(lines[0]!.origin, EVIL)
+    t.match(lines[0]!.msg, EVIL)
+    t.match(lines[0]!.msg, /WEB_ORIGIN/)
+    t.match(lines[0]!.msg, /AUTH_TRUSTED_ORIGIN/)
 
-  const referer = await logged.inject({
-    method: 'POST',
-    url: '/api/v1/profile',
-    headers: { referer: 'https://other.example/page', cookie: COOKIE },
-    payload: {},
-  })
-  t.equal(referer.statusCode, 403)
-  t.equal(refusals().at(-1)!.origin, 'https://other.example', "a Referer's origin is named too")
+    const referer = await logged.inject({
+      method: 'POST',
+      url: '/api/v1/profile',
+      headers: { referer: 'https://other.example/page', cookie: COOKIE },
+      payload: {},
+    })
+    t.equal(referer.statusCode, 403)
+    t.equal(refusals().at(-1)!.origin, 'https://other.example', "a Referer's origin is named too")
 
-  offset += 61_000
-  await probe(EVIL)
-  t.equal(refusals().filter((l) => l.origin === EVIL).length, 2, 'logged again the next minute')
+    offset += 61_000
+    await probe(EVIL)
+    t.equal(refusals().filter((l) => l.origin === EVIL).length, 2, 'logged again the next minute')
 
-  // A flood of distinct origins: at most 100 are remembered and logged a minute, then one line says so.
-  offset += 61_000
-  const before = refusals().length
-  for (let i = 0; i < 150; i++) await probe(`https://flood-${i}.example`, 'GET')
-  lines = refusals().slice(before)
-  t.equal(lines.length, 101, '100 origins, then one line for the rest')
-  t.match(lines.at(-1)!.msg, /more than 100 untrusted origins this minute/)
-  offset += 61_000
-  await probe('https://flood-149.example', 'GET')
-  t.equal(refusals().at(-1)!.origin, 'https://flood-149.example', 'a new minute logs again')
-})
+    // A flood of distinct origins: at most 100 are remembered and logged a minute, then one line says so.
+    offset += 61_000
+    const before = refusals().length
+    for (let i = 0; i < 150; i++) await probe(`https://flood-${i}.example`, 'GET')
+    lines = refusals().slice(before)
+    t.equal(lines.length, 101, '100 origins, then one line for the rest')
+    t.match(lines.at(-1)!.msg, /more than 100 untrusted origins this minute/)
+    offset += 61_000
+    await probe('https://flood-149.example', 'GET')
+    t.equal(refusals().at(-1)!.origin, 'https://flood-149.example', 'a new minute logs again')
+  },
+)
 
 t.test('a preflight works for auth routes and routes that do not exist alike', async (t) => {
   for (const url of ['/api/auth/sign-in/email', '/api/v1/nothing-here']) {

@@ -120,7 +120,8 @@ t.test('the route table is complete and every route is walked', async (t) => {
 })
 
 t.test('only the declared public routes can be called without a session', async (t) => {
-  const declared = [...new Set(routes.filter((r) => r.isPublic && r.method !== 'HEAD').map(key))].sort()
+  // A batch route is public: each call it carries is judged by its own procedure's policy (below).
+  const declared = [...new Set(routes.filter((r) => r.isPublic && r.method !== 'HEAD' && !r.batch).map(key))].sort()
   t.same(declared, [...PUBLIC_ROUTES].sort(), 'the public routes are exactly the listed ones')
   for (const r of routes) {
     const res = await answer(app, request(r, r.url, { origin: WEB_ORIGIN }), r)
@@ -129,10 +130,51 @@ t.test('only the declared public routes can be called without a session', async 
   }
 })
 
+t.test(
+  "each procedure has one batch route, GET and POST, with the batch policy; a call in it gets its procedure's verdict",
+  async (t) => {
+    const procedureRoutes = routes.filter((r) => r.procedure && !r.batch)
+    const batchRoutes = routes.filter((r) => r.batch)
+    const procedures = [...new Set(procedureRoutes.map((r) => r.procedure!))].sort()
+    t.same(
+      [...new Set(batchRoutes.map((r) => `${r.method} ${r.procedure}`))].sort(),
+      procedures.flatMap((p) => [`GET ${p}`, `POST ${p}`]).sort(),
+      'GET and POST batches for every procedure, nothing else',
+    )
+    for (const r of batchRoutes) {
+      const own = procedureRoutes.find((p) => p.procedure === r.procedure)!
+      t.equal(r.pattern, `${own.pattern}/__batch__`, `${key(r)} extends its procedure's path`)
+      t.same(r.policy, { access: 'public', rateLimit: { global: false } }, `${key(r)}: public, each call takes its own budgets`)
+    }
+    // Each procedure called through a batch, anonymously, as a member and as an admin: the call's
+    // verdict (401, 403 or through) is the one its own route gives it alone.
+    for (const own of procedureRoutes.filter((r) => r.method === 'POST')) {
+      for (const [who, cookie] of [
+        ['anonymous', undefined],
+        ['member', member.cookie],
+        ['admin', admin.cookie],
+      ] as const) {
+        const headers: Record<string, string> = { origin: WEB_ORIGIN, ...(cookie && { cookie }) }
+        const alone = await answer(app, { method: 'POST', url: own.url, headers, payload: {} }, own)
+        const batch = await app.inject({
+          method: 'POST',
+          url: `${own.url}/__batch__`,
+          headers: { ...headers, 'x-orpc-batch': 'buffered' },
+          payload: [{ url: `http://api.example${own.url}`, body: {} }],
+        })
+        const [call] = batch.json() as Array<{ status: number; body: { json?: { code?: string } } }>
+        const verdict = (status: number, code: unknown) => ([401, 403].includes(status) ? [status, code] : 'through')
+        t.same(verdict(call!.status, call!.body.json?.code), verdict(alone.status, alone.code), `${who}: ${own.procedure}`)
+      }
+    }
+  },
+)
+
 t.test('routes declared for roles refuse a member with 403 and let an admin through the policy', async (t) => {
   const roleRoutes = routes.filter((r) => typeof r.policy.access === 'object')
   t.ok(roleRoutes.length >= 9, `${roleRoutes.length} role routes`)
-  for (const r of routes.filter((r) => r.pattern.startsWith('/api/v1/admin'))) {
+  // A batch route's calls are judged by their own procedures' roles (the test above).
+  for (const r of routes.filter((r) => r.pattern.startsWith('/api/v1/admin') && !r.batch)) {
     t.ok(roleRoutes.includes(r), `${key(r)} declares its roles`)
   }
   for (const r of roleRoutes) {
