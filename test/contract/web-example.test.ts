@@ -151,6 +151,14 @@ t.test(
     const problems: string[] = []
     page.on('pageerror', (err) => problems.push(err.message))
     await addPlatformAuthenticator(page)
+    // The app's own calls to the API (not the gateway page's, nor navigations).
+    const calls: { path: string; headers: Record<string, string> }[] = []
+    page.on('request', (request) => {
+      const own = request.frame().url().startsWith(WEB) && !request.isNavigationRequest()
+      if (own && request.url().startsWith(`${API}/api/v1/`)) {
+        calls.push({ path: new URL(request.url()).pathname, headers: request.headers() })
+      }
+    })
     const email = uniqueEmail('web-example')
     const password = 'correct horse battery staple'
     const status = () => page.textContent('#status')
@@ -267,6 +275,15 @@ t.test(
       t.equal(await page.textContent('#last-method'), 'Last time you signed in with: passkey')
     })
 
+    t.ok(
+      calls.some((call) => call.path.endsWith('/__batch__') && call.headers['x-orpc-batch']),
+      'the reads made together went as one batch (BatchLinkPlugin)',
+    )
+    t.same(
+      calls.filter((call) => call.headers['x-csrf-token'] === undefined).map((call) => call.path),
+      [],
+      `each of the ${calls.length} calls carried x-csrf-token (SimpleCsrfProtectionLinkPlugin)`,
+    )
     t.same(problems, [], 'no script errors')
   },
 )
