@@ -120,6 +120,18 @@ t.test('the Dockerfile is multi-stage, non-root, with a healthcheck and no secre
   t.ok(dockerfile.indexOf('USER node') > lastFrom, 'the final stage drops root')
 })
 
+t.test("the Dockerfile gives npm ci every workspace's manifest", async (t) => {
+  // npm ci installs from the lockfile, which names the workspaces (packages/contract): without
+  // their package.json it cannot lay out node_modules as the lockfile says.
+  const { workspaces } = JSON.parse(read('package.json')) as { workspaces: string[] }
+  t.ok(workspaces.length > 0, workspaces.join(', '))
+  const ci = dockerfile.indexOf('RUN npm ci')
+  for (const workspace of workspaces) {
+    const copy = dockerfile.indexOf(`COPY ${workspace}/package.json ./${workspace}/`)
+    t.ok(copy !== -1 && copy < ci, `${workspace}/package.json is copied before npm ci`)
+  }
+})
+
 t.test('.dockerignore keeps local databases, secrets and builds out of the image context', async (t) => {
   const ignored = read('.dockerignore')
     .split('\n')

@@ -1,10 +1,11 @@
-// The business surface as an oRPC 1.14 contract router: what the web front end imports
-// ("insight-accounts/contract") for typed procedures, with RPCLink at {base_url}/api/v1 or
-// OpenAPILink over the REST view. Types and schemas only; no server code (src/shared/operation.ts).
+// The business surface a member's front end calls, as an oRPC 1.14 contract router: what the
+// package insight-accounts-contract (packages/contract, built from here) ships for typed procedures,
+// with RPCLink at {base_url}/api/v1 or OpenAPILink over the REST view. Types and schemas only; no
+// server code (src/shared/operation.ts). The admin procedures are a separate entry (./admin.ts),
+// so an app for members does not ship their schemas.
 //
-//   import { contract } from 'insight-accounts/contract'
+//   import { contract } from 'insight-accounts-contract'
 //   const client: ContractRouterClient<typeof contract> = createORPCClient(new RPCLink({ url, ... }))
-import { adminContract } from '../admin/contract.js'
 import { compatibilityContract } from '../compatibility/contract.js'
 import { consentContract } from '../consent/contract.js'
 import { journalContract } from '../journal/contract.js'
@@ -19,7 +20,6 @@ export const contract = {
   ...journalContract,
   ...compatibilityContract,
   ...paymentContract,
-  ...adminContract,
   ...consentContract,
   ...personalDataContract,
 }

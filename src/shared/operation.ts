@@ -5,8 +5,8 @@
 // validate with. src/plugins/operations.ts makes the procedure, the REST route and the OpenAPI
 // entry from it.
 //
-// Every domain's contract.ts declares its operations with it, and src/contract/index.ts gathers
-// them into what the web front end imports (package.json "exports": "./contract"): here, below the
+// Every domain's contract.ts declares its operations with it, and src/contract/ gathers them into
+// what the web front end imports (the package insight-accounts-contract, packages/contract): here, below the
 // domains, so that the gathering imports the domains and no domain imports it back. It and every
 // module the contract reaches import nothing but zod, @orpc/contract and each other
 // (test/contract/purity.test.ts walks the imports).

@@ -6,7 +6,14 @@
 import { existsSync } from 'node:fs'
 import t from 'tap'
 import { buildTestApp, proveAddress, uniqueEmail } from '../helpers/app.js'
-import { bundleForBrowser, CHROMIUM, launchChromium, pageWithScript, serveOrigin } from '../helpers/chromium.js'
+import {
+  addPlatformAuthenticator,
+  bundleForBrowser,
+  CHROMIUM,
+  launchChromium,
+  pageWithScript,
+  serveOrigin,
+} from '../helpers/chromium.js'
 import { ROOT } from '../helpers/paths.js'
 import { CHALLENGE_COOKIE } from '../helpers/passkey.js'
 import { freePort } from '../helpers/port.js'
@@ -50,18 +57,7 @@ t.test(
   async (t) => {
     const { app, browser, web, evil, api } = run!
     const page = await browser.newPage()
-    const cdp = await page.context().newCDPSession(page)
-    await cdp.send('WebAuthn.enable')
-    const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
-      options: {
-        protocol: 'ctap2',
-        transport: 'internal',
-        hasResidentKey: true,
-        hasUserVerification: true,
-        isUserVerified: true,
-        automaticPresenceSimulation: true,
-      },
-    })
+    const { cdp, authenticatorId } = await addPlatformAuthenticator(page)
     const open = async (origin: string) => {
       await page.goto(`${origin}/`)
       await page.waitForFunction(() => (window as unknown as { ready?: boolean }).ready === true)

@@ -10,7 +10,7 @@ import type { FastifyInstance, InjectOptions } from 'fastify'
 import fc from 'fast-check'
 import { sql } from 'kysely'
 import t from 'tap'
-import type { contract } from '../../src/contract/index.js'
+import type { contract } from '../helpers/contract.js'
 import { buildTestApp, signUp, signUpWithRole, type TestUser, WEB_ORIGIN } from '../helpers/app.js'
 
 const EVIL = 'https://evil.example'

@@ -10,7 +10,7 @@ import { type ContractRouterClient, inferRPCMethodFromContractRouter } from '@or
 import { traverseContractProcedures } from '@orpc/server'
 import { sql } from 'kysely'
 import t, { type Test } from 'tap'
-import { contract } from '../../src/contract/index.js'
+import { contract } from '../helpers/contract.js'
 import { buildTestApp, signUp, signUpWithRole, type TestUser, WEB_ORIGIN } from '../helpers/app.js'
 
 const EVIL = 'https://evil.example'

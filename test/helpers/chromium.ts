@@ -2,6 +2,7 @@
 // and the web origins its pages come from: a local server each, and the page's code bundled as a front end's.
 import { createServer, type RequestListener } from 'node:http'
 import type { BuildOptions } from 'esbuild'
+import type { Page } from 'playwright-core'
 import t from 'tap'
 import { listenUntilEnd } from './serve.js'
 
@@ -24,6 +25,27 @@ export async function launchChromium() {
   })
   t.teardown(() => browser.close())
   return browser
+}
+
+/**
+ * A passkey authenticator built into the device of `page`, as a phone's or a laptop's: the DevTools
+ * protocol's virtual one (internal, resident keys, the user verified, presence simulated). The
+ * session that drives it and its id, to read its credentials.
+ */
+export async function addPlatformAuthenticator(page: Page) {
+  const cdp = await page.context().newCDPSession(page)
+  await cdp.send('WebAuthn.enable')
+  const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
+    options: {
+      protocol: 'ctap2',
+      transport: 'internal',
+      hasResidentKey: true,
+      hasUserVerification: true,
+      isUserVerified: true,
+      automaticPresenceSimulation: true,
+    },
+  })
+  return { cdp, authenticatorId }
 }
 
 /** Serves a web origin on `host`:`port` (a free port for 0) until this file's tests end. Returns the port. */

@@ -5,7 +5,7 @@ import { traverseContractProcedures } from '@orpc/server'
 import fc from 'fast-check'
 import { sql } from 'kysely'
 import t from 'tap'
-import { contract } from '../../src/contract/index.js'
+import { contract } from '../helpers/contract.js'
 import { buildTestApp, signUp, signUpWithRole, WEB_ORIGIN } from '../helpers/app.js'
 import { routeTable, type TableRoute } from '../helpers/routes.js'
 

@@ -7,7 +7,7 @@ import { createORPCClient, ORPCError } from '@orpc/client'
 import type { ContractRouterClient } from '@orpc/contract'
 import { OpenAPILink } from '@orpc/openapi-client/fetch'
 import t, { type Test } from 'tap'
-import { contract } from '../../src/contract/index.js'
+import { contract } from '../helpers/contract.js'
 import { buildTestApp, signUp, WEB_ORIGIN } from '../helpers/app.js'
 
 const app = await buildTestApp()
