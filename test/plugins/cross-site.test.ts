@@ -8,7 +8,7 @@ import { RPCLink } from '@orpc/client/fetch'
 import type { ContractRouterClient } from '@orpc/contract'
 import type { InjectOptions } from 'fastify'
 import t from 'tap'
-import type { contract } from '../../src/contract/index.js'
+import type { contract } from '../helpers/contract.js'
 import { buildTestApp, signUp, signUpWithRole, type TestUser, WEB_ORIGIN } from '../helpers/app.js'
 
 const EVIL = 'https://evil.example'

@@ -104,6 +104,18 @@ onClick('buy-premium', async () => {
   const checkout = await api.payment.createCheckout({ product: 'premium_month', returnUrl: here() })
   location.assign(checkout.redirectUrl) // the gateway's page; it sends the browser back with ?paymentId=
 })
+// A second factor is set up only once the address was proven in this session (a mailbox never
+// beats a second factor: the service answers 403 EMAIL_NOT_PROVEN otherwise).
+input(form('verify-address'), 'send').addEventListener('click', () => {
+  auth(authClient.emailOtp.sendVerificationOtp({ email: $('who').textContent!, type: 'email-verification' })).then(
+    (sent) => sent && say('A code is on its way.'),
+    (error: unknown) => say(explain(error)),
+  )
+})
+onSubmit('verify-address', async (f) => {
+  if (await auth(authClient.emailOtp.verifyEmail({ email: $('who').textContent!, otp: field(f, 'code') })))
+    say('Address verified.')
+})
 onClick('add-passkey', async () => {
   if (await auth(authClient.passkey.addPasskey({ name: 'This browser' }))) say('Passkey added.')
 })
