@@ -165,7 +165,7 @@ async function rowCounts(): Promise<Record<string, number>> {
 }
 
 /** The GET routes of emailed links that answer a person with an HTML page, a used link included. */
-const LINK_PAGES = new Set(['/api/auth/security-notice', '/api/auth/magic-link/verify'])
+const LINK_PAGES = new Set(['/api/auth/security-notice', '/api/auth/magic-link/verify', '/api/auth/change-email/approve'])
 
 for (const op of operations) {
   t.test(`${op.method} ${op.path} never answers 5xx and refuses cleanly`, async (t) => {
