@@ -58,7 +58,9 @@ type BatchItem = z.infer<typeof BatchItem>
 /** Headers that speak for the client or the channel: a call has the batch's, and cannot set its own. */
 const fromBatchOnly = (name: string) =>
   /^(host|origin|referer|cookie|authorization|proxy-authorization|forwarded|x-real-ip|x-csrf-token)$/.test(name) ||
-  name.startsWith('x-forwarded-')
+  name.startsWith('x-forwarded-') ||
+  // What the browser says of the request's site: the cross-site rule (origins.ts) reads it.
+  name.startsWith('sec-fetch-')
 /** Headers of the batch's own message (and HTTP/2's pseudo-headers), which its calls do not inherit. */
 const OWN_MESSAGE =
   /^(:.*|content-type|content-length|transfer-encoding|connection|keep-alive|upgrade|expect|te|trailer|x-orpc-batch|x-request-id)$/

@@ -418,6 +418,18 @@ t.test('what is not a batch of procedure calls is refused, alone or whole', asyn
   t.equal(await fingerprint(app), before, 'nothing written')
 })
 
+t.test("a call cannot speak for the browser's site: a cross-site batch's export is refused", async (t) => {
+  // No Origin (a GET), the browser's word that the request is cross-site, and a call that claims otherwise.
+  const call = { url: 'http://a/api/v1/me/exportMyData', method: 'GET', headers: { 'sec-fetch-site': 'same-origin' } }
+  const res = await app.inject({
+    method: 'GET',
+    url: `/api/v1/me/exportMyData/__batch__?batch=${encodeURIComponent(JSON.stringify([call]))}`,
+    headers: { cookie: member.cookie, 'x-orpc-batch': 'buffered', 'sec-fetch-site': 'cross-site' },
+  })
+  const [answer] = answersOf(res)
+  t.same([answer!.status, answer!.body.json?.code], [403, 'CROSS_SITE_REQUEST'])
+})
+
 t.test("each call has its own request id, derived from the batch's, on its answer", async (t) => {
   const res = await rawBatch([{ path: 'getProfile' }, { path: 'getPlanAndUsage' }], {
     cookie: member.cookie,
