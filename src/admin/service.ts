@@ -2,7 +2,7 @@
 // changed. Nobody changes an owner through the API, grants owner, or changes their own role.
 // Who may call these is the routes' ADMIN policy; the acting admin is ctx.actorId.
 import type { DB, Executor } from '../../db/index.js'
-import { endSessionsOfUser } from '../auth/queries.js'
+import { endSessionsOfUser } from '../auth/core/queries.js'
 import { forgetKnownDevices } from '../auth/security/queries.js'
 import { PLANS, type Plan } from '../shared/plans.js'
 import type { Role } from '../shared/roles.js'

@@ -5,7 +5,7 @@
 import { recordAudit } from '../../shared/audit.js'
 import type { RequestContext } from '../../shared/context.js'
 import { AppError } from '../../shared/errors.js'
-import { afterFirstFactor, type BrowserState, type SignInDeps, type SignInOutcome } from '../session/sign-in.js'
+import { afterFirstFactor, type BrowserState, type SignInDeps, type SignInOutcome } from '../sign-in/step.js'
 import type { IdpFlow } from './flow-cookie.js'
 import { type IdentityProvider, IdpError, type IdpIdentity, safeEqual } from './oauth.js'
 import { IDP } from './queries.js'

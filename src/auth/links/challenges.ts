@@ -5,7 +5,7 @@
 import { sql } from 'kysely'
 import { json, type Executor, type Trx } from '../../../db/index.js'
 import { newId } from '../../shared/ids.js'
-import { hashToken, newToken } from '../session/tokens.js'
+import { hashToken, newToken } from '../core/tokens.js'
 import { claimToken, revokeTokens, tokenFor, type VerificationPurpose } from './verification.js'
 
 const CHALLENGE = 'two-factor-challenge' satisfies VerificationPurpose

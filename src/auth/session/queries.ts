@@ -5,7 +5,7 @@ import type { Executor } from '../../../db/index.js'
 import { preparedStatement } from '../../../db/prepared.js'
 import { signedInUserColumns, type SignedInUserRow, toSignedInUser } from '../../user/rows.js'
 import type { SignedInUser } from '../../user/types.js'
-import type { SessionTable } from '../tables.js'
+import type { SessionTable } from '../core/tables.js'
 import type { SessionState, SessionView } from './types.js'
 import { ownRow } from '../../shared/own-row.js'
 

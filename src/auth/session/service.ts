@@ -4,7 +4,7 @@ import type { DB, Trx } from '../../../db/index.js'
 import { recordAudit, recordUserEvent } from '../../shared/audit.js'
 import type { RequestContext } from '../../shared/context.js'
 import { notFound } from '../../shared/errors.js'
-import { endSessionsOfUser } from '../queries.js'
+import { endSessionsOfUser } from '../core/queries.js'
 import type { CheckedCredential, SessionManager } from './sessions.js'
 import type { SessionView } from './types.js'
 

@@ -8,10 +8,10 @@ import type { RequestContext } from '../../shared/context.js'
 import { AppError, unauthorized } from '../../shared/errors.js'
 import { forUser, type PasswordHasher } from '../password/password.js'
 import type { CheckedCredential } from '../session/sessions.js'
-import { findPasswordHash, lockSessionOf, raiseCredentialEpoch } from '../queries.js'
+import { findPasswordHash, lockSessionOf, raiseCredentialEpoch } from '../core/queries.js'
 import { findUserById, lockUser } from '../../user/queries.js'
 import type { UserWithFlags } from '../../user/types.js'
-import { assertEmailProven, lockProvenUser, secondFactorsOf, type SecondFactor } from '../account/second-factor.js'
+import { assertEmailProven, lockProvenUser, secondFactorsOf, type SecondFactor } from '../core/second-factor.js'
 import {
   claimChallengeAttempt,
   consumeChallenge,
@@ -19,7 +19,7 @@ import {
   issueChallenge,
   issueTrustedDevice,
 } from '../links/challenges.js'
-import { CHALLENGE_TTL_MS, TRUSTED_DEVICE_TTL_MS } from './cookies.js'
+import { CHALLENGE_TTL_MS, TRUSTED_DEVICE_TTL_MS } from '../sign-in/two-factor-cookies.js'
 import { matchingStep, newBackupCodes, newTotpSecret, totpUri, type TwoFactorKeys } from './crypto.js'
 import {
   acceptStep,

@@ -1,13 +1,13 @@
 // The account rows and auth's writes to the user row. The user itself (its types, columns, mapper
 // and lock) lives in its home, src/user/.
-import type { Executor, Trx } from '../../db/index.js'
-import { newId } from '../shared/ids.js'
-import type { Role } from '../shared/roles.js'
-import { banColumns, fieldsOf, toUserWithFlags, userColumns } from '../user/rows.js'
-import type { Ban, UserWithFlags } from '../user/types.js'
-import { ownRow } from '../shared/own-row.js'
+import type { Executor, Trx } from '../../../db/index.js'
+import { newId } from '../../shared/ids.js'
+import type { Role } from '../../shared/roles.js'
+import { banColumns, fieldsOf, toUserWithFlags, userColumns } from '../../user/rows.js'
+import type { Ban, UserWithFlags } from '../../user/types.js'
+import { ownRow } from '../../shared/own-row.js'
 import type { ExpressionBuilder } from 'kysely'
-import type { Database } from '../../db/schema.js'
+import type { Database } from '../../../db/schema.js'
 
 export const CREDENTIAL = 'credential'
 

@@ -11,8 +11,8 @@ import { resolveOptionalRedirect, resolveRedirect, withQuery } from '../../share
 import { PUBLIC, REVERIFIES_PASSWORD } from '../../shared/route-policy.js'
 import { landAfterLink } from '../links/emailed-link.js'
 import { currentUser } from '../../user/signed-in.js'
-import { CallbackUrl, CurrentPassword, Email, EmailedToken, Status } from '../schemas.js'
-import { approvalRoutes } from './approval-routes.js'
+import { CallbackUrl, CurrentPassword, Email, EmailedToken, Status } from '../core/schemas.js'
+import { approvalRoutes } from './change-email-approval.js'
 import {
   assertMayChangeAddress,
   assertNewEmail,
@@ -23,8 +23,8 @@ import {
   unlinkAccount,
   updateUser,
   type AccountDeps,
-} from './service.js'
-import { emailAuthDepsOf } from '../email/deps.js'
+} from '../account/service.js'
+import { emailAuthDepsOf } from '../account/deps.js'
 
 const tags = ['auth']
 

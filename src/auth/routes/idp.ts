@@ -9,12 +9,12 @@ import { contextOf } from '../../shared/context.js'
 import { AppError, serviceUnavailable } from '../../shared/errors.js'
 import { resolveRedirect, withQuery } from '../../shared/redirect.js'
 import { currentUser } from '../../user/signed-in.js'
-import { CallbackUrl } from '../schemas.js'
+import { CallbackUrl } from '../core/schemas.js'
 import { ErrorSchema } from '../../shared/errors.js'
-import { completeCallback } from './callback.js'
-import { FlowCookie } from './flow-cookie.js'
-import { IdentityProvider, IdpError, type AuthorizationRequest } from './oauth.js'
-import type { IdpDeps } from './service.js'
+import { completeCallback } from '../idp/callback.js'
+import { FlowCookie } from '../idp/flow-cookie.js'
+import { IdentityProvider, IdpError, type AuthorizationRequest } from '../idp/oauth.js'
+import type { IdpDeps } from '../idp/service.js'
 
 const tags = ['auth']
 

@@ -10,8 +10,8 @@ import { resolveOptionalRedirect, resolveRedirect, withQuery } from '../../share
 import { type RoutePolicy, SIGN_IN_PER_IP, SIGN_IN_WITH_CODE } from '../../shared/route-policy.js'
 import { SingleLine } from '../../shared/validation.js'
 import { CodeStore } from '../links/codes.js'
-import { linkPageRoute } from '../links/link-page.js'
-import { mailRoute } from '../links/mail-route.js'
+import { linkPageRoute } from './link-page.js'
+import { mailRoute } from './mail-route.js'
 import {
   CallbackUrl,
   Email,
@@ -21,11 +21,11 @@ import {
   TwoFactorRedirectSchema,
   twoFactorRedirect,
   UserSchema,
-} from '../schemas.js'
+} from '../core/schemas.js'
 import type { UserWithFlags } from '../../user/types.js'
-import { emailAuthDepsOf } from '../email/deps.js'
-import { afterFirstFactor, signInDepsOf } from '../session/sign-in.js'
-import { MAGIC_LINK_VERIFY_PATH, renderSignInPage, renderUsedLinkPage } from './page.js'
+import { emailAuthDepsOf } from '../account/deps.js'
+import { afterFirstFactor, signInDepsOf } from '../sign-in/step.js'
+import { MAGIC_LINK_VERIFY_PATH, renderSignInPage, renderUsedLinkPage } from '../mailbox/page.js'
 import {
   CODE_TYPES,
   type CodeType,
@@ -38,7 +38,7 @@ import {
   signInWithCode,
   signInWithMagicLink,
   verifyEmailWithCode,
-} from './service.js'
+} from '../mailbox/service.js'
 
 const tags = ['auth']
 /** A route that mails a link: per IP like a sign-in, per address and client like every mail. */

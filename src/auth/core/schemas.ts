@@ -1,8 +1,8 @@
 // The wire shapes of accounts and sessions. Only zod and the lists of roles and plans: the admin
 // operations' contract (src/contract/) reads the user's shape from here.
 import { z } from 'zod'
-import { ROLES } from '../shared/roles.js'
-import { PLANS } from '../shared/plans.js'
+import { ROLES } from '../../shared/roles.js'
+import { PLANS } from '../../shared/plans.js'
 
 /** A new password's length: better-auth's defaults. */
 export const PASSWORD_MIN = 8

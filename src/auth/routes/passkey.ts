@@ -7,10 +7,10 @@ import { z } from 'zod'
 import { contextOf } from '../../shared/context.js'
 import { ErrorSchema } from '../../shared/errors.js'
 import { SIGN_IN_PER_IP } from '../../shared/route-policy.js'
-import { SessionSchema, Status, toSessionJson, toUserJson, UserSchema } from '../schemas.js'
+import { SessionSchema, Status, toSessionJson, toUserJson, UserSchema } from '../core/schemas.js'
 import { currentUser } from '../../user/signed-in.js'
-import { signInWith } from '../session/sign-in.js'
-import { SignedCookie } from '../two-factor/cookies.js'
+import { signInWith } from '../sign-in/step.js'
+import { SignedCookie } from '../sign-in/two-factor-cookies.js'
 import {
   CeremonyOptions,
   DeletePasskeyBody,
@@ -19,7 +19,7 @@ import {
   UpdatePasskeyBody,
   VerifyAuthenticationBody,
   VerifyRegistrationBody,
-} from './schemas.js'
+} from '../passkey/schemas.js'
 import {
   authenticationOptions,
   CHALLENGE_TTL_MS,
@@ -30,7 +30,7 @@ import {
   verifyAuthentication,
   verifyRegistration,
   type PasskeyDeps,
-} from './service.js'
+} from '../passkey/service.js'
 
 const tags = ['passkey']
 

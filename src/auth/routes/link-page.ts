@@ -6,7 +6,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import { type Page, sendPage } from '../../shared/html-page.js'
 import { SIGN_IN_PER_IP } from '../../shared/route-policy.js'
-import { EmailedToken } from '../schemas.js'
+import { EmailedToken } from '../core/schemas.js'
 
 /** Registers GET `url?token=`: the `live` page of what `find` finds for the token, else the `dead` page (400). */
 export function linkPageRoute<Found>(

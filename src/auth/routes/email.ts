@@ -11,7 +11,7 @@ import { AppError } from '../../shared/errors.js'
 import { resolveOptionalRedirect, withQuery } from '../../shared/redirect.js'
 import { SingleLine } from '../../shared/validation.js'
 import { landAfterLink } from '../links/emailed-link.js'
-import { mailRoute } from '../links/mail-route.js'
+import { mailRoute } from './mail-route.js'
 import { currentUser } from '../../user/signed-in.js'
 import {
   CallbackUrl,
@@ -24,9 +24,9 @@ import {
   TwoFactorRedirectSchema,
   twoFactorRedirect,
   UserSchema,
-} from '../schemas.js'
+} from '../core/schemas.js'
 import { ErrorSchema } from '../../shared/errors.js'
-import { afterFirstFactor, signInDepsOf, signInWith } from '../session/sign-in.js'
+import { afterFirstFactor, signInDepsOf, signInWith } from '../sign-in/step.js'
 import {
   changePassword,
   invalidCredentials,
@@ -39,8 +39,8 @@ import {
   signUpWithEmail,
   verifyEmail,
   verifyEmailPassword,
-} from './service.js'
-import { emailAuthDepsOf } from './deps.js'
+} from '../email/service.js'
+import { emailAuthDepsOf } from '../account/deps.js'
 
 const tags = ['auth']
 /** A route that mails: public, counted per address like every mail. */

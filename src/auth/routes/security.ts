@@ -7,12 +7,12 @@ import { z } from 'zod'
 import { contextOf } from '../../shared/context.js'
 import { ErrorSchema } from '../../shared/errors.js'
 import { SIGN_IN_PER_IP } from '../../shared/route-policy.js'
-import { emailAuthDepsOf } from '../email/deps.js'
+import { emailAuthDepsOf } from '../account/deps.js'
 import { sendPasswordResetMail } from '../email/service.js'
-import { linkPageRoute } from '../links/link-page.js'
-import { EmailedToken, Status } from '../schemas.js'
-import { renderConfirmPage, renderInvalidPage, SECURE_ACCOUNT_PATH } from './page.js'
-import { findNotice, secureAccount } from './secure.js'
+import { linkPageRoute } from './link-page.js'
+import { EmailedToken, Status } from '../core/schemas.js'
+import { renderConfirmPage, renderInvalidPage, SECURE_ACCOUNT_PATH } from '../security/page.js'
+import { findNotice, secureAccount } from '../account/secure.js'
 
 const tags = ['auth']
 // No session: the link is opened wherever the mail is read. Both routes are SIGN_IN_PER_IP.

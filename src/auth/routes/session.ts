@@ -6,11 +6,11 @@ import { z } from 'zod'
 import { PUBLIC } from '../../shared/route-policy.js'
 import { contextOf } from '../../shared/context.js'
 import { currentUser } from '../../user/signed-in.js'
-import { SessionSchema, Status, toSessionJson, toUserJson, toWhoamiJson, UserSchema, WhoamiSchema } from '../schemas.js'
+import { SessionSchema, Status, toSessionJson, toUserJson, toWhoamiJson, UserSchema, WhoamiSchema } from '../core/schemas.js'
 import { ErrorSchema } from '../../shared/errors.js'
 import { JsonMemo } from '../../shared/json-memo.js'
 import type { SignedInUser } from '../../user/types.js'
-import { revokeAllSessions, revokeOtherSessions, revokeSession } from './service.js'
+import { revokeAllSessions, revokeOtherSessions, revokeSession } from '../session/service.js'
 
 const tags = ['auth']
 

@@ -9,8 +9,8 @@ import { AppError, ErrorSchema } from '../../shared/errors.js'
 import { REVERIFIES_PASSWORD, SIGN_IN_PER_IP } from '../../shared/route-policy.js'
 import { PlainText } from '../../shared/validation.js'
 import { currentUser } from '../../user/signed-in.js'
-import { CurrentPassword, Status, toUserJson, UserSchema } from '../schemas.js'
-import { signInDepsOf, signInWith } from '../session/sign-in.js'
+import { CurrentPassword, Status, toUserJson, UserSchema } from '../core/schemas.js'
+import { signInDepsOf, signInWith } from '../sign-in/step.js'
 import {
   disableTwoFactor,
   enableTwoFactor,
@@ -21,7 +21,7 @@ import {
   verifyForSession,
   verifyForSignIn,
   type Method,
-} from './service.js'
+} from '../two-factor/service.js'
 
 const tags = ['two-factor']
 

@@ -3,7 +3,7 @@
 // no proof of the mailbox alone signs in or takes the account back.
 import type { Executor, Trx } from '../../../db/index.js'
 import { AppError } from '../../shared/errors.js'
-import type { SecondFactor } from '../schemas.js'
+import type { SecondFactor } from './schemas.js'
 import { countPasskeys } from '../passkey/queries.js'
 import { lockUser } from '../../user/queries.js'
 

@@ -8,10 +8,10 @@ import { contextOf } from '../../shared/context.js'
 import { ErrorSchema } from '../../shared/errors.js'
 import { SIGN_IN_PER_IP } from '../../shared/route-policy.js'
 import { APPROVE_ADDRESS_CHANGE_PATH } from '../links/emailed-link.js'
-import { linkPageRoute } from '../links/link-page.js'
-import { EmailedToken, Status } from '../schemas.js'
-import { renderApprovalPage, renderDeadApprovalPage } from './approval-page.js'
-import { type AccountDeps, approveWithLink, pendingApproval } from './service.js'
+import { linkPageRoute } from './link-page.js'
+import { EmailedToken, Status } from '../core/schemas.js'
+import { renderApprovalPage, renderDeadApprovalPage } from '../account/approval-page.js'
+import { type AccountDeps, approveWithLink, pendingApproval } from '../account/service.js'
 
 const tags = ['auth']
 
