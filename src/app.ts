@@ -72,7 +72,7 @@ declare module 'fastify' {
     sessions: SessionManager
     sessionCache: SessionCache
     sessionCookie: SessionCookie
-    /** The cookies of a sign-in's outcome (auth/session/sign-in.ts). */
+    /** The cookies of a sign-in's outcome (auth/sign-in/step.ts). */
     signInCookies: SignInCookies
     /** Two-factor's dependencies and cookies, shared by its routes and the sign-in routes. */
     twoFactor: { deps: TwoFactorDeps; cookies: TwoFactorCookies }

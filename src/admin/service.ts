@@ -211,7 +211,7 @@ const banJson = (u: ManagedUser) => ({ banned: u.banned, banReason: u.banReason,
 
 /**
  * Suspends a user: every session ends in the same transaction, and no sign-in of any kind
- * succeeds (src/auth/account/ban.ts) until the ban is lifted or `expiresAt` passes. Banning again replaces
+ * succeeds (src/auth/core/ban.ts) until the ban is lifted or `expiresAt` passes. Banning again replaces
  * the reason and the expiry. Nobody bans an owner or themselves.
  */
 export async function banUser(

@@ -4,7 +4,7 @@
 import type { Executor, Trx } from '../../../db/index.js'
 import { AppError } from '../../shared/errors.js'
 import type { SecondFactor } from './schemas.js'
-import { countPasskeys } from '../passkey/queries.js'
+import { countPasskeys } from './queries.js'
 import { lockUser } from '../../user/queries.js'
 
 /**

@@ -1,6 +1,6 @@
 // The identity provider's callback as a service: the checks of the flow (state, issuer, the
 // provider's error, the code exchange), then linking to the signed-in user or signing in by the
-// account rules (service.ts) and the step after a first factor (session/sign-in.ts). The route
+// account rules (service.ts) and the step after a first factor (sign-in/step.ts). The route
 // only turns the result into cookies and a redirect.
 import { recordAudit } from '../../shared/audit.js'
 import type { RequestContext } from '../../shared/context.js'

@@ -18,7 +18,7 @@ export interface Challenge {
   rememberMe: boolean
   /** The credential epoch read with the first factor: the session it leads to is born only while unchanged. */
   epoch: number
-  /** The first factor's login method (session/sign-in.ts), which the session will name. */
+  /** The first factor's login method (sign-in/step.ts), which the session will name. */
   method: string
 }
 

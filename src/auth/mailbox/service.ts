@@ -3,7 +3,7 @@
 // whoever uses them reads the address's mail. So they end the same way: an account nobody had
 // proven was its mailbox holder's, and that has no second factor, is taken back first
 // (take-back.ts), a new address gets a new account, and the session is born through the one sign-in
-// step (session/sign-in.ts), which asks for a second factor the account has, on the credential
+// step (sign-in/step.ts), which asks for a second factor the account has, on the credential
 // epoch read under the user row's lock.
 import type { Trx } from '../../../db/index.js'
 import { recordUserEvent } from '../../shared/audit.js'
@@ -103,7 +103,7 @@ export async function sendCode(deps: MailboxDeps, email: string, type: CodeType)
  * row locked first): a new, verified one when no account has it; one whose ways in nobody had
  * proven were its mailbox holder's, and without a second factor, is taken back: every way in but
  * this proof removed (better-auth does the same), the role lowered to member, the address mailed a
- * notice. One with a second factor is left as it is: the sign-in asks for it (session/sign-in.ts).
+ * notice. One with a second factor is left as it is: the sign-in asks for it (sign-in/step.ts).
  * A banned account gets nothing (the proof is not spent).
  */
 async function accountOfProvenAddress(

@@ -18,7 +18,7 @@ import type { Clock } from '../../shared/clock.js'
 import type { RequestContext } from '../../shared/context.js'
 import { AppError, unauthorized } from '../../shared/errors.js'
 import { bannedUser, banHolds } from '../core/ban.js'
-import { endSessionsOfUser, lockSessionOf, raiseCredentialEpoch } from '../core/queries.js'
+import { countPasskeys, endSessionsOfUser, lockSessionOf, raiseCredentialEpoch } from '../core/queries.js'
 import { assertEmailProven, lockProvenUser } from '../core/second-factor.js'
 import { lockUser } from '../../user/queries.js'
 import { type Ceremony, type CeremonyChallenge, consumeCeremonyChallenge, issueCeremonyChallenge } from '../links/challenges.js'
@@ -28,7 +28,6 @@ import type { CheckedCredential } from '../session/sessions.js'
 import { assertFresh } from '../session/fresh.js'
 import type { SessionState } from '../session/types.js'
 import {
-  countPasskeys,
   deletePasskeyOf,
   findPasskeyForSignIn,
   insertPasskey,

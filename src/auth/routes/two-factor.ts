@@ -1,6 +1,6 @@
 // Two-factor authentication under /api/auth/two-factor/*, in better-auth 1.6's twoFactor plugin's
 // paths, bodies, answers, cookie names and error codes, so the web client adds `twoFactorClient()`
-// and nothing else. The step every sign-in takes once the first factor passed is session/sign-in.ts.
+// and nothing else. The step every sign-in takes once the first factor passed is sign-in/step.ts.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
@@ -17,11 +17,11 @@ import {
   getTotpUri,
   invalidChallenge,
   regenerateBackupCodes,
-  trustDevice,
   verifyForSession,
   verifyForSignIn,
   type Method,
 } from '../two-factor/service.js'
+import { trustDevice } from '../sign-in/challenge.js'
 
 const tags = ['two-factor']
 
