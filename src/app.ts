@@ -7,31 +7,11 @@ import type { DestinationStream } from 'pino'
 import { openDatabase, type DatabaseHandle, type DB } from '../db/index.js'
 import { migrateToLatest } from '../db/migrate.js'
 import adminRoutes from './admin/routes.js'
-import accountRoutes from './auth/routes/account.js'
-import { reportBootstrapOwner } from './auth/account/bootstrap.js'
-import emailRoutes from './auth/routes/email.js'
-import idpRoutes from './auth/routes/idp.js'
-import mailboxRoutes from './auth/routes/mailbox.js'
-import twoFactorRoutes from './auth/routes/two-factor.js'
-import passkeyRoutes from './auth/routes/passkey.js'
-import securityNotices from './auth/security/plugin.js'
-import securityRoutes from './auth/routes/security.js'
+import auth from './auth/plugin.js'
 import mailer from './plugins/mailer.js'
 import purge from './maintenance/purge.js'
-import { SessionCookie } from './auth/session/cookies.js'
-import { SignInCookies } from './auth/sign-in/step.js'
-import { DeviceCookie } from './auth/security/devices.js'
-import { TwoFactorCookies } from './auth/sign-in/two-factor-cookies.js'
-import { TwoFactorKeys } from './auth/two-factor/crypto.js'
-import type { TwoFactorDeps } from './auth/two-factor/service.js'
 import compatibilityRoutes from './compatibility/routes.js'
 import paymentRoutes from './payment/routes.js'
-import { HashAdmission } from './auth/password/admission.js'
-import { HashPool } from './auth/password/hash-pool.js'
-import { PasswordHasher } from './auth/password/password.js'
-import sessionRoutes from './auth/routes/session.js'
-import { SessionManager } from './auth/session/sessions.js'
-import { SessionCache } from './auth/session/cache.js'
 import type { Config } from './config.js'
 import { systemClock, type Clock } from './shared/clock.js'
 import consentRoutes from './consent/routes.js'
@@ -47,7 +27,6 @@ import { serializerCompiler } from './plugins/serializer.js'
 import openapi from './plugins/openapi.js'
 import rateLimits from './plugins/rate-limit.js'
 import routePolicy from './plugins/route-policy.js'
-import { sessionLoader } from './auth/session/request.js'
 import redisConnection from './plugins/redis.js'
 import profileRoutes from './profile/routes.js'
 import usageRoutes from './usage/routes.js'
@@ -68,14 +47,6 @@ declare module 'fastify' {
     database: DatabaseHandle
     db: DB
     clock: Clock
-    hasher: PasswordHasher
-    sessions: SessionManager
-    sessionCache: SessionCache
-    sessionCookie: SessionCookie
-    /** The cookies of a sign-in's outcome (auth/sign-in/step.ts). */
-    signInCookies: SignInCookies
-    /** Two-factor's dependencies and cookies, shared by its routes and the sign-in routes. */
-    twoFactor: { deps: TwoFactorDeps; cookies: TwoFactorCookies }
     /** True once shutdown began: new requests get 503. */
     closing: boolean
     /** Runs work after the reply is sent (running-handlers.ts); `settled()` waits for it and the mail it sends. */
@@ -144,20 +115,6 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   app.decorate('database', database)
   app.decorate('db', database.db)
   app.decorate('clock', deps.clock ?? systemClock)
-  const sessionCache = new SessionCache(config.auth.sessionCacheSize)
-  sessionCache.listen(database.listen, {
-    listening: () => app.log.info('session cache listener: listening, the cache is in use'),
-    lost: (err) =>
-      app.log.warn({ err: { message: err.message } }, 'session cache listener: connection lost, the cache is bypassed'),
-  })
-  const sessions = new SessionManager(database.db, app.clock, config.auth.sessionTtlDays, sessionCache)
-  const sessionCookie = new SessionCookie(config.auth, app.clock)
-  const hashPool = new HashPool(config.hashing.maxConcurrency, config.hashing.maxQueue)
-  app.decorate('sessions', sessions)
-  app.decorate('sessionCache', sessionCache)
-  app.decorate('sessionCookie', sessionCookie)
-  const twoFactorCookies = new TwoFactorCookies(config.auth)
-  app.decorate('signInCookies', new SignInCookies(sessionCookie, twoFactorCookies, new DeviceCookie(config.auth), config.auth))
   app.decorate('closing', false)
 
   // Closing: handlers still running (their client may have gone) finish first, then what they use.
@@ -174,8 +131,6 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
     // Handlers and after-reply work first, then the mail they queued, then what they used.
     await app.settled()
     await app.mailer.close()
-    await hashPool.close()
-    await sessionCache.close()
     if (!deps.database) await database.close()
   })
 
@@ -189,12 +144,6 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   await app.register(errorHandling)
   await app.register(redisConnection, { url: config.redisUrl })
   await app.register(rateLimits)
-  // Every Argon2 operation takes from the budgets of its account and client address (admission.ts).
-  app.decorate('hasher', new PasswordHasher(hashPool, new HashAdmission(app.rateLimits.hashes)))
-  app.decorate('twoFactor', {
-    deps: { db: database.db, clock: app.clock, hasher: app.hasher, keys: new TwoFactorKeys(config.auth.secrets) },
-    cookies: twoFactorCookies,
-  })
   // Cookies are parsed when read (auth/session/cookie-attributes.ts), not on every request.
   await app.register(cookie, { secret: config.auth.secrets, hook: false })
   // request.user / request.session (declared in auth/session/request.ts), filled by the policy hook.
@@ -205,23 +154,16 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
     webOrigin: config.auth.webOrigin,
     roleRoutesNeedSecondFactor: config.auth.requireAdminTwoFactor,
     closing: () => app.closing,
-    loadSession: sessionLoader(sessions, sessionCookie),
+    // The session is auth's (auth/plugin.ts, registered below with the domains).
+    loadSession: (request, reply) => app.loadSession(request, reply),
   })
   await app.register(mailer)
-  await app.register(securityNotices)
   await app.register(purge)
   await app.register(openapi, { serverUrl: config.auth.baseUrl, serveDocs: config.apiDocs })
   await app.register(metrics, { requestLog })
 
   await app.register(healthRoutes)
-  await app.register(sessionRoutes)
-  await app.register(emailRoutes)
-  await app.register(idpRoutes)
-  await app.register(accountRoutes)
-  await app.register(twoFactorRoutes)
-  await app.register(passkeyRoutes)
-  await app.register(mailboxRoutes)
-  await app.register(securityRoutes)
+  await app.register(auth)
   await app.register(profileRoutes)
   await app.register(usageRoutes)
   await app.register(journalRoutes)
@@ -232,7 +174,6 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   await app.register(personalDataRoutes)
   // Development only (NODE_ENV=development, `npm start`'s default): production and test have no such routes.
   if (app.mailer.inbox) await app.register(devMailRoutes, { inbox: app.mailer.inbox })
-  app.addHook('onReady', () => reportBootstrapOwner({ db: app.db, log: app.log }, config.auth.bootstrapOwnerEmail))
 
   return app
 }

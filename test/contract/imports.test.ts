@@ -94,6 +94,7 @@ interface Layer {
  * nothing of auth. A new folder of src/auth/ takes its place here.
  */
 const AUTH_LAYERS: readonly Layer[] = [
+  { name: 'the front door', members: ['plugin.ts'] },
   { name: 'routes', members: ['routes'] },
   { name: 'ways in', members: ['account', 'email', 'idp', 'mailbox', 'passkey', 'two-factor'] },
   { name: 'the sign-in step', members: ['sign-in'] },

@@ -24,7 +24,7 @@ export interface SignInDeps {
   devices: KnownDevices
 }
 
-/** The sign-in step's dependencies, from the app's decorations (src/app.ts). */
+/** The sign-in step's dependencies, from the app's decorations (src/auth/plugin.ts). */
 export const signInDepsOf = (app: FastifyInstance): SignInDeps => ({
   db: app.db,
   clock: app.clock,
