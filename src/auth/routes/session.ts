@@ -1,151 +1,117 @@
 // The current session: read it, end it, list and revoke the user's sessions, and whoami. Under
 // /api/auth/* with better-auth 1.6's names and JSON shapes, so its client keeps working.
-import type { FastifyInstance } from 'fastify'
-import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
-import { PUBLIC } from '../../shared/route-policy.js'
 import { contextOf } from '../../shared/context.js'
-import { currentUser } from '../../user/signed-in.js'
-import { SessionSchema, Status, toSessionJson, toUserJson, toWhoamiJson, UserSchema, WhoamiSchema } from '../core/schemas.js'
-import { ErrorSchema } from '../../shared/errors.js'
 import { JsonMemo } from '../../shared/json-memo.js'
+import { PUBLIC } from '../../shared/route-policy.js'
+import { currentUser } from '../../user/signed-in.js'
 import type { SignedInUser } from '../../user/types.js'
+import { SessionSchema, Status, toSessionJson, toUserJson, toWhoamiJson, UserSchema, WhoamiSchema } from '../core/schemas.js'
 import { revokeAllSessions, revokeOtherSessions, revokeSession } from '../session/service.js'
-
-const tags = ['auth']
+import { declareRoutes, serveRoutes } from './serve.js'
 
 const GetSessionSchema = z.object({ session: SessionSchema, user: UserSchema }).nullable()
 const getSessionJson = new JsonMemo<SignedInUser>(GetSessionSchema, 'GET', '/api/auth/get-session')
+const NoBody = z.strictObject({}).optional()
 
-export default async function sessionRoutes(fastify: FastifyInstance) {
-  const app = fastify.withTypeProvider<ZodTypeProvider>()
+export const sessionRoutes = declareRoutes({
+  getSession: {
+    method: 'GET',
+    path: '/api/auth/get-session',
+    policy: PUBLIC,
+    summary: 'The current session and user, or null',
+    response: { 200: GetSessionSchema },
+  },
+  signOut: {
+    method: 'POST',
+    path: '/api/auth/sign-out',
+    policy: PUBLIC,
+    summary: 'End the current session (succeeds also without one)',
+    body: z.strictObject({}).nullish(),
+    response: { 200: z.object({ success: z.literal(true) }) },
+  },
+  listSessions: {
+    method: 'GET',
+    path: '/api/auth/list-sessions',
+    summary: 'The active sessions of the current user, newest first',
+    response: { 200: z.array(SessionSchema.extend({ current: z.boolean() })) },
+    errors: [401],
+  },
+  revokeSession: {
+    method: 'POST',
+    path: '/api/auth/revoke-session',
+    summary: "End one session of the current user by its public id (404 for an unknown id or another user's)",
+    body: z.strictObject({ id: z.string().min(1).max(64) }),
+    response: { 200: Status },
+    errors: [401, 404],
+  },
+  revokeOtherSessions: {
+    method: 'POST',
+    path: '/api/auth/revoke-other-sessions',
+    summary: 'End every session of the current user but this one',
+    body: NoBody,
+    response: { 200: Status },
+    errors: [401],
+  },
+  revokeSessions: {
+    method: 'POST',
+    path: '/api/auth/revoke-sessions',
+    summary: 'End every session of the current user, this one included',
+    body: NoBody,
+    response: { 200: Status },
+    errors: [401],
+  },
+  whoami: {
+    method: 'GET',
+    path: '/api/v1/whoami',
+    tags: ['identity'],
+    summary: 'Who the current session belongs to',
+    response: { 200: WhoamiSchema },
+    errors: [401],
+  },
+})
+
+export default serveRoutes(sessionRoutes, (app) => {
   const deps = { db: app.db, sessions: app.sessions }
-
-  app.get(
-    '/api/auth/get-session',
-    {
-      config: { policy: PUBLIC },
-      schema: {
-        operationId: 'getSession',
-        tags,
-        summary: 'The current session and user, or null',
-        response: { 200: GetSessionSchema },
-      },
-    },
+  return {
     // Answered from memory (the session the route policy loaded): a plain function.
-    (request, reply) => {
+    getSession: (request, reply) => {
       const { user, session } = request
       if (!user || !session) {
         reply.send(null)
-        return
+        return undefined
       }
       // Kept with the cached user object; the expiry is the one part a renewal changes.
       getSessionJson.send(reply, user, session.expiresAt.getTime(), () => ({
         session: toSessionJson(session),
         user: toUserJson(user),
       }))
+      return undefined
     },
-  )
-
-  app.post(
-    '/api/auth/sign-out',
-    {
-      config: { policy: PUBLIC },
-      schema: {
-        operationId: 'signOut',
-        tags,
-        summary: 'End the current session (succeeds also without one)',
-        body: z.strictObject({}).nullish(),
-        response: { 200: z.object({ success: z.literal(true) }) },
-      },
-    },
-    async (request, reply) => {
+    signOut: async (request, reply) => {
       const token = app.sessionCookie.read(request)
       if (token) await app.sessions.revokeByToken(token)
       app.sessionCookie.clear(reply)
       return { success: true as const }
     },
-  )
-
-  app.get(
-    '/api/auth/list-sessions',
-    {
-      schema: {
-        operationId: 'listSessions',
-        tags,
-        summary: 'The active sessions of the current user, newest first',
-        response: { 200: z.array(SessionSchema.extend({ current: z.boolean() })), 401: ErrorSchema },
-      },
-    },
-    async (request) => {
+    listSessions: async (request) => {
       const sessions = await app.sessions.list(currentUser(request).id)
       return sessions.map((s) => ({ ...toSessionJson(s), current: s.id === request.session!.id }))
     },
-  )
-
-  app.post(
-    '/api/auth/revoke-session',
-    {
-      schema: {
-        operationId: 'revokeSession',
-        tags,
-        summary: "End one session of the current user by its public id (404 for an unknown id or another user's)",
-        body: z.strictObject({ id: z.string().min(1).max(64) }),
-        response: { 200: Status, 401: ErrorSchema, 404: ErrorSchema },
-      },
-    },
-    async (request, reply) => {
+    revokeSession: async (request, reply) => {
       await revokeSession(deps, contextOf(request), currentUser(request).id, request.body.id)
       if (request.body.id === request.session!.id) app.sessionCookie.clear(reply)
       return { status: true as const }
     },
-  )
-
-  app.post(
-    '/api/auth/revoke-other-sessions',
-    {
-      schema: {
-        operationId: 'revokeOtherSessions',
-        tags,
-        summary: 'End every session of the current user but this one',
-        body: z.strictObject({}).optional(),
-        response: { 200: Status, 401: ErrorSchema },
-      },
-    },
-    async (request) => {
+    revokeOtherSessions: async (request) => {
       await revokeOtherSessions(deps, contextOf(request), currentUser(request).id, request.session!.id)
       return { status: true as const }
     },
-  )
-
-  app.post(
-    '/api/auth/revoke-sessions',
-    {
-      schema: {
-        operationId: 'revokeSessions',
-        tags,
-        summary: 'End every session of the current user, this one included',
-        body: z.strictObject({}).optional(),
-        response: { 200: Status, 401: ErrorSchema },
-      },
-    },
-    async (request, reply) => {
+    revokeSessions: async (request, reply) => {
       await revokeAllSessions(deps, contextOf(request), currentUser(request).id)
       app.sessionCookie.clear(reply)
       return { status: true as const }
     },
-  )
-
-  app.get(
-    '/api/v1/whoami',
-    {
-      schema: {
-        operationId: 'whoami',
-        tags: ['identity'],
-        summary: 'Who the current session belongs to',
-        response: { 200: WhoamiSchema, 401: ErrorSchema },
-      },
-    },
-    async (request) => toWhoamiJson(currentUser(request), request.session!),
-  )
-}
+    whoami: async (request) => toWhoamiJson(currentUser(request), request.session!),
+  }
+})
