@@ -1,18 +1,16 @@
 // Email and password accounts under /api/auth/*: sign-up, sign-in, password reset, email
 // verification and the change of password, in better-auth 1.6's names and JSON shapes so its
 // client keeps working.
-import type { FastifyInstance, FastifyRequest } from 'fastify'
-import type { ZodTypeProvider } from 'fastify-type-provider-zod'
+import type { FastifyRequest } from 'fastify'
 import { z } from 'zod'
 import { SignUpConsents } from '../../consent/schemas.js'
-import { PUBLIC, REVERIFIES_PASSWORD, type RoutePolicy, SIGN_IN } from '../../shared/route-policy.js'
 import { contextOf } from '../../shared/context.js'
 import { AppError } from '../../shared/errors.js'
 import { resolveOptionalRedirect, withQuery } from '../../shared/redirect.js'
+import { PUBLIC, REVERIFIES_PASSWORD, type RoutePolicy, SIGN_IN } from '../../shared/route-policy.js'
 import { SingleLine } from '../../shared/validation.js'
-import { landAfterLink } from '../links/emailed-link.js'
-import { mailRoute } from './mail-route.js'
 import { currentUser } from '../../user/signed-in.js'
+import { emailAuthDepsOf } from '../account/deps.js'
 import {
   CallbackUrl,
   CurrentPassword,
@@ -20,13 +18,11 @@ import {
   EmailedToken,
   Password,
   Status,
-  toUserJson,
   TwoFactorRedirectSchema,
+  toUserJson,
   twoFactorRedirect,
   UserSchema,
 } from '../core/schemas.js'
-import { ErrorSchema } from '../../shared/errors.js'
-import { afterFirstFactor, signInDepsOf, signInWith } from '../sign-in/step.js'
 import {
   changePassword,
   invalidCredentials,
@@ -40,21 +36,117 @@ import {
   verifyEmail,
   verifyEmailPassword,
 } from '../email/service.js'
-import { emailAuthDepsOf } from '../account/deps.js'
+import { landAfterLink } from '../links/emailed-link.js'
+import { afterFirstFactor, signInDepsOf, signInWith } from '../sign-in/step.js'
+import { mailing, mailsAfterReply } from './mail-route.js'
+import { declareRoutes, serveRoutes } from './serve.js'
 
-const tags = ['auth']
 /** A route that mails: public, counted per address like every mail. */
 const MAILS: RoutePolicy = { access: 'public', rateLimit: { perEmail: 'mail' } }
-type RedirectField = 'redirectTo' | 'callbackURL'
-/**
- * The optional redirect of a body, under the name better-auth gives it on that route. Typed as
- * either name, both optional: the other one reads as absent, which it is.
- */
-const redirectOf = (field: RedirectField) =>
-  ({ [field]: CallbackUrl.optional() }) as Record<RedirectField, ReturnType<typeof CallbackUrl.optional>>
+const SignedUp = z.object({ token: z.null(), user: UserSchema })
 
-export default async function emailRoutes(fastify: FastifyInstance) {
-  const app = fastify.withTypeProvider<ZodTypeProvider>()
+export const emailRoutes = declareRoutes({
+  signUpEmail: {
+    method: 'POST',
+    path: '/api/auth/sign-up/email',
+    policy: { access: 'public', rateLimit: { perIp: 'signUp' } },
+    summary: 'Register with email and password; signs in unless email verification is required',
+    body: z.strictObject({
+      name: SingleLine(1, 100),
+      email: Email,
+      password: Password,
+      image: z
+        .url({ protocol: /^https$/ })
+        .max(2048)
+        .nullish(),
+      callbackURL: CallbackUrl.optional(),
+      rememberMe: z.boolean().optional(),
+      consents: SignUpConsents.optional(),
+    }),
+    response: { 200: SignedUp },
+    errors: [400, 422],
+  },
+  signInEmail: {
+    method: 'POST',
+    path: '/api/auth/sign-in/email',
+    policy: SIGN_IN,
+    summary: 'Sign in with email and password',
+    body: z.strictObject({
+      email: Email,
+      // Not the sign-up rules: a wrong-length password is just a wrong password (same 401).
+      password: CurrentPassword,
+      rememberMe: z.boolean().optional(),
+      callbackURL: CallbackUrl.optional(),
+    }),
+    response: {
+      // With two-factor on: no session yet, the `two_factor` cookie and better-auth's redirect answer.
+      200: z.union([
+        z.object({ redirect: z.boolean(), url: z.string().optional(), token: z.null(), user: UserSchema }),
+        TwoFactorRedirectSchema,
+      ]),
+    },
+    errors: [401, 403],
+  },
+  requestPasswordReset: mailing({
+    path: '/api/auth/request-password-reset',
+    policy: MAILS,
+    summary: 'Mail a single-use password reset link (valid 1 h); answers the same whether the email has an account or not',
+    body: z.strictObject({ email: Email, redirectTo: CallbackUrl.optional() }),
+    answer: Status,
+  }),
+  resetPassword: {
+    method: 'POST',
+    path: '/api/auth/reset-password',
+    policy: PUBLIC,
+    summary: 'Set a new password with the emailed token; ends every session of the account',
+    body: z.strictObject({ token: EmailedToken, newPassword: Password }),
+    response: { 200: Status },
+    errors: [400],
+  },
+  resetPasswordCallback: {
+    method: 'GET',
+    path: '/api/auth/reset-password/:token',
+    policy: PUBLIC,
+    summary: "better-auth's reset link: 302 to callbackURL with the token, or with ?error=INVALID_TOKEN",
+    params: z.strictObject({ token: EmailedToken }),
+    query: z.strictObject({ callbackURL: CallbackUrl }),
+    response: { 302: z.null() },
+    errors: [400, 403],
+  },
+  sendVerificationEmail: mailing({
+    path: '/api/auth/send-verification-email',
+    policy: MAILS,
+    summary: 'Mail a single-use verification link (valid 24 h) to an unverified account; answers the same in every case',
+    body: z.strictObject({ email: Email, callbackURL: CallbackUrl.optional() }),
+    answer: Status,
+  }),
+  verifyEmail: {
+    method: 'GET',
+    path: '/api/auth/verify-email',
+    policy: PUBLIC,
+    summary:
+      'Use an emailed link: confirm the address, or a step of a change of address (approve, then confirm the new one); redirects to callbackURL when given',
+    query: z.strictObject({ token: EmailedToken, callbackURL: CallbackUrl.optional() }),
+    response: { 200: Status, 302: z.null() },
+    errors: [400, 403],
+  },
+  changePassword: {
+    method: 'POST',
+    path: '/api/auth/change-password',
+    policy: REVERIFIES_PASSWORD,
+    summary: 'Change the password; every other session of the account ends',
+    body: z.strictObject({
+      currentPassword: CurrentPassword,
+      newPassword: Password,
+      // Accepted for better-auth's client; other sessions end whatever its value.
+      revokeOtherSessions: z.boolean().optional(),
+    }),
+    response: { 200: SignedUp },
+    errors: [400, 401],
+  },
+})
+
+export default serveRoutes(emailRoutes, (app) => {
   const deps = emailAuthDepsOf(app)
   const signInDeps = signInDepsOf(app)
 
@@ -70,30 +162,8 @@ export default async function emailRoutes(fastify: FastifyInstance) {
     return false
   }
 
-  app.post(
-    '/api/auth/sign-up/email',
-    {
-      config: { policy: { access: 'public', rateLimit: { perIp: 'signUp' } } },
-      schema: {
-        operationId: 'signUpEmail',
-        tags,
-        summary: 'Register with email and password; signs in unless email verification is required',
-        body: z.strictObject({
-          name: SingleLine(1, 100),
-          email: Email,
-          password: Password,
-          image: z
-            .url({ protocol: /^https$/ })
-            .max(2048)
-            .nullish(),
-          callbackURL: CallbackUrl.optional(),
-          rememberMe: z.boolean().optional(),
-          consents: SignUpConsents.optional(),
-        }),
-        response: { 200: z.object({ token: z.null(), user: UserSchema }), 422: ErrorSchema, 400: ErrorSchema },
-      },
-    },
-    async (request, reply) => {
+  return {
+    signUpEmail: async (request, reply) => {
       const body = request.body
       const callbackURL = callback(body.callbackURL)
       const user = await signUpWithEmail(deps, contextOf(request), body)
@@ -113,35 +183,7 @@ export default async function emailRoutes(fastify: FastifyInstance) {
       }
       return { token: null, user: toUserJson(user) }
     },
-  )
-
-  app.post(
-    '/api/auth/sign-in/email',
-    {
-      config: { policy: SIGN_IN },
-      schema: {
-        operationId: 'signInEmail',
-        tags,
-        summary: 'Sign in with email and password',
-        body: z.strictObject({
-          email: Email,
-          // Not the sign-up rules: a wrong-length password is just a wrong password (same 401).
-          password: CurrentPassword,
-          rememberMe: z.boolean().optional(),
-          callbackURL: CallbackUrl.optional(),
-        }),
-        response: {
-          // With two-factor on: no session yet, the `two_factor` cookie and better-auth's redirect answer.
-          200: z.union([
-            z.object({ redirect: z.boolean(), url: z.string().optional(), token: z.null(), user: UserSchema }),
-            TwoFactorRedirectSchema,
-          ]),
-          401: ErrorSchema,
-          403: ErrorSchema,
-        },
-      },
-    },
-    async (request, reply) => {
+    signInEmail: async (request, reply) => {
       const { email, password, rememberMe = true } = request.body
       const callbackURL = callback(request.body.callbackURL)
       const outcome = await verifyEmailPassword(deps, contextOf(request), email, password)
@@ -166,60 +208,12 @@ export default async function emailRoutes(fastify: FastifyInstance) {
       const user = toUserJson(outcome.user)
       return callbackURL ? { redirect: true, url: callbackURL, token: null, user } : { redirect: false, token: null, user }
     },
-  )
-
-  /**
-   * A route that mails a link to `email` (links/mail-route.ts). Only the redirect is checked first,
-   * so a hostile one is refused and never mailed.
-   */
-  const mailLinkRoute = (
-    url: string,
-    doc: { operationId: string; summary: string },
-    redirectField: RedirectField,
-    what: string,
-    mail: (email: string, redirect: string | undefined) => Promise<unknown>,
-  ) =>
-    mailRoute(
-      app,
-      url,
-      {
-        policy: MAILS,
-        tags,
-        ...doc,
-        body: z.strictObject({ email: Email, ...redirectOf(redirectField) }),
-        answer: Status,
-        answered: () => ({ status: true as const }),
-      },
-      (body) => {
-        const redirect = callback(body[redirectField], redirectField)
-        return { what, mail: () => mail(body.email, redirect) }
-      },
-    )
-
-  mailLinkRoute(
-    '/api/auth/request-password-reset',
-    {
-      operationId: 'requestPasswordReset',
-      summary: 'Mail a single-use password reset link (valid 1 h); answers the same whether the email has an account or not',
-    },
-    'redirectTo',
-    'password reset request',
-    (email, redirectTo) => requestPasswordReset(deps, email, redirectTo),
-  )
-
-  app.post(
-    '/api/auth/reset-password',
-    {
-      config: { policy: PUBLIC },
-      schema: {
-        operationId: 'resetPassword',
-        tags,
-        summary: 'Set a new password with the emailed token; ends every session of the account',
-        body: z.strictObject({ token: EmailedToken, newPassword: Password }),
-        response: { 200: Status, 400: ErrorSchema },
-      },
-    },
-    async (request, reply) => {
+    // The mail routes check only the redirect first, so a hostile one is refused and never mailed.
+    requestPasswordReset: mailsAfterReply(app, { status: true as const }, (body: { email: string; redirectTo?: string }) => {
+      const redirectTo = callback(body.redirectTo, 'redirectTo')
+      return { what: 'password reset request', mail: () => requestPasswordReset(deps, body.email, redirectTo) }
+    }),
+    resetPassword: async (request, reply) => {
       const { token, newPassword } = request.body
       const browser = app.signInCookies.browserOf(request).devices
       // This browser proved the mailbox: the account's one known device from now on.
@@ -228,81 +222,25 @@ export default async function emailRoutes(fastify: FastifyInstance) {
       if (app.sessionCookie.present(request)) app.sessionCookie.clear(reply)
       return { status: true as const }
     },
-  )
-
-  app.get(
-    '/api/auth/reset-password/:token',
-    {
-      config: { policy: PUBLIC },
-      schema: {
-        operationId: 'resetPasswordCallback',
-        tags,
-        summary: "better-auth's reset link: 302 to callbackURL with the token, or with ?error=INVALID_TOKEN",
-        params: z.strictObject({ token: EmailedToken }),
-        querystring: z.strictObject({ callbackURL: CallbackUrl }),
-        response: { 302: z.null(), 400: ErrorSchema, 403: ErrorSchema },
-      },
-    },
-    async (request, reply) => {
+    resetPasswordCallback: async (request, reply) => {
       const target = callback(request.query.callbackURL)!
       const { token } = request.params
       // Looked at, not used: the token is spent when the new password is posted with it.
       const live = await resetTokenIsLive(deps, token)
       return reply.redirect(withQuery(target, live ? { token } : { error: 'INVALID_TOKEN' }), 302)
     },
-  )
-
-  mailLinkRoute(
-    '/api/auth/send-verification-email',
-    {
-      operationId: 'sendVerificationEmail',
-      summary: 'Mail a single-use verification link (valid 24 h) to an unverified account; answers the same in every case',
-    },
-    'callbackURL',
-    'verification mail request',
-    (email, callbackURL) => requestVerification(deps, email, callbackURL),
-  )
-
-  app.get(
-    '/api/auth/verify-email',
-    {
-      config: { policy: PUBLIC },
-      schema: {
-        operationId: 'verifyEmail',
-        tags,
-        summary:
-          'Use an emailed link: confirm the address, or a step of a change of address (approve, then confirm the new one); redirects to callbackURL when given',
-        querystring: z.strictObject({ token: EmailedToken, callbackURL: CallbackUrl.optional() }),
-        response: { 200: Status, 302: z.null(), 400: ErrorSchema, 403: ErrorSchema },
-      },
-    },
-    async (request, reply) => {
+    sendVerificationEmail: mailsAfterReply(app, { status: true as const }, (body: { email: string; callbackURL?: string }) => {
+      const callbackURL = callback(body.callbackURL)
+      return { what: 'verification mail request', mail: () => requestVerification(deps, body.email, callbackURL) }
+    }),
+    verifyEmail: async (request, reply) => {
       const callbackURL = callback(request.query.callbackURL)
       return landAfterLink(reply, callbackURL, 'invalid_token', async () => {
         await verifyEmail(deps, contextOf(request), request.query.token, request.user?.id ?? null)
         return { status: true as const }
       })
     },
-  )
-
-  app.post(
-    '/api/auth/change-password',
-    {
-      config: { policy: REVERIFIES_PASSWORD },
-      schema: {
-        operationId: 'changePassword',
-        tags,
-        summary: 'Change the password; every other session of the account ends',
-        body: z.strictObject({
-          currentPassword: CurrentPassword,
-          newPassword: Password,
-          // Accepted for better-auth's client; other sessions end whatever its value.
-          revokeOtherSessions: z.boolean().optional(),
-        }),
-        response: { 200: z.object({ token: z.null(), user: UserSchema }), 400: ErrorSchema, 401: ErrorSchema },
-      },
-    },
-    async (request, reply) => {
+    changePassword: async (request, reply) => {
       const { user, devices } = await changePassword(deps, contextOf(request), {
         userId: currentUser(request).id,
         currentSessionId: request.session!.id,
@@ -314,5 +252,5 @@ export default async function emailRoutes(fastify: FastifyInstance) {
       app.signInCookies.setDevices(reply, devices)
       return { token: null, user: toUserJson(user) }
     },
-  )
-}
+  }
+})

@@ -1,51 +1,44 @@
 // The "this wasn't me" link of a security notice: GET /api/auth/security-notice shows what the notice
 // was about and asks (it changes nothing, so a mail scanner that opens the link does no harm), and
 // POST /api/auth/secure-account, sent by that page's button or by the web front end, secures the account.
-import type { FastifyInstance } from 'fastify'
-import type { ZodTypeProvider } from 'fastify-type-provider-zod'
+// No session: the link is opened wherever the mail is read. Both routes are SIGN_IN_PER_IP.
 import { z } from 'zod'
 import { contextOf } from '../../shared/context.js'
-import { ErrorSchema } from '../../shared/errors.js'
 import { SIGN_IN_PER_IP } from '../../shared/route-policy.js'
 import { emailAuthDepsOf } from '../account/deps.js'
-import { sendPasswordResetMail } from '../email/service.js'
-import { linkPageRoute } from './link-page.js'
-import { EmailedToken, Status } from '../core/schemas.js'
-import { renderConfirmPage, renderInvalidPage, SECURE_ACCOUNT_PATH } from '../security/page.js'
 import { findNotice, secureAccount } from '../account/secure.js'
+import { EmailedToken, Status } from '../core/schemas.js'
+import { sendPasswordResetMail } from '../email/service.js'
+import { renderConfirmPage, renderInvalidPage, SECURE_ACCOUNT_PATH } from '../security/page.js'
+import { linkPage, pageOfLink } from './link-page.js'
+import { declareRoutes, serveRoutes } from './serve.js'
 
-const tags = ['auth']
-// No session: the link is opened wherever the mail is read. Both routes are SIGN_IN_PER_IP.
+export const securityRoutes = declareRoutes({
+  securityNoticePage: linkPage({
+    path: '/api/auth/security-notice',
+    summary: `A security notice's "this wasn't me" link: an HTML page that says what happened and asks; only its button (POST ${SECURE_ACCOUNT_PATH}) acts`,
+  }),
+  secureAccount: {
+    method: 'POST',
+    path: SECURE_ACCOUNT_PATH,
+    policy: SIGN_IN_PER_IP,
+    summary:
+      'Secure the account a security notice was mailed about (its token, single-use, 7 days): every session, provider link, pending link and trusted device ends, a password reset is required and its link mailed',
+    body: z.strictObject({ token: EmailedToken }),
+    response: { 200: Status },
+    errors: [400, 409],
+  },
+})
 
-export default async function securityRoutes(fastify: FastifyInstance) {
-  const app = fastify.withTypeProvider<ZodTypeProvider>()
+export default serveRoutes(securityRoutes, (app) => {
   const deps = emailAuthDepsOf(app)
-
-  linkPageRoute(
-    app,
-    '/api/auth/security-notice',
-    {
-      operationId: 'securityNoticePage',
-      tags,
-      summary: `A security notice's "this wasn't me" link: an HTML page that says what happened and asks; only its button (POST ${SECURE_ACCOUNT_PATH}) acts`,
-    },
-    { find: (token) => findNotice(deps, token), live: renderConfirmPage, dead: renderInvalidPage },
-  )
-
-  app.post(
-    SECURE_ACCOUNT_PATH,
-    {
-      config: { policy: SIGN_IN_PER_IP },
-      schema: {
-        operationId: 'secureAccount',
-        tags,
-        summary:
-          'Secure the account a security notice was mailed about (its token, single-use, 7 days): every session, provider link, pending link and trusted device ends, a password reset is required and its link mailed',
-        body: z.strictObject({ token: EmailedToken }),
-        response: { 200: Status, 400: ErrorSchema, 409: ErrorSchema },
-      },
-    },
-    async (request, reply) => {
+  return {
+    securityNoticePage: pageOfLink({
+      find: (token) => findNotice(deps, token),
+      live: renderConfirmPage,
+      dead: renderInvalidPage,
+    }),
+    secureAccount: async (request, reply) => {
       const user = await secureAccount(deps, contextOf(request), request.body.token)
       // The link to choose the new password, to the account's address (put back if the notice was of its change).
       await sendPasswordResetMail(deps, user)
@@ -53,5 +46,5 @@ export default async function securityRoutes(fastify: FastifyInstance) {
       if (request.user?.id === user.id) app.sessionCookie.clear(reply)
       return { status: true as const }
     },
-  )
-}
+  }
+})
