@@ -1,16 +1,12 @@
 // Passkeys under /api/auth/passkey/*, in better-auth 1.6's passkey plugin's paths, bodies, answers,
 // challenge cookie and error codes, so the web client adds `passkeyClient()` from
-// `@better-auth/passkey` and nothing else. The rules are in service.ts.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import type { ZodTypeProvider } from 'fastify-type-provider-zod'
+// `@better-auth/passkey` and nothing else. The rules are in passkey/service.ts.
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import { z } from 'zod'
 import { contextOf } from '../../shared/context.js'
-import { ErrorSchema } from '../../shared/errors.js'
 import { SIGN_IN_PER_IP } from '../../shared/route-policy.js'
-import { SessionSchema, Status, toSessionJson, toUserJson, UserSchema } from '../core/schemas.js'
 import { currentUser } from '../../user/signed-in.js'
-import { signInWith } from '../sign-in/step.js'
-import { SignedCookie } from '../sign-in/two-factor-cookies.js'
+import { SessionSchema, Status, toSessionJson, toUserJson, UserSchema } from '../core/schemas.js'
 import {
   CeremonyOptions,
   DeletePasskeyBody,
@@ -25,17 +21,91 @@ import {
   CHALLENGE_TTL_MS,
   deleteOwnPasskey,
   listPasskeys,
+  type PasskeyDeps,
   registrationOptions,
   renameOwnPasskey,
   verifyAuthentication,
   verifyRegistration,
-  type PasskeyDeps,
 } from '../passkey/service.js'
+import { signInWith } from '../sign-in/step.js'
+import { SignedCookie } from '../sign-in/two-factor-cookies.js'
+import { declareRoutes, serveRoutes } from './serve.js'
 
 const tags = ['passkey']
 
-export default async function passkeyRoutes(fastify: FastifyInstance) {
-  const app = fastify.withTypeProvider<ZodTypeProvider>()
+export const passkeyRoutes = declareRoutes({
+  generatePasskeyRegistrationOptions: {
+    method: 'GET',
+    path: '/api/auth/passkey/generate-register-options',
+    tags,
+    summary:
+      'Options for navigator.credentials.create() to add a passkey, and the challenge cookie (5 minutes); needs a session started within a day',
+    query: RegisterOptionsQuery,
+    response: { 200: CeremonyOptions },
+    errors: [400, 401, 403],
+  },
+  passkeyVerifyRegistration: {
+    method: 'POST',
+    path: '/api/auth/passkey/verify-registration',
+    tags,
+    summary:
+      "Add the passkey the authenticator made (with user verification) for the challenge cookie's options; the owner is mailed a notice",
+    body: VerifyRegistrationBody,
+    response: { 200: PasskeySchema },
+    errors: [400, 401, 403],
+  },
+  passkeyGenerateAuthenticateOptions: {
+    method: 'GET',
+    path: '/api/auth/passkey/generate-authenticate-options',
+    tags,
+    // Public: a sign-in has no session yet. Per IP like every sign-in: each ceremony also stores a challenge.
+    policy: SIGN_IN_PER_IP,
+    summary:
+      'Options for navigator.credentials.get() to sign in with a passkey (user verification required), and the challenge cookie (5 minutes)',
+    query: z.strictObject({}),
+    response: { 200: CeremonyOptions },
+    errors: [429],
+  },
+  passkeyVerifyAuthentication: {
+    method: 'POST',
+    path: '/api/auth/passkey/verify-authentication',
+    tags,
+    policy: SIGN_IN_PER_IP,
+    summary:
+      "Sign in with a passkey's assertion for the challenge cookie's options: the session cookie is set; counts as two factors",
+    body: VerifyAuthenticationBody,
+    response: { 200: z.object({ session: SessionSchema, user: UserSchema }) },
+    errors: [400, 401, 403, 429],
+  },
+  listPasskeys: {
+    method: 'GET',
+    path: '/api/auth/passkey/list-user-passkeys',
+    tags,
+    summary: "The signed-in user's passkeys, oldest first",
+    response: { 200: z.array(PasskeySchema) },
+    errors: [401],
+  },
+  updatePasskey: {
+    method: 'POST',
+    path: '/api/auth/passkey/update-passkey',
+    tags,
+    summary: "Rename one of the signed-in user's passkeys (404 PASSKEY_NOT_FOUND for any other id)",
+    body: UpdatePasskeyBody,
+    response: { 200: z.object({ passkey: PasskeySchema }) },
+    errors: [400, 401, 404],
+  },
+  deletePasskey: {
+    method: 'POST',
+    path: '/api/auth/passkey/delete-passkey',
+    tags,
+    summary: "Remove one of the signed-in user's passkeys (404 PASSKEY_NOT_FOUND for any other id); the owner is mailed a notice",
+    body: DeletePasskeyBody,
+    response: { 200: Status },
+    errors: [400, 401, 404],
+  },
+})
+
+export default serveRoutes(passkeyRoutes, (app) => {
   const deps: PasskeyDeps = {
     db: app.db,
     clock: app.clock,
@@ -52,84 +122,22 @@ export default async function passkeyRoutes(fastify: FastifyInstance) {
     return challengeCookie.read(request)
   }
 
-  app.get(
-    '/api/auth/passkey/generate-register-options',
-    {
-      schema: {
-        operationId: 'generatePasskeyRegistrationOptions',
-        tags,
-        summary:
-          'Options for navigator.credentials.create() to add a passkey, and the challenge cookie (5 minutes); needs a session started within a day',
-        querystring: RegisterOptionsQuery,
-        response: { 200: CeremonyOptions, 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema },
-      },
-    },
-    async (request, reply) => {
+  return {
+    generatePasskeyRegistrationOptions: async (request, reply) => {
       const { options, token } = await registrationOptions(deps, currentUser(request), request.session!, request.query)
       challengeCookie.set(reply, token)
       return { ...options }
     },
-  )
-
-  app.post(
-    '/api/auth/passkey/verify-registration',
-    {
-      schema: {
-        operationId: 'passkeyVerifyRegistration',
-        tags,
-        summary:
-          "Add the passkey the authenticator made (with user verification) for the challenge cookie's options; the owner is mailed a notice",
-        body: VerifyRegistrationBody,
-        response: { 200: PasskeySchema, 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema },
-      },
-    },
-    async (request, reply) => {
+    passkeyVerifyRegistration: async (request, reply) => {
       const token = takeChallengeToken(request, reply)
       return verifyRegistration(deps, contextOf(request), currentUser(request), request.session!, token, request.body)
     },
-  )
-
-  app.get(
-    '/api/auth/passkey/generate-authenticate-options',
-    {
-      // Public: a sign-in has no session yet. Per IP like every sign-in: each ceremony also stores a challenge.
-      config: { policy: SIGN_IN_PER_IP },
-      schema: {
-        operationId: 'passkeyGenerateAuthenticateOptions',
-        tags,
-        summary:
-          'Options for navigator.credentials.get() to sign in with a passkey (user verification required), and the challenge cookie (5 minutes)',
-        querystring: z.strictObject({}),
-        response: { 200: CeremonyOptions, 429: ErrorSchema },
-      },
-    },
-    async (request, reply) => {
+    passkeyGenerateAuthenticateOptions: async (request, reply) => {
       const { options, token } = await authenticationOptions(deps, request.user?.id ?? null)
       challengeCookie.set(reply, token)
       return { ...options }
     },
-  )
-
-  app.post(
-    '/api/auth/passkey/verify-authentication',
-    {
-      config: { policy: SIGN_IN_PER_IP },
-      schema: {
-        operationId: 'passkeyVerifyAuthentication',
-        tags,
-        summary:
-          "Sign in with a passkey's assertion for the challenge cookie's options: the session cookie is set; counts as two factors",
-        body: VerifyAuthenticationBody,
-        response: {
-          200: z.object({ session: SessionSchema, user: UserSchema }),
-          400: ErrorSchema,
-          401: ErrorSchema,
-          403: ErrorSchema,
-          429: ErrorSchema,
-        },
-      },
-    },
-    async (request, reply) => {
+    passkeyVerifyAuthentication: async (request, reply) => {
       const ctx = contextOf(request)
       const token = takeChallengeToken(request, reply)
       const verified = await verifyAuthentication(deps, ctx, token, request.body.response)
@@ -145,52 +153,13 @@ export default async function passkeyRoutes(fastify: FastifyInstance) {
       app.signInCookies.set(request, reply, outcome)
       return { session: toSessionJson(outcome.session), user: toUserJson(verified.user) }
     },
-  )
-
-  app.get(
-    '/api/auth/passkey/list-user-passkeys',
-    {
-      schema: {
-        operationId: 'listPasskeys',
-        tags,
-        summary: "The signed-in user's passkeys, oldest first",
-        response: { 200: z.array(PasskeySchema), 401: ErrorSchema },
-      },
-    },
-    async (request) => listPasskeys(deps, currentUser(request).id),
-  )
-
-  app.post(
-    '/api/auth/passkey/update-passkey',
-    {
-      schema: {
-        operationId: 'updatePasskey',
-        tags,
-        summary: "Rename one of the signed-in user's passkeys (404 PASSKEY_NOT_FOUND for any other id)",
-        body: UpdatePasskeyBody,
-        response: { 200: z.object({ passkey: PasskeySchema }), 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema },
-      },
-    },
-    async (request) => ({
+    listPasskeys: async (request) => listPasskeys(deps, currentUser(request).id),
+    updatePasskey: async (request) => ({
       passkey: await renameOwnPasskey(deps, contextOf(request), currentUser(request).id, request.body),
     }),
-  )
-
-  app.post(
-    '/api/auth/passkey/delete-passkey',
-    {
-      schema: {
-        operationId: 'deletePasskey',
-        tags,
-        summary:
-          "Remove one of the signed-in user's passkeys (404 PASSKEY_NOT_FOUND for any other id); the owner is mailed a notice",
-        body: DeletePasskeyBody,
-        response: { 200: Status, 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema },
-      },
-    },
-    async (request) => {
+    deletePasskey: async (request) => {
       await deleteOwnPasskey(deps, contextOf(request), currentUser(request).id, request.session!.id, request.body.id)
       return { status: true as const }
     },
-  )
-}
+  }
+})
