@@ -15,6 +15,7 @@ import idpRoutes from './routes/idp.js'
 import mailboxRoutes from './routes/mailbox.js'
 import passkeyRoutes from './routes/passkey.js'
 import securityRoutes from './routes/security.js'
+import type { RouteFamily } from './routes/serve.js'
 import sessionRoutes from './routes/session.js'
 import twoFactorRoutes from './routes/two-factor.js'
 import { DeviceCookie } from './security/devices.js'
@@ -27,6 +28,18 @@ import { SignInCookies } from './sign-in/step.js'
 import { TwoFactorCookies } from './sign-in/two-factor-cookies.js'
 import { TwoFactorKeys } from './two-factor/crypto.js'
 import type { TwoFactorDeps } from './two-factor/service.js'
+
+/** Every /api/auth route, by family, in the order they are registered (and listed in the OpenAPI document). */
+export const AUTH_ROUTES: readonly RouteFamily[] = [
+  sessionRoutes,
+  emailRoutes,
+  idpRoutes,
+  accountRoutes,
+  twoFactorRoutes,
+  passkeyRoutes,
+  mailboxRoutes,
+  securityRoutes,
+]
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -76,14 +89,7 @@ export default fp(
     })
     await app.register(securityNotices)
 
-    await app.register(sessionRoutes)
-    await app.register(emailRoutes)
-    await app.register(idpRoutes)
-    await app.register(accountRoutes)
-    await app.register(twoFactorRoutes)
-    await app.register(passkeyRoutes)
-    await app.register(mailboxRoutes)
-    await app.register(securityRoutes)
+    for (const routes of AUTH_ROUTES) await app.register(routes)
     app.addHook('onReady', () => reportBootstrapOwner({ db: app.db, log: app.log }, config.auth.bootstrapOwnerEmail))
   },
   { name: 'auth', dependencies: ['mailer', 'rate-limit', 'route-policy'] },

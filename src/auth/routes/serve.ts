@@ -75,12 +75,18 @@ export function routeOptions(operationId: string, route: AuthRoute, handler: Aut
   }
 }
 
+/** A family's plugin, which carries its declarations (the route walk and the tests read them). */
+export type RouteFamily = ((app: FastifyInstance) => Promise<void>) & { declared: Readonly<Record<string, AuthRoute>> }
+
 /**
  * The plugin that serves a family: `handlersOf` builds the handlers once, from the app (the
  * services' dependencies, cookies), and each declaration becomes one route with its handler.
  */
-export function serveRoutes<R extends Record<string, AuthRoute>>(declared: R, handlersOf: (app: FastifyInstance) => Handlers<R>) {
-  return async function routes(app: FastifyInstance): Promise<void> {
+export function serveRoutes<R extends Record<string, AuthRoute>>(
+  declared: R,
+  handlersOf: (app: FastifyInstance) => Handlers<R>,
+): RouteFamily {
+  async function routes(app: FastifyInstance): Promise<void> {
     const handlers = handlersOf(app) as unknown as Record<string, AuthHandler<AuthRoute>>
     for (const [operationId, route] of Object.entries(declared)) {
       const handler = handlers[operationId]
@@ -88,4 +94,5 @@ export function serveRoutes<R extends Record<string, AuthRoute>>(declared: R, ha
       app.route(routeOptions(operationId, route, handler))
     }
   }
+  return Object.assign(routes, { declared })
 }
