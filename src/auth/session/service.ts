@@ -22,7 +22,7 @@ export async function startSession<T = undefined>(
   ctx: RequestContext,
   input: {
     credential: CheckedCredential
-    /** How the credential was proven (sign-in.ts, LoginMethod): kept in the audit trail. */
+    /** How the credential was proven (sign-in/step.ts, LoginMethod): kept in the audit trail. */
     method: string
     rememberMe: boolean
     replacing: string | null
