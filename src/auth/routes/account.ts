@@ -9,7 +9,7 @@ import { z } from 'zod'
 import { UpdateProfileInput } from '../../profile/schemas.js'
 import { contextOf } from '../../shared/context.js'
 import { resolveOptionalRedirect, resolveRedirect, withQuery } from '../../shared/redirect.js'
-import { PUBLIC, REVERIFIES_PASSWORD, SIGN_IN_PER_IP } from '../../shared/route-policy.js'
+import { PUBLIC, REVERIFIES_PASSWORD } from '../../shared/route-policy.js'
 import { currentUser } from '../../user/signed-in.js'
 import { renderApprovalPage, renderDeadApprovalPage } from '../account/approval-page.js'
 import { emailAuthDepsOf } from '../account/deps.js'
@@ -28,7 +28,7 @@ import {
 } from '../account/service.js'
 import { CallbackUrl, CurrentPassword, Email, EmailedToken, Status } from '../core/schemas.js'
 import { APPROVE_ADDRESS_CHANGE_PATH, landAfterLink } from '../links/emailed-link.js'
-import { linkPage, pageOfLink } from './link-page.js'
+import { linkButton, linkPage, pageOfLink } from './link-page.js'
 import { declareRoutes, serveRoutes } from './serve.js'
 
 const LinkedAccountSchema = z
@@ -76,16 +76,12 @@ export const accountRoutes = declareRoutes({
     path: APPROVE_ADDRESS_CHANGE_PATH,
     summary: `The current address's approval link of a change of address: an HTML page naming the new address; only its button (POST ${APPROVE_ADDRESS_CHANGE_PATH}) approves`,
   }),
-  approveChangeEmail: {
-    method: 'POST',
+  approveChangeEmail: linkButton({
     path: APPROVE_ADDRESS_CHANGE_PATH,
-    policy: SIGN_IN_PER_IP,
     summary:
       'Approve a change of address from the current address (its link, single-use, 24 h): the new address is then mailed its link; answers the same whether that address is taken or not',
-    body: z.strictObject({ token: EmailedToken }),
-    response: { 200: Status },
     errors: [400],
-  },
+  }),
   deleteUser: {
     method: 'POST',
     path: '/api/auth/delete-user',

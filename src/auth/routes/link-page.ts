@@ -5,7 +5,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import { z } from 'zod'
 import { type Page, sendPage } from '../../shared/html-page.js'
 import { SIGN_IN_PER_IP } from '../../shared/route-policy.js'
-import { EmailedToken } from '../core/schemas.js'
+import { EmailedToken, Status } from '../core/schemas.js'
 
 /** The declaration of GET `path?token=`: a page, 200 for a live link and 400 for a dead one. */
 export const linkPage = (route: { path: string; summary: string }) => ({
@@ -14,6 +14,15 @@ export const linkPage = (route: { path: string; summary: string }) => ({
   policy: SIGN_IN_PER_IP,
   query: z.strictObject({ token: EmailedToken }),
   response: { 200: z.string().describe('text/html'), 400: z.string().describe('text/html') },
+})
+
+/** The declaration of the POST its page's button sends: the token; the link's work done is `{status: true}`. */
+export const linkButton = (route: { path: string; summary: string; errors: readonly number[] }) => ({
+  method: 'POST' as const,
+  ...route,
+  policy: SIGN_IN_PER_IP,
+  body: z.strictObject({ token: EmailedToken }),
+  response: { 200: Status },
 })
 
 /** Its handler: the `live` page of what `find` finds for the token, else the `dead` page. */

@@ -2,15 +2,12 @@
 // was about and asks (it changes nothing, so a mail scanner that opens the link does no harm), and
 // POST /api/auth/secure-account, sent by that page's button or by the web front end, secures the account.
 // No session: the link is opened wherever the mail is read. Both routes are SIGN_IN_PER_IP.
-import { z } from 'zod'
 import { contextOf } from '../../shared/context.js'
-import { SIGN_IN_PER_IP } from '../../shared/route-policy.js'
 import { emailAuthDepsOf } from '../account/deps.js'
 import { findNotice, secureAccount } from '../account/secure.js'
-import { EmailedToken, Status } from '../core/schemas.js'
 import { sendPasswordResetMail } from '../email/service.js'
 import { renderConfirmPage, renderInvalidPage, SECURE_ACCOUNT_PATH } from '../security/page.js'
-import { linkPage, pageOfLink } from './link-page.js'
+import { linkButton, linkPage, pageOfLink } from './link-page.js'
 import { declareRoutes, serveRoutes } from './serve.js'
 
 export const securityRoutes = declareRoutes({
@@ -18,16 +15,12 @@ export const securityRoutes = declareRoutes({
     path: '/api/auth/security-notice',
     summary: `A security notice's "this wasn't me" link: an HTML page that says what happened and asks; only its button (POST ${SECURE_ACCOUNT_PATH}) acts`,
   }),
-  secureAccount: {
-    method: 'POST',
+  secureAccount: linkButton({
     path: SECURE_ACCOUNT_PATH,
-    policy: SIGN_IN_PER_IP,
     summary:
       'Secure the account a security notice was mailed about (its token, single-use, 7 days): every session, provider link, pending link and trusted device ends, a password reset is required and its link mailed',
-    body: z.strictObject({ token: EmailedToken }),
-    response: { 200: Status },
     errors: [400, 409],
-  },
+  }),
 })
 
 export default serveRoutes(securityRoutes, (app) => {
