@@ -2,7 +2,7 @@
 // `two_factor` cookie, starts no session and sends the browser to the web app's two-factor page;
 // verify-totp there starts the session. A real OpenID Connect provider on loopback.
 import t from 'tap'
-import { signUp, WEB_ORIGIN } from '../../helpers/app.js'
+import { call, signUp, WEB_ORIGIN } from '../../helpers/app.js'
 import { auditEvents, userRow } from '../../helpers/expect.js'
 import { Browser, CLIENT_ID, CLIENT_SECRET, drive, startOidcProvider } from '../../helpers/idp.js'
 import { freePort } from '../../helpers/port.js'
@@ -160,11 +160,32 @@ t.test(
       .insertInto('account')
       .values({ id: `acc-${sub}`, user_id: other.id, provider_id: 'idp', account_id: sub })
       .execute()
-    clock.advance(30_000)
-    const res = await verifyTotp(browser, codeAt(user.secret, clock.now()))
+    const res = await verifyTotp(browser, codeAt(user.secret, clock.now(), 1))
     t.equal(res.status, 401)
     t.equal(browser.cookie(API, SESSION), undefined, 'no session')
     t.equal(await linkOf(sub), other.id, 'the other account keeps it')
     t.same((await sessionRows(app, user.id)).length, 1, "only the session of the user's sign-up")
   },
 )
+
+t.test('the second step racing the end of every session: the login is linked exactly when the session is born', async (t) => {
+  // verify-totp links the provider login in the transaction that births the session; revoke-sessions
+  // raises the credential epoch. Whichever commits first, a link never outlives a refused sign-in.
+  for (let trial = 0; trial < 6; trial++) {
+    const user = await verifiedMemberWithTwoFactor()
+    const sub = newSubject(user.email)
+    const browser = new Browser()
+    await drive(browser, startUrl, { api: API, provider: idp.issuer, login: sub })
+    // The revocation starts a little later each trial, so that each side wins some.
+    const [passed, revoked] = await Promise.all([
+      verifyTotp(browser, codeAt(user.secret, clock.now(), 1)),
+      new Promise((r) => setTimeout(r, trial * 4)).then(() =>
+        call(app, 'POST', '/api/auth/revoke-sessions', { cookie: user.cookie, body: {} }),
+      ),
+    ])
+    const label = `trial ${trial}: ${passed.status} ${revoked.statusCode}`
+    t.equal(revoked.statusCode, 200, label)
+    t.ok([200, 401].includes(passed.status), `${label}: born, or refused as overtaken`)
+    t.equal(await linkOf(sub), passed.status === 200 ? user.id : undefined, `${label}: linked exactly when born`)
+  }
+})
