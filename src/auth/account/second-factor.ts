@@ -1,11 +1,14 @@
 // What survives a mailbox (docs/http-contract.md, "Recovery"): a second factor (TOTP, or a passkey)
-// is set up only by a session that proved the account's address itself, and once an account has one,
-// no proof of the mailbox alone signs in or takes the account back.
+// is set up only by a session that proved the account's address itself, recently, and once an account
+// has one, no proof of the mailbox alone signs in or takes the account back.
 import type { Executor, Trx } from '../../../db/index.js'
-import { AppError } from '../../shared/errors.js'
+import { AppError, unauthorized } from '../../shared/errors.js'
 import type { SecondFactor } from '../schemas.js'
 import { countPasskeys } from '../passkey/queries.js'
-import { lockUser } from '../../user/queries.js'
+import { findSessionProof, type SessionProof } from '../session/queries.js'
+import { FRESH_AGE_MS } from '../session/fresh.js'
+import type { LoginMethod } from '../session/sign-in.js'
+import { findUserById } from '../../user/queries.js'
 
 /**
  * Whether nobody has proven the account's ways in are its mailbox holder's: the address was never
@@ -30,10 +33,10 @@ export async function secondFactorsOf(db: Executor, user: { id: string; twoFacto
 }
 
 /**
- * 403 EMAIL_NOT_PROVEN: setting up a second factor needs the address proven by a session of the
- * account (a code typed in it, or the verification link opened in it). Anyone may register an
- * address without reading its mail, and a mail scanner or a phone's mail app opens links: a second
- * factor set up by whoever that was would outlast the owner's recovery through the mailbox.
+ * 403 EMAIL_NOT_PROVEN: setting up a second factor needs the address proven by this very session,
+ * recently (sessionProves). Anyone may register an address without reading its mail, a mail scanner
+ * or a phone's mail app opens links, and a session may be stolen: a second factor set up by whoever
+ * that was would outlast the owner's recovery through the mailbox.
  */
 export const emailNotProven = () =>
   new AppError(
@@ -42,23 +45,52 @@ export const emailNotProven = () =>
     'Verify your email address while signed in first: type the emailed code, or open the emailed link, in this browser',
   )
 
-const PROOF = ['id', 'email_verified', 'ways_in_unproven'] as const
+/**
+ * How long a session's proof counts for setting up a second factor: a day, better-auth's freshAge
+ * (session/fresh.ts). Long enough to verify, then scan a code or touch a key; short enough that a
+ * session cookie copied later from the owner's browser is refused like any other session.
+ */
+export const ADDRESS_PROOF_MAX_AGE_MS = FRESH_AGE_MS
+
+/** How a sign-in proves the address in the browser it signs in: an emailed code or sign-in link used there. */
+export const provesAddress = (method: LoginMethod): boolean => method === 'email-otp' || method === 'magic-link'
 
 /**
- * Throws EMAIL_NOT_PROVEN unless the account's address was proven by a session of the account: a
- * first look, before any Argon2 work or ceremony; the transaction that adds the factor judges again
- * (lockProvenUser).
+ * Whether the session may set up a second factor, at `now`: it proved the address itself within
+ * ADDRESS_PROOF_MAX_AGE_MS (a code typed in it, the link opened in it, or a sign-in by an emailed
+ * code or link; a password or a provider's sign-in proves nothing of the mailbox), or, for an
+ * account that has a second factor already, it signed in with one within that time (a passkey, a
+ * TOTP or backup code, a trusted device): its holder proved more than the mailbox. `factors`: the
+ * account's second factors now.
  */
-export async function assertEmailProven(db: Executor, userId: string): Promise<void> {
-  const user = await db.selectFrom('user').select(PROOF).where('id', '=', userId).executeTakeFirst()
-  if (user && waysInUnproven({ emailVerified: user.email_verified, waysInUnproven: user.ways_in_unproven }))
-    throw emailNotProven()
+export function sessionProves(proof: SessionProof, factors: readonly SecondFactor[], now: Date): boolean {
+  const recent = (at: Date | null) => at !== null && now.getTime() - at.getTime() < ADDRESS_PROOF_MAX_AGE_MS
+  return recent(proof.emailProvenAt) || (proof.twoFactorVerified && factors.length > 0 && recent(proof.createdAt))
 }
 
-/** The same, read with the user row locked in the transaction that adds the second factor; false when the user is gone. */
-export async function lockProvenUser(trx: Trx, userId: string): Promise<boolean> {
-  const user = await lockUser(trx, { id: userId }, PROOF)
-  if (!user) return false
-  if (waysInUnproven(user)) throw emailNotProven()
+type SessionOf = { id: string; userId: string }
+
+/**
+ * Throws EMAIL_NOT_PROVEN unless the session may set up a second factor: a first look, before any
+ * Argon2 work or ceremony; the transaction that adds the factor judges again (lockProvenSession).
+ */
+export async function assertEmailProven(db: Executor, session: SessionOf, now: Date): Promise<void> {
+  const proof = await findSessionProof(db, session, { lock: false })
+  const user = await findUserById(db, session.userId)
+  if (!proof || !user) throw unauthorized()
+  if (!sessionProves(proof, await secondFactorsOf(db, user), now)) throw emailNotProven()
+}
+
+/**
+ * The same, in the transaction that adds the second factor, with the user row already locked by the
+ * caller (the order of every writer of the account): the session row is locked and read, so a
+ * sign-out, a revoke or a reset that ends it either went first (false: nothing is added) or waits for
+ * this one and ends the factor's session with the rest.
+ */
+export async function lockProvenSession(trx: Trx, session: SessionOf, now: Date): Promise<boolean> {
+  const proof = await findSessionProof(trx, session, { lock: true })
+  const user = proof && (await findUserById(trx, session.userId))
+  if (!proof || !user) return false
+  if (!sessionProves(proof, await secondFactorsOf(trx, user), now)) throw emailNotProven()
   return true
 }

@@ -256,7 +256,8 @@ export default async function emailRoutes(fastify: FastifyInstance) {
     '/api/auth/send-verification-email',
     {
       operationId: 'sendVerificationEmail',
-      summary: 'Mail a single-use verification link (valid 24 h) to an unverified account; answers the same in every case',
+      summary:
+        'Mail a single-use verification link (valid 24 h) to the account of the address, verified or not (opened in a session, it proves the address for that session); answers the same in every case',
     },
     'callbackURL',
     'verification mail request',

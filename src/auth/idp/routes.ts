@@ -12,6 +12,7 @@ import { currentUser } from '../../user/signed-in.js'
 import { CallbackUrl } from '../schemas.js'
 import { ErrorSchema } from '../../shared/errors.js'
 import { completeCallback } from './callback.js'
+import { signInDepsOf } from '../session/sign-in.js'
 import { FlowCookie } from './flow-cookie.js'
 import { IdentityProvider, IdpError, type AuthorizationRequest } from './oauth.js'
 import type { IdpDeps } from './service.js'
@@ -172,7 +173,7 @@ export default async function idpRoutes(fastify: FastifyInstance) {
     async (request, reply) => {
       const provider = configured()
       const result = await completeCallback(
-        { ...deps, sessions: app.sessions, devices: app.knownDevices, provider, issuer: app.config.idp.issuer, webOrigin },
+        { ...deps, ...signInDepsOf(app), provider, issuer: app.config.idp.issuer, webOrigin },
         { ...contextOf(request), userId: request.user?.id ?? null },
         {
           flow: flowCookie.take(request, reply),

@@ -9,7 +9,7 @@ import { ErrorSchema } from '../../shared/errors.js'
 import { SIGN_IN_PER_IP } from '../../shared/route-policy.js'
 import { SessionSchema, Status, toSessionJson, toUserJson, UserSchema } from '../schemas.js'
 import { currentUser } from '../../user/signed-in.js'
-import { signInWith } from '../session/sign-in.js'
+import { signInDepsOf, signInWith } from '../session/sign-in.js'
 import { SignedCookie } from '../two-factor/cookies.js'
 import {
   CeremonyOptions,
@@ -42,7 +42,7 @@ export default async function passkeyRoutes(fastify: FastifyInstance) {
     relyingParty: app.config.auth.passkey,
     notices: app.securityNotices,
   }
-  const signInDeps = { db: app.db, clock: app.clock, sessions: app.sessions, devices: app.knownDevices }
+  const signInDeps = signInDepsOf(app)
   // better-auth's `better-auth-passkey` cookie under its prefix: the challenge's token, 5 minutes.
   const challengeCookie = new SignedCookie(app.config.auth, 'better-auth.better-auth-passkey', CHALLENGE_TTL_MS)
 

@@ -131,6 +131,7 @@ export default async function twoFactorRoutes(fastify: FastifyInstance) {
       rememberMe: verified.rememberMe,
       browser: app.signInCookies.browserOf(request),
       twoFactorVerified: true,
+      link: verified.link,
     })
     app.signInCookies.set(request, reply, outcome)
     if (trust) cookies.trustedDevice.set(reply, await trustDevice(deps, verified.user.id))
