@@ -15,8 +15,7 @@ import type {
   InferSchemaInput,
   InferSchemaOutput,
 } from '@orpc/contract'
-import { isContractProcedure, ValidationError } from '@orpc/contract'
-import { StandardRPCJsonSerializer, StandardRPCSerializer } from '@orpc/client/standard'
+import { isContractProcedure } from '@orpc/contract'
 import { implement, ORPCError, type AnyRouter } from '@orpc/server'
 import { SimpleCsrfProtectionHandlerPlugin, StrictGetMethodPlugin } from '@orpc/server/plugins'
 import { type StandardHandlerInterceptorOptions, StandardRPCHandler } from '@orpc/server/standard'
@@ -27,6 +26,7 @@ import { ErrorSchema, InputError, type InputIssue } from '../shared/errors.js'
 import type { MaybePromise } from '../shared/maybe-async.js'
 import { validationFailed } from './errors.js'
 import { addBatchRoute } from './batches.js'
+import { callDirectly, NOT_PLAIN, orpcInputError, plainInput } from './rpc-direct.js'
 
 /** Where both protocols live: RPCLink's `url` and the REST paths' prefix. */
 export const API_PREFIX = '/api/v1'
@@ -186,105 +186,7 @@ const malformedRequest = (cause: unknown) =>
     cause,
   })
 
-/** A rule the schema could not hold, broken: worded as oRPC words a failed input schema. */
-const orpcInputError = (issues: readonly InputIssue[]) =>
-  new ORPCError('BAD_REQUEST', { message: 'Input validation failed', data: { issues } })
-
 const PROCEDURE_METHODS: HTTPMethods[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE']
-
-/** oRPC's RPC serializer ({json, meta} both ways), as its StandardRPCHandler builds it. */
-const rpcSerializer = new StandardRPCSerializer(new StandardRPCJsonSerializer())
-
-/** A call whose body is more than plain JSON: oRPC's handler takes it. */
-const NOT_PLAIN = Symbol('not plain')
-const DATA_ONLY = /^data=([^&#]*)$/
-
-/**
- * The input of a plain call, decoded as oRPC's StandardRPCCodec decodes it: the envelope
- * `{json, meta?}` with no meta (or `[]`), in the body or, for a GET, in the one `data` parameter;
- * or no envelope at all (no input). NOT_PLAIN for anything else, for oRPC's own decoder: meta to
- * apply, a body that is no envelope, JSON it cannot parse, a query it would read otherwise.
- */
-function plainInput(request: FastifyRequest): unknown {
-  let envelope: unknown = request.body
-  if (request.method === 'GET') {
-    const at = request.url.indexOf('?')
-    const query = at === -1 ? '' : request.url.slice(at + 1)
-    if (query === '') return undefined
-    const data = DATA_ONLY.exec(query)?.[1]
-    if (data === undefined) return NOT_PLAIN
-    try {
-      // URLSearchParams' reading of a well-formed value; a malformed one throws and goes to oRPC.
-      const text = decodeURIComponent(data.replaceAll('+', ' '))
-      envelope = text === '' ? undefined : JSON.parse(text)
-    } catch {
-      return NOT_PLAIN
-    }
-  }
-  if (envelope === undefined) return undefined
-  if (!isPlainObject(envelope)) return NOT_PLAIN
-  const { meta } = envelope
-  if (meta !== undefined && !(Array.isArray(meta) && meta.length === 0)) return NOT_PLAIN
-  return envelope.json
-}
-
-/** A value through a Standard Schema (zod's), as oRPC's procedure client runs it. */
-function validated(
-  schema: AnyContractProcedure['~orpc']['inputSchema'],
-  value: unknown,
-  failed: (issues: readonly unknown[]) => ORPCError<string, unknown>,
-): MaybePromise<unknown> {
-  if (!schema) return value
-  const settle = (result: Awaited<ReturnType<(typeof schema)['~standard']['validate']>>) => {
-    if (result.issues) throw failed(result.issues)
-    return result.value
-  }
-  const result = schema['~standard'].validate(value)
-  return result instanceof Promise ? result.then(settle) : settle(result)
-}
-
-const inputFailed = (input: unknown) => (issues: readonly unknown[]) =>
-  new ORPCError('BAD_REQUEST', {
-    message: 'Input validation failed',
-    data: { issues },
-    cause: new ValidationError({ message: 'Input validation failed', issues: issues as never, data: input }),
-  })
-const outputFailed = (output: unknown) => (issues: readonly unknown[]) =>
-  new ORPCError('INTERNAL_SERVER_ERROR', {
-    message: 'Output validation failed',
-    cause: new ValidationError({ message: 'Output validation failed', issues: issues as never, data: output }),
-  })
-
-/**
- * A plain call, served as oRPC's StandardRPCHandler serves it, step for step, without its request
- * wrapping, interceptor chains and per-call procedure client: the CSRF rule
- * (SimpleCsrfProtectionHandlerPlugin), the strict GET rule (StrictGetMethodPlugin), the input
- * schema, the handler, the output schema, and the answer through oRPC's own serializer. The route
- * policy ran before, as for every call; errors go to the one error handler, as captureFailure
- * hands them over.
- */
-async function callDirectly(
-  { procedure, handler }: Declared,
-  method: string,
-  csrf: boolean,
-  input: unknown,
-  request: FastifyRequest,
-  reply: FastifyReply,
-) {
-  if (csrf && request.headers['x-csrf-token'] !== 'orpc')
-    throw new ORPCError('CSRF_TOKEN_MISMATCH', { status: 403, message: 'Invalid CSRF token' })
-  if (request.method === 'GET' && method !== 'GET') throw new ORPCError('METHOD_NOT_SUPPORTED')
-  const { inputSchema, outputSchema } = procedure['~orpc']
-  const value = await validated(inputSchema, input, inputFailed(input))
-  let output: unknown
-  try {
-    output = await handler(value, request, reply)
-  } catch (error) {
-    throw error instanceof InputError ? orpcInputError(error.issues) : error
-  }
-  const result = await validated(outputSchema, output, outputFailed(output))
-  return reply.code(200).send(rpcSerializer.serialize(result))
-}
 
 function addProcedureRoute(app: FastifyInstance, operation: Declared, rpc: StandardRPCHandler<RpcContext>): void {
   const { path } = operation
@@ -305,7 +207,7 @@ function addProcedureRoute(app: FastifyInstance, operation: Declared, rpc: Stand
     handler: async (request: FastifyRequest, reply: FastifyReply) => {
       if (fastPath) {
         const input = plainInput(request)
-        if (input !== NOT_PLAIN) return callDirectly(operation, method, csrf, input, request, reply)
+        if (input !== NOT_PLAIN) return callDirectly(operation.procedure, operation.handler, method, csrf, input, request, reply)
       }
       const context: RpcContext = { request, reply, failure: {} }
       const query = request.url.indexOf('?')
