@@ -64,7 +64,6 @@ function answerOf(res: LightMyRequestResponse, twins: Array<[string, string]>) {
 
 // The callers. Twins (index 0 for this app, 1 for the other) for the calls that change something.
 const member = await signUp(direct, { name: 'Same Member' })
-const other = await signUp(direct, { name: 'Other Member' })
 const admin = await signUpWithRole(direct, 'admin')
 const premium = await signUp(direct, { name: 'Premium' })
 await direct.db.updateTable('user').set({ plan: 'premium_plus' }).where('id', '=', premium.id).execute()
