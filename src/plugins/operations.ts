@@ -26,7 +26,7 @@ import { ErrorSchema, InputError, type InputIssue } from '../shared/errors.js'
 import type { MaybePromise } from '../shared/maybe-async.js'
 import { validationFailed } from './errors.js'
 import { addBatchRoute } from './batches.js'
-import { callDirectly, NOT_PLAIN, orpcInputError, plainInput } from './rpc-direct.js'
+import { directCaller, NOT_PLAIN, orpcInputError, plainInput } from './rpc-direct.js'
 
 /** Where both protocols live: RPCLink's `url` and the REST paths' prefix. */
 export const API_PREFIX = '/api/v1'
@@ -192,8 +192,9 @@ function addProcedureRoute(app: FastifyInstance, operation: Declared, rpc: Stand
   const { path } = operation
   const { meta, method } = routeOf(operation)
   const url = `${API_PREFIX}/${path.join('/')}`
-  const fastPath = app.rpcFastPath
-  const csrf = app.config.rpc.requireCsrfHeader
+  const callDirectly =
+    app.rpcFastPath &&
+    directCaller({ procedure: operation.procedure, handler: operation.handler, method, csrf: app.config.rpc.requireCsrfHeader })
   app.route({
     // RPCLink sends GET for the procedures declared GET and POST for the rest (or the contract's
     // method); the strict GET rule refuses a GET on any other procedure with 405, nothing changed.
@@ -205,9 +206,9 @@ function addProcedureRoute(app: FastifyInstance, operation: Declared, rpc: Stand
     config: { policy: meta.policy, procedure: path.join('.') },
     schema: { hide: true },
     handler: async (request: FastifyRequest, reply: FastifyReply) => {
-      if (fastPath) {
+      if (callDirectly) {
         const input = plainInput(request)
-        if (input !== NOT_PLAIN) return callDirectly(operation.procedure, operation.handler, method, csrf, input, request, reply)
+        if (input !== NOT_PLAIN) return callDirectly(input, request, reply)
       }
       const context: RpcContext = { request, reply, failure: {} }
       const query = request.url.indexOf('?')

@@ -84,34 +84,56 @@ const outputFailed = (output: unknown) => (issues: readonly unknown[]) =>
 export const orpcInputError = (issues: readonly InputIssue[]) =>
   new ORPCError('BAD_REQUEST', { message: 'Input validation failed', data: { issues } })
 
+const KEEPS_ANSWER = Symbol('keeps its answer')
+
 /**
- * A plain call, served as oRPC's StandardRPCHandler serves it. The route policy ran before, as for
- * every call; errors go to the one error handler as operations.ts's captureFailure hands them over.
+ * Marks a handler whose answer is a frozen object that is never changed, only replaced (the
+ * session cache's user and profile): its encoded answer is kept with it, as the REST routes keep
+ * get-session's (shared/json-memo.ts), instead of validated and encoded again on every call.
  */
-export async function callDirectly(
-  procedure: AnyContractProcedure,
-  handler: Handler,
-  method: string,
-  csrf: boolean,
-  input: unknown,
-  request: FastifyRequest,
-  reply: FastifyReply,
-): Promise<FastifyReply> {
-  // SimpleCsrfProtectionHandlerPlugin's rule, then StrictGetMethodPlugin's, after decoding as there.
-  if (csrf && request.headers['x-csrf-token'] !== 'orpc')
-    throw new ORPCError('CSRF_TOKEN_MISMATCH', { status: 403, message: 'Invalid CSRF token' })
-  if (request.method === 'GET' && method !== 'GET') throw new ORPCError('METHOD_NOT_SUPPORTED')
+export function answersFrozen<H extends object>(handler: H): H {
+  return Object.assign(handler, { [KEEPS_ANSWER]: true })
+}
+
+/** A procedure as its route serves a plain call. */
+export interface DirectProcedure {
+  procedure: AnyContractProcedure
+  handler: Handler
+  /** The procedure's declared method: a GET on any other is refused. */
+  method: string
+  /** SimpleCsrfProtectionHandlerPlugin is on (RPC_REQUIRE_CSRF_HEADER). */
+  csrf: boolean
+}
+
+/** Serves a procedure's plain calls as oRPC's StandardRPCHandler serves them. */
+export function directCaller({ procedure, handler, method, csrf }: DirectProcedure) {
   const { inputSchema, outputSchema } = procedure['~orpc']
-  const value = await validated(inputSchema, input, inputFailed(input))
-  let output: unknown
-  try {
-    output = await handler(value, request, reply)
-  } catch (error) {
-    throw error instanceof InputError ? orpcInputError(error.issues) : error
+  const kept = KEEPS_ANSWER in handler ? new WeakMap<object, string>() : undefined
+  /**
+   * The route policy ran before, as for every call; errors go to the one error handler as
+   * operations.ts's captureFailure hands them over.
+   */
+  return async function callDirectly(input: unknown, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+    // SimpleCsrfProtectionHandlerPlugin's rule, then StrictGetMethodPlugin's, after decoding as there.
+    if (csrf && request.headers['x-csrf-token'] !== 'orpc')
+      throw new ORPCError('CSRF_TOKEN_MISMATCH', { status: 403, message: 'Invalid CSRF token' })
+    if (request.method === 'GET' && method !== 'GET') throw new ORPCError('METHOD_NOT_SUPPORTED')
+    const value = await validated(inputSchema, input, inputFailed(input))
+    let output: unknown
+    try {
+      output = await handler(value, request, reply)
+    } catch (error) {
+      throw error instanceof InputError ? orpcInputError(error.issues) : error
+    }
+    const keep = kept && typeof output === 'object' && output !== null && Object.isFrozen(output) ? output : undefined
+    let body = keep && kept!.get(keep)
+    if (body === undefined) {
+      body = rpcJson(await validated(outputSchema, output, outputFailed(output)))
+      if (keep) kept!.set(keep, body)
+    }
+    // What Fastify writes for the object oRPC's codec answers: its JSON, as application/json.
+    return reply.code(200).header('content-type', 'application/json; charset=utf-8').send(body)
   }
-  const result = await validated(outputSchema, output, outputFailed(output))
-  // What Fastify writes for the object oRPC's codec answers: its JSON, as application/json.
-  return reply.code(200).header('content-type', 'application/json; charset=utf-8').send(rpcJson(result))
 }
 
 /** oRPC's RPC serializer, as its StandardRPCHandler builds it: for what rpcJson does not encode itself. */

@@ -241,6 +241,30 @@ t.test('each way a call fails: the same answer from both, byte for byte', async 
   }
 })
 
+t.test("getProfile's kept answer: the same bytes again, a new one once the profile changes", async (t) => {
+  const getProfile = procedures.find((p) => p.name === 'getProfile')!
+  const updateProfile = procedures.find((p) => p.name === 'updateProfile')!
+  const first = await send(direct, getProfile, member, {})
+  const again = await send(direct, getProfile, member, {})
+  t.same(answerOf(again, []), answerOf(first, []), 'the same answer from memory')
+  const renamed = await send(direct, updateProfile, member, envelopeOf({ name: 'Kept No More' }))
+  t.equal(renamed.statusCode, 200)
+  for (const app of [direct, throughOrpc]) {
+    // The change reaches each app's session cache when it commits (a notification).
+    let res = await send(app, getProfile, member, {})
+    for (let i = 0; i < 50 && !res.body.includes('Kept No More'); i++) {
+      await new Promise((r) => setTimeout(r, 10))
+      res = await send(app, getProfile, member, {})
+    }
+    t.match(res.json(), { json: { name: 'Kept No More' } }, 'the new name')
+  }
+  t.same(
+    answerOf(await send(direct, getProfile, member, {}), []),
+    answerOf(await send(throughOrpc, getProfile, member, {}), []),
+    'the same answer from both',
+  )
+})
+
 t.test("rpcJson writes what oRPC's serializer writes, for every type it knows", async (t) => {
   const values: unknown[] = [
     undefined,
