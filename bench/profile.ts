@@ -25,8 +25,9 @@ try {
     rest: '/api/v1/profile',
     live: '/api/health/live',
     session: '/api/auth/get-session',
+    batch: `/api/v1/getProfile/__batch__?batch=${encodeURIComponent(JSON.stringify([0, 1, 2].map(() => ({ url: `${base}/api/v1/getProfile?data=%7B%7D` }))))}`,
   }
-  const headers: Record<string, string> = target === 'live' ? { origin: ORIGIN } : { origin: ORIGIN, cookie }
+  const headers: Record<string, string> = target === 'live' ? {} : { origin: ORIGIN, cookie, 'x-orpc-batch': 'streaming' }
   const check = await fetch(base + paths[target], { headers })
   console.log(check.status, (await check.text()).slice(0, 300))
   await autocannon({ url: base + paths[target], connections: 50, duration: 3, headers })

@@ -283,7 +283,15 @@ try {
 
   const signIns = signers.map((s) => ({ email: s.email, password: s.password }))
   const targets: Target[] = [
-    { group: 'foundation', name: 'liveness', method: 'GET', path: '/api/health/live', headers: { origin: ORIGIN } },
+    // As a load balancer probes it: no Origin, no cookie (the goal's row), and as a page would ask.
+    { group: 'foundation', name: 'liveness', method: 'GET', path: '/api/health/live', headers: {} },
+    {
+      group: 'foundation',
+      name: 'liveness with an Origin (CORS answered)',
+      method: 'GET',
+      path: '/api/health/live',
+      headers: { origin: ORIGIN },
+    },
     { group: 'foundation', name: 'health (database ping)', method: 'GET', path: '/api/health', headers: { origin: ORIGIN } },
     { group: 'auth', name: 'get-session (valid cookie)', method: 'GET', path: '/api/auth/get-session', headers: readerHeaders },
     // The web front end's call: RPCLink's GET with the procedure's (empty) input in ?data=.
@@ -520,7 +528,7 @@ try {
   for (const r of byName('getProfile (RPCLink GET'))
     if (rest?.ratioToPreparedBaseline && r.ratioToPreparedBaseline)
       atLeast(`${r.target} >= 0.9 x REST`, ratio(r.ratioToPreparedBaseline, rest.ratioToPreparedBaseline), 0.9)
-  for (const r of byName('liveness')) atLeast(`${r.target} >= 0.7 x hello-world`, r.ratioToHello, 0.7)
+  for (const r of rows.filter((r) => r.target === 'liveness')) atLeast(`${r.target} >= 0.7 x hello-world`, r.ratioToHello, 0.7)
   atMost('get-session p99 <= 15 ms', byName('get-session')[0]?.latencyP99Ms, 15)
   if (signInCheck) atLeast('sign-in >= 0.9 x parallel hashing', signInCheck.ratioToParallelHashing, 0.9)
   atMost(
