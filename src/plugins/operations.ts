@@ -2,7 +2,8 @@
 // contract procedure becomes
 // - its oRPC procedure at /api/v1/<router path>, answered by @orpc/server's own StandardRPCHandler
 //   (the protocol the web front end's RPCLink speaks: {json, meta} in and out, Dates in meta, GET
-//   only for the procedures declared GET, oRPC's BAD_REQUEST for input that fails its schema), and
+//   only for the procedures declared GET, oRPC's BAD_REQUEST for input that fails its schema), or
+//   for a call whose envelope carries no meta by the same steps without that handler (rpc-direct.ts), and
 // - its REST twin at the declared method and path, whose zod schemas make its OpenAPI entry.
 // Both are Fastify routes carrying the declaration's policy in `config.policy`, so the one
 // route-policy hook checks them alike under every spelling of their path, and every error of both
