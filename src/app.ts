@@ -60,6 +60,8 @@ export interface AppDeps {
   clock?: Clock
   /** Where log lines go (tests read them); stdout by default. */
   logStream?: DestinationStream
+  /** Plain RPC calls served without oRPC's handler, the same bytes (default true; plugins/operations.ts). */
+  rpcFastPath?: boolean
 }
 
 declare module 'fastify' {
@@ -159,6 +161,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   const twoFactorCookies = new TwoFactorCookies(config.auth)
   app.decorate('signInCookies', new SignInCookies(sessionCookie, twoFactorCookies, new DeviceCookie(config.auth), config.auth))
   app.decorate('closing', false)
+  app.decorate('rpcFastPath', deps.rpcFastPath ?? true)
 
   // Closing: handlers still running (their client may have gone) finish first, then what they use.
   const handlers = new RunningHandlers()
