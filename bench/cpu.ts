@@ -46,7 +46,8 @@ try {
     { name: 'get-session', path: '/api/auth/get-session', headers: { origin: ORIGIN, cookie } },
     {
       name: 'getProfile (RPCLink GET)',
-      path: `/api/v1/getProfile?data=${encodeURIComponent(JSON.stringify({ meta: [] }))}`,
+      // As RPCLink sends a call without input.
+      path: `/api/v1/getProfile?data=${encodeURIComponent('{}')}`,
       headers: { origin: ORIGIN, cookie },
     },
     { name: 'getProfile (REST)', path: '/api/v1/profile', headers: { origin: ORIGIN, cookie } },

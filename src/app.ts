@@ -39,6 +39,8 @@ export interface AppDeps {
   clock?: Clock
   /** Where log lines go (tests read them); stdout by default. */
   logStream?: DestinationStream
+  /** Plain RPC calls served without oRPC's handler, the same bytes (default true; plugins/operations.ts). */
+  rpcFastPath?: boolean
 }
 
 declare module 'fastify' {
@@ -116,6 +118,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   app.decorate('db', database.db)
   app.decorate('clock', deps.clock ?? systemClock)
   app.decorate('closing', false)
+  app.decorate('rpcFastPath', deps.rpcFastPath ?? true)
 
   // Closing: handlers still running (their client may have gone) finish first, then what they use.
   const handlers = new RunningHandlers()

@@ -2,7 +2,8 @@
 // contract procedure becomes
 // - its oRPC procedure at /api/v1/<router path>, answered by @orpc/server's own StandardRPCHandler
 //   (the protocol the web front end's RPCLink speaks: {json, meta} in and out, Dates in meta, GET
-//   only for the procedures declared GET, oRPC's BAD_REQUEST for input that fails its schema), and
+//   only for the procedures declared GET, oRPC's BAD_REQUEST for input that fails its schema), or
+//   for a call whose envelope carries no meta by the same steps without that handler (rpc-direct.ts), and
 // - its REST twin at the declared method and path, whose zod schemas make its OpenAPI entry.
 // Both are Fastify routes carrying the declaration's policy in `config.policy`, so the one
 // route-policy hook checks them alike under every spelling of their path, and every error of both
@@ -26,11 +27,19 @@ import { ErrorSchema, InputError, type InputIssue } from '../shared/errors.js'
 import type { MaybePromise } from '../shared/maybe-async.js'
 import { validationFailed } from './errors.js'
 import { addBatchRoute } from './batches.js'
+import { directCaller, NOT_PLAIN, orpcInputError, plainInput } from './rpc-direct.js'
 
 /** Where both protocols live: RPCLink's `url` and the REST paths' prefix. */
 export const API_PREFIX = '/api/v1'
 
 declare module 'fastify' {
+  interface FastifyInstance {
+    /**
+     * Plain calls (no meta) skip oRPC's handler for the same steps in the same order (below); false
+     * sends every call through it (the test that proves both answer alike builds such an app).
+     */
+    rpcFastPath: boolean
+  }
   interface FastifyContextConfig {
     /** On an oRPC procedure's route: its path ("journal.createEntry"). Errors then travel in the RPC envelope. */
     procedure?: string
@@ -178,16 +187,15 @@ const malformedRequest = (cause: unknown) =>
     cause,
   })
 
-/** A rule the schema could not hold, broken: worded as oRPC words a failed input schema. */
-const orpcInputError = (issues: readonly InputIssue[]) =>
-  new ORPCError('BAD_REQUEST', { message: 'Input validation failed', data: { issues } })
-
 const PROCEDURE_METHODS: HTTPMethods[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE']
 
 function addProcedureRoute(app: FastifyInstance, operation: Declared, rpc: StandardRPCHandler<RpcContext>): void {
   const { path } = operation
-  const { meta } = routeOf(operation)
+  const { meta, method } = routeOf(operation)
   const url = `${API_PREFIX}/${path.join('/')}`
+  const callDirectly =
+    app.rpcFastPath &&
+    directCaller({ procedure: operation.procedure, handler: operation.handler, method, csrf: app.config.rpc.requireCsrfHeader })
   app.route({
     // RPCLink sends GET for the procedures declared GET and POST for the rest (or the contract's
     // method); the strict GET rule refuses a GET on any other procedure with 405, nothing changed.
@@ -199,6 +207,10 @@ function addProcedureRoute(app: FastifyInstance, operation: Declared, rpc: Stand
     config: { policy: meta.policy, procedure: path.join('.') },
     schema: { hide: true },
     handler: async (request: FastifyRequest, reply: FastifyReply) => {
+      if (callDirectly) {
+        const input = plainInput(request)
+        if (input !== NOT_PLAIN) return callDirectly(input, request, reply)
+      }
       const context: RpcContext = { request, reply, failure: {} }
       const query = request.url.indexOf('?')
       const { response } = await rpc.handle(

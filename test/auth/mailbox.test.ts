@@ -154,7 +154,7 @@ t.test('three wrong tries, then the code is refused whatever it says; an expired
   t.equal((await signInWithCode(user.email, late)).json().code, 'INVALID_OTP', 'an expired code is removed')
 })
 
-t.test('the same answer and work whether or not an account has the address; only a sign-in code goes anywhere', async (t) => {
+t.test('the same answer and work whether or not an account has the address; only a sign-in code goes to anyone', async (t) => {
   const user = await verifiedUser()
   const nobody = uniqueEmail('otp-nobody')
   const before = (await codeRows('reset-password-code')).length
@@ -173,8 +173,9 @@ t.test('the same answer and work whether or not an account has the address; only
   await settled()
   t.equal((await codeRows('reset-password-code')).length, before + 2, 'a code row for each address: the same work')
   t.equal(smtp.inbox.for(nobody).length, 0, 'nothing is mailed to an address without an account')
-  t.equal((await smtp.inbox.next(user.email)).subject, 'Your password reset code')
-  t.equal(smtp.inbox.for(user.email).length, 0, 'a verified address is sent no verification code')
+  const subjects = [(await smtp.inbox.next(user.email)).subject, (await smtp.inbox.next(user.email)).subject]
+  // A verified address too: typed in one of its sessions, the code proves the address for that session.
+  t.same(subjects.sort(), ['Your password reset code', 'Your verification code'])
   // A code stored for nobody was mailed to nobody: it verifies nothing.
   const guess = await call(app, 'POST', '/api/auth/email-otp/verify-email', { body: { email: nobody, otp: '123456' } })
   t.equal(guess.json().code, 'INVALID_OTP')

@@ -391,6 +391,55 @@ t.test('a mailbox sign-in racing a passkey registration is never born after the 
   }
 })
 
+t.test(
+  'a second factor added by a session racing its sign-out or revocation is stored only while the session lived',
+  async (t) => {
+    // The factor's transaction reads the session's proof of the address under the session row's lock:
+    // a sign-out or a revocation that committed first leaves it nothing to add (401, nothing stored);
+    // one that waits ends the session after the factor is in. Either way the answer tells the truth.
+    const adds: Record<string, (w: World) => Promise<() => Promise<LightMyRequestResponse>>> = {
+      totp: async (w) => () =>
+        call(app, 'POST', '/api/auth/two-factor/enable', { cookie: w.user.cookie, body: { password: w.user.password } }),
+      passkey: async (w) => {
+        const registration = await registrationOf(app, new SoftAuthenticator(WEB_ORIGIN), w.user.cookie)
+        return () =>
+          call(app, 'POST', '/api/auth/passkey/verify-registration', {
+            cookie: registration.cookie,
+            body: { response: registration.response },
+          })
+      },
+    }
+    const ends: Record<string, (w: World) => Promise<() => Promise<LightMyRequestResponse>>> = {
+      signOut: async (w) => () => call(app, 'POST', '/api/auth/sign-out', { cookie: w.user.cookie, body: {} }),
+      revoke: async (w) => {
+        // From another session of the account (a password sign-in: it proves nothing, and needs to).
+        const other = sessionCookieOf(await OPS.signIn!(w))!
+        const { id } = (await call(app, 'GET', '/api/auth/get-session', { cookie: w.user.cookie })).json().session
+        return () => call(app, 'POST', '/api/auth/revoke-session', { cookie: other, body: { id } })
+      },
+    }
+    for (let trial = 0; trial < Math.max(3, TRIALS); trial++) {
+      for (const [factor, prepareAdd] of Object.entries(adds)) {
+        for (const [end, prepareEnd] of Object.entries(ends)) {
+          const w = await world(false)
+          const [add, ending] = [await prepareAdd(w), await prepareEnd(w)]
+          // The end starts a little later each trial, so that each side wins some.
+          const [added, ended] = await Promise.all([add(), new Promise((r) => setTimeout(r, trial * 40)).then(ending)])
+          const label = `${factor} x ${end}, trial ${trial}: ${added.statusCode} ${ended.statusCode}`
+          t.equal(ended.statusCode, 200, `${label}: the session ends`)
+          t.ok([200, 401].includes(added.statusCode), `${label}: added, or refused for a session already ended`)
+          const stored =
+            factor === 'totp'
+              ? await app.db.selectFrom('two_factor').select('user_id').where('user_id', '=', w.user.id).execute()
+              : await app.db.selectFrom('passkey').select('id').where('user_id', '=', w.user.id).execute()
+          t.equal(stored.length, added.statusCode === 200 ? 1 : 0, `${label}: stored exactly when it answered 200`)
+          t.notOk(await alive(w.user.cookie), `${label}: the session is gone`)
+        }
+      }
+    }
+  },
+)
+
 t.test('two links of one account opened at once serialise: one changes the address, none fails', async (t) => {
   for (let trial = 0; trial < Math.max(3, TRIALS); trial++) {
     const w = await world(false)

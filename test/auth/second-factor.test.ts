@@ -7,8 +7,9 @@ import { call, sessionCookieOf, signUp, type TestUser, WEB_ORIGIN } from '../hel
 import { SoftAuthenticator } from '../helpers/authenticator.js'
 import { auditEvents, userRow } from '../helpers/expect.js'
 import { registerPasskey, registrationOf, signInWithPasskey } from '../helpers/passkey.js'
-import { linkIn, type ReceivedMail, startSmtpServer } from '../helpers/smtp.js'
+import { linkIn, pressApprove, type ReceivedMail, startSmtpServer } from '../helpers/smtp.js'
 import { codeAt, enableTotp, twoFactorApp } from '../helpers/two-factor.js'
+import { ADDRESS_PROOF_MAX_AGE_MS } from '../../src/auth/session/second-factor.js'
 
 const smtp = await startSmtpServer()
 const { app, clock } = await twoFactorApp({ SMTP_URL: smtp.url })
@@ -207,11 +208,16 @@ t.test('the verification link opened with the session proves the address for it'
   )
 })
 
-t.test('a passkey registration whose address proof ended meanwhile is refused at the verify step', async (t) => {
+t.test('a passkey registration whose address proof lapsed meanwhile is refused at the verify step', async (t) => {
   const user = await signUp(app)
   await proveInSession(user)
   const registration = await registrationOf(app, new SoftAuthenticator(WEB_ORIGIN), user.cookie)
-  await markUnproven(user.id)
+  // The proof was typed a day ago by the time the authenticator answers.
+  await app.db
+    .updateTable('session')
+    .set({ email_proven_at: new Date(clock.now().getTime() - ADDRESS_PROOF_MAX_AGE_MS) })
+    .where('user_id', '=', user.id)
+    .execute()
   const res = await call(app, 'POST', '/api/auth/passkey/verify-registration', {
     cookie: registration.cookie,
     body: { response: registration.response },
@@ -219,6 +225,106 @@ t.test('a passkey registration whose address proof ended meanwhile is refused at
   t.equal(res.statusCode, 403, res.body)
   t.equal(res.json().code, 'EMAIL_NOT_PROVEN')
   t.equal(await app.db.selectFrom('passkey').select('id').where('user_id', '=', user.id).executeTakeFirst(), undefined)
+})
+
+/** Whether `cookie`'s session may set up TOTP and a passkey: both answers, for the same verdict. */
+async function setUpAnswers(user: TestUser, cookie: string) {
+  const enable = await call(app, 'POST', '/api/auth/two-factor/enable', { cookie, body: { password: user.password } })
+  const passkey = await call(app, 'GET', '/api/auth/passkey/generate-register-options', { cookie })
+  // A pending setup started here is the test's to undo, so the next one starts from nothing.
+  await app.db.deleteFrom('two_factor').where('user_id', '=', user.id).where('verified', '=', false).execute()
+  return [enable, passkey].map((res) => `${res.statusCode} ${res.statusCode === 200 ? '' : res.json().code}`.trim())
+}
+const PROVEN = ['200', '200']
+const NOT_PROVEN = ['403 EMAIL_NOT_PROVEN', '403 EMAIL_NOT_PROVEN']
+
+t.test('a stolen session cannot set up a second factor on an address its owner proved in their own session', async (t) => {
+  const owner = await signUp(app)
+  await proveInSession(owner) // the owner typed the code in their own browser
+  // Elsewhere, whoever learned the password signs in: a session of the same account, proving nothing of the mailbox.
+  const stolen = sessionCookieOf(await signInWithPassword(owner, owner.password))!
+  t.ok(stolen)
+  t.same(await setUpAnswers(owner, stolen), NOT_PROVEN, "the owner's proof is not that session's")
+  t.equal(await app.db.selectFrom('two_factor').select('user_id').where('user_id', '=', owner.id).executeTakeFirst(), undefined)
+  t.equal(
+    await app.db
+      .selectFrom('verification')
+      .select('id')
+      .where('user_id', '=', owner.id)
+      .where('purpose', '=', 'passkey-registration')
+      .executeTakeFirst(),
+    undefined,
+    'no ceremony begun',
+  )
+  t.same(await setUpAnswers(owner, owner.cookie), PROVEN, 'the session that typed the code may')
+
+  // Once it proves the address in its own right, that session may too: here, a code typed in it.
+  const otp = await mailedCode(owner.email, 'email-verification')
+  const proven = await call(app, 'POST', '/api/auth/email-otp/verify-email', {
+    cookie: stolen,
+    body: { email: owner.email, otp },
+  })
+  t.equal(proven.statusCode, 200, proven.body)
+  t.same(await setUpAnswers(owner, stolen), PROVEN)
+})
+
+t.test("a copied cookie of the owner's proven session is refused once the proof is a day old", async (t) => {
+  const owner = await signUp(app)
+  await proveInSession(owner)
+  t.same(await setUpAnswers(owner, owner.cookie), PROVEN)
+  clock.advance(ADDRESS_PROOF_MAX_AGE_MS)
+  t.equal((await call(app, 'GET', '/api/v1/whoami', { cookie: owner.cookie })).statusCode, 200, 'the session lives on')
+  // A passkey needs a session started within the day as well (session/fresh.ts), which it no longer is.
+  t.same(await setUpAnswers(owner, owner.cookie), ['403 EMAIL_NOT_PROVEN', '403 SESSION_NOT_FRESH'], 'its proof does not')
+  await proveInSession(owner)
+  t.same(await setUpAnswers(owner, owner.cookie), ['200', '403 SESSION_NOT_FRESH'], 'a new code renews it')
+})
+
+t.test('a sign-in by an emailed code or sign-in link proves the address for its session; a password does not', async (t) => {
+  const user = await signUp(app)
+  await proveInSession(user)
+  const byCode = sessionCookieOf(await signInWithCode(user.email))!
+  const byLink = sessionCookieOf(await signInWithLink(user.email))!
+  const byPassword = sessionCookieOf(await signInWithPassword(user, user.password))!
+  t.same(await setUpAnswers(user, byCode), PROVEN, 'code')
+  t.same(await setUpAnswers(user, byLink), PROVEN, 'link')
+  t.same(await setUpAnswers(user, byPassword), NOT_PROVEN, 'password')
+  // The verification link opened in the password's session proves it for that session.
+  const link = await verificationLink(user)
+  t.equal((await call(app, 'GET', `${link.pathname}${link.search}`, { cookie: byPassword })).statusCode, 200)
+  t.same(await setUpAnswers(user, byPassword), PROVEN, 'the link opened in it')
+})
+
+t.test('an account with a second factor: a session that signed in with it may add another, one without may not', async (t) => {
+  const user = await signUp(app)
+  await proveInSession(user)
+  const authenticator = new SoftAuthenticator(WEB_ORIGIN)
+  await registerPasskey(app, authenticator, user.cookie)
+  const withPasskey = sessionCookieOf(await signInWithPasskey(app, authenticator))!
+  t.same(await setUpAnswers(user, withPasskey), PROVEN, 'a passkey sign-in proved more than the mailbox')
+  // A password alone stops at the second step; a session the account already had before its passkey
+  // (here one signed in by password, then proven no further) holds neither proof.
+  await app.db.updateTable('session').set({ email_proven_at: null }).where('user_id', '=', user.id).execute()
+  t.same(await setUpAnswers(user, user.cookie), NOT_PROVEN, 'a session without a proof of either')
+  clock.advance(ADDRESS_PROOF_MAX_AGE_MS)
+  t.same(await setUpAnswers(user, withPasskey), ['403 EMAIL_NOT_PROVEN', '403 SESSION_NOT_FRESH'], 'a passkey sign-in a day old')
+})
+
+t.test('a change of address: the sessions that proved the old address no longer count', async (t) => {
+  const user = await signUp(app)
+  await proveInSession(user) // verified: the change is approved from the current address first
+  const other = sessionCookieOf(await signInWithCode(user.email))!
+  t.same(await setUpAnswers(user, other), PROVEN)
+  const newEmail = `moved-${user.email}`
+  const asked = await call(app, 'POST', '/api/auth/change-email', { cookie: user.cookie, body: { newEmail } })
+  t.equal(asked.statusCode, 200, asked.body)
+  const approved = await pressApprove(app, await smtp.inbox.next(user.email))
+  t.equal(approved.statusCode, 200, approved.body)
+  const confirm = linkIn(await smtp.inbox.next(newEmail))
+  const confirmed = await call(app, 'GET', `${confirm.pathname}${confirm.search}`, { cookie: user.cookie })
+  t.equal(confirmed.headers.location, `${WEB_ORIGIN}/`, "the new address is the account's")
+  t.same(await setUpAnswers(user, other), NOT_PROVEN, 'the old address was what it proved')
+  t.same(await setUpAnswers(user, user.cookie), PROVEN, "the session that opened the new address's link proved that one")
 })
 
 t.test('a take-back leaves an admin a member, audited, and mails the account a notice', async (t) => {

@@ -22,6 +22,7 @@ import { findUserById, lockUser } from '../../user/queries.js'
 import { assertDeletable, eraseAccount } from '../../user/erase.js'
 import type { SessionUser, SignedInUser } from '../../user/types.js'
 import { isFresh, notFresh } from '../session/fresh.js'
+import { forgetEmailProofs, markSessionEmailProven } from '../session/queries.js'
 import {
   accountsOfUser,
   deleteAccountOfUser,
@@ -214,6 +215,11 @@ export async function completeEmailChange(
   const changed = await replaceEmail(trx, record.userId, email, newEmail, now)
   if (!changed) throw invalidToken() // the address changed since the mail was sent
   const tokensRevoked = await revokeTokens(trx, changed.id)
+  // What the account's sessions proved was the old address's; the session that opened this link (it
+  // must be one of the account's: verifyEmail) proved the new one.
+  await forgetEmailProofs(trx, changed.id)
+  if (ctx.actorId === changed.id && ctx.sessionId)
+    await markSessionEmailProven(trx, { id: ctx.sessionId, userId: changed.id }, now)
   // No address in this event; the row keeps the old one in former_emails, which erasure scrubs from the log.
   await recordUserEvent(trx, ctx, changed.id, 'auth.email_changed', { tokensRevoked })
   await maybeBootstrapOwner(

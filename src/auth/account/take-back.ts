@@ -11,7 +11,7 @@ import { revokeTokens } from '../links/verification.js'
 import { deleteChallenges } from '../links/challenges.js'
 import type { Role } from '../../shared/roles.js'
 import { changeRole } from './roles.js'
-import { secondFactorsOf, waysInUnproven } from '../core/second-factor.js'
+import { secondFactorsOf, waysInUnproven } from '../session/second-factor.js'
 import { forgetKnownDevices } from '../security/queries.js'
 
 /**

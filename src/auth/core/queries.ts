@@ -44,6 +44,36 @@ export async function insertAccount(
     .execute()
 }
 
+/**
+ * Links a provider login to the user unless it is linked already: 'linked', 'already' (to this
+ * user), or 'other' (to another user, which keeps it: the same subject is always the same user).
+ */
+export async function linkProviderLogin(
+  trx: Trx,
+  login: { userId: string; providerId: string; accountId: string },
+): Promise<'linked' | 'already' | 'other'> {
+  const inserted = await trx
+    .insertInto('account')
+    .values({
+      id: newId(),
+      user_id: login.userId,
+      provider_id: login.providerId,
+      account_id: login.accountId,
+      password_hash: null,
+    })
+    .onConflict((oc) => oc.columns(['provider_id', 'account_id']).doNothing())
+    .returning('id')
+    .executeTakeFirst()
+  if (inserted) return 'linked'
+  const holder = await trx
+    .selectFrom('account')
+    .select('user_id')
+    .where('provider_id', '=', login.providerId)
+    .where('account_id', '=', login.accountId)
+    .executeTakeFirst()
+  return holder?.user_id === login.userId ? 'already' : 'other'
+}
+
 /** The user and the hash of their credential account (null when they have no password). */
 export async function findCredentialByEmail(
   db: Executor,

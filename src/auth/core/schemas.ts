@@ -124,7 +124,7 @@ export const TwoFactorRedirectSchema = z.object({
   /** 'totp': verify-totp or verify-backup-code on the two_factor cookie; 'passkey': a passkey sign-in. */
   twoFactorMethods: z.array(z.enum(['totp', 'passkey'])),
 })
-/** A second factor, as better-auth's `twoFactorMethods` names it (core/second-factor.ts). */
+/** A second factor, as better-auth's `twoFactorMethods` names it (session/second-factor.ts). */
 export type SecondFactor = 'totp' | 'passkey'
 
 export const twoFactorRedirect = (methods: SecondFactor[]) => ({ twoFactorRedirect: true as const, twoFactorMethods: methods })

@@ -15,6 +15,8 @@ export interface SessionTable {
   user_agent: string | null
   /** The session was started after a second factor (migration 0009). */
   two_factor_verified: Generated<boolean>
+  /** When this session itself proved the account's address (migration 0018; session/second-factor.ts). */
+  email_proven_at: ColumnType<Date | null, Date | null | undefined, Date | null>
   created_at: CreatedAt
   updated_at: Timestamp
 }

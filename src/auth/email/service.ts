@@ -31,8 +31,9 @@ import { findUserByEmail, findUserById, lockUser } from '../../user/queries.js'
 import type { UserWithFlags } from '../../user/types.js'
 import { completeEmailChange } from '../account/service.js'
 import { takeAccountBack, takesBack } from '../account/take-back.js'
-import { waysInUnproven } from '../core/second-factor.js'
+import { waysInUnproven } from '../session/second-factor.js'
 import { deleteChallenges } from '../links/challenges.js'
+import { markSessionEmailProven } from '../session/queries.js'
 import {
   consumeToken,
   consumeTokenOf,
@@ -145,13 +146,13 @@ export async function requestPasswordReset(deps: EmailAuthDeps, email: string, r
 }
 
 /**
- * Mails a verification link when the email has an account whose ways in are unproven (never
- * verified, or verified without its session: opened in the account's session, the link lets it set
- * up a second factor); says nothing either way (same work: see above).
+ * Mails a verification link when the email has an account, verified or not (opened in a session of
+ * the account, the link proves the address for that session, which may then set up a second
+ * factor); says nothing either way (same work: see above).
  */
 export async function requestVerification(deps: EmailAuthDeps, email: string, callbackURL?: string): Promise<void> {
   const user = await findUserByEmail(deps.db, email)
-  if (user && waysInUnproven(user)) await sendVerificationMail(deps, user, callbackURL)
+  if (user) await sendVerificationMail(deps, user, callbackURL)
   else await issueToken(deps.db, 'verify-email', null, { expiresAt: expiresIn(deps, LINK_LIFETIME_MS.verifyEmail) })
 }
 
@@ -293,7 +294,8 @@ export async function verifyEmail(
       if (record.purpose === 'change-email-verification') return completeEmailChange(deps, ctx, trx, record)
       const user = await findUserById(trx, record.userId)
       const email = String(record.data.email ?? '')
-      const verified = user && (await addressProven(trx, user, { email, inSession: signedInAs === user.id, now }))
+      const session = user ? inSessionOf(ctx, signedInAs, user.id) : null
+      const verified = user && (await addressProven(trx, user, { email, session, now }))
       if (!verified) throw invalidToken() // the account's address changed since the mail was sent
       await recordUserEvent(trx, ctx, verified.id, 'auth.email_verified', signedInAs === record.userId ? {} : { signedIn: false })
       await maybeBootstrapOwner(
@@ -315,22 +317,31 @@ export async function verifyEmail(
   mail?.()
 }
 
+/** The session of the account `userId` a code or link was used in, or null when used without one (or in another account's). */
+export const inSessionOf = (
+  ctx: RequestContext,
+  signedInAs: string | null,
+  userId: string,
+): { id: string; userId: string } | null => (signedInAs === userId && ctx.sessionId ? { id: ctx.sessionId, userId } : null)
+
 /**
  * Marks the address `email` verified, when the account (its row locked) still has it; undefined when
- * it changed since the code or link was sent. Proven with a session of the account, its ways in
- * count as proven (a second factor may be set up); without one (a mail scanner, a phone's mail app,
- * or an owner of the address who never made the account) they count as unproven, unless a session
- * of the account had proven them already: a link opened late by a scanner takes nothing back.
+ * it changed since the code or link was sent. Proven in `session`, a session of the account, that
+ * session may set up a second factor for a while (session/second-factor.ts), and the account's ways
+ * in count as proven; without one (a mail scanner, a phone's mail app, or an owner of the address
+ * who never made the account) they count as unproven, unless a session of the account had proven
+ * them already: a link opened late by a scanner takes nothing back.
  */
 export async function addressProven(
   trx: Trx,
   user: Pick<UserWithFlags, 'id' | 'emailVerified' | 'waysInUnproven'>,
-  proof: { email: string; inSession: boolean; now: Date },
+  proof: { email: string; session: { id: string; userId: string } | null; now: Date },
 ): Promise<{ id: string; email: string } | undefined> {
   const verified = await markEmailVerified(trx, user.id, proof.email, proof.now)
   if (!verified) return undefined
-  if (proof.inSession || waysInUnproven(user)) {
-    await setWaysInUnproven(trx, user.id, !proof.inSession)
+  if (proof.session) await markSessionEmailProven(trx, proof.session, proof.now)
+  if (proof.session || waysInUnproven(user)) {
+    await setWaysInUnproven(trx, user.id, !proof.session)
   }
   return verified
 }

@@ -86,7 +86,13 @@ export async function completeCallback(
   const user = { id: account.userId, credentialEpoch: account.credentialEpoch }
   let outcome: SignInOutcome
   try {
-    outcome = await afterFirstFactor(deps, ctx, { user, method: IDP, rememberMe: true, browser: input.browser })
+    outcome = await afterFirstFactor(deps, ctx, {
+      user,
+      method: IDP,
+      rememberMe: true,
+      browser: input.browser,
+      link: account.pendingLink,
+    })
   } catch (err) {
     // A ban that landed after the account rules passed: the browser still goes to the error URL.
     if (err instanceof AppError && err.code === 'BANNED_USER') return onError(err.code, 'banned meanwhile')

@@ -10,6 +10,8 @@ import { maybeBootstrapOwner } from '../account/bootstrap.js'
 import { credentialEpochOf, insertAccount, insertUser, setEmailVerified } from '../core/queries.js'
 import { findUserByEmail, findUserById, lockUser } from '../../user/queries.js'
 import { takeAccountBack, takesBack } from '../account/take-back.js'
+import type { PendingLink } from '../links/challenges.js'
+import { secondFactorsOf } from '../session/second-factor.js'
 import type { PendingNotice, SecurityNotices } from '../security/notices.js'
 import type { IdpIdentity } from './oauth.js'
 import { findUserBySubject, IDP } from './queries.js'
@@ -38,8 +40,12 @@ export type IdpLinkFailureCode = 'unable_to_link_account' | "email_doesn't_match
 export type IdpLinkOutcome = { ok: true } | { ok: false; error: IdpLinkFailureCode }
 
 export type IdpSignInOutcome =
-  /** `credentialEpoch`: read at the end of the transaction that judged the identity (sessions.ts). */
-  | { ok: true; userId: string; isNewUser: boolean; credentialEpoch: number }
+  /**
+   * `credentialEpoch`: read at the end of the transaction that judged the identity (sessions.ts).
+   * `pendingLink`: the provider login of an account with a second factor, linked only once the
+   * second step passed (sign-in/provider-link.ts).
+   */
+  | { ok: true; userId: string; isNewUser: boolean; credentialEpoch: number; pendingLink?: PendingLink }
   | { ok: false; error: 'email_not_verified' | 'email_missing' | 'BANNED_USER' }
 
 /**
@@ -122,8 +128,15 @@ function resolveAccount(
       }
       // Only now that the provider proved the address: a ban is nobody else's business.
       if (await banHolds(trx, ctx, existing.id, now)) return { ok: false, error: 'BANNED_USER' }
+      // An account with a second factor: the provider proved the mailbox, no more. Its login is
+      // linked once the second step passed, with the session (nothing here for the bootstrap owner
+      // either: a reset from the mailbox makes one). An abandoned second step leaves no link.
+      if ((await secondFactorsOf(trx, existing)).length > 0) {
+        const pendingLink = { providerId: IDP, subject: identity.sub, email: existing.email }
+        return { ok: true, userId: existing.id, isNewUser: false, pendingLink }
+      }
       await insertAccount(trx, { userId: existing.id, providerId: IDP, accountId: identity.sub, passwordHash: null })
-      // An account with a second factor is not claimed: the sign-in asks for it (take-back.ts).
+      // Without a second factor: an account whose ways in are unproven is claimed (take-back.ts).
       if (await takesBack(trx, existing)) {
         await claimUnverifiedAccount(trx, existing.id, identity.sub, now, ip)
         notices.push(await deps.notices.prepare(trx, ctx, existing.id, 'account_taken_back'))

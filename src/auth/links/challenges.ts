@@ -13,6 +13,16 @@ const TRUSTED_DEVICE = 'two-factor-trusted-device' satisfies VerificationPurpose
 
 // --- Sign-in challenges: the first factor passed, the second is awaited ---
 
+/**
+ * The provider login to link once the second step passed, and the address the provider vouched for
+ * (src/auth/sign-in/provider-link.ts links it).
+ */
+export interface PendingLink {
+  providerId: string
+  subject: string
+  email: string
+}
+
 export interface Challenge {
   userId: string
   rememberMe: boolean
@@ -20,10 +30,20 @@ export interface Challenge {
   epoch: number
   /** The first factor's login method (sign-in/step.ts), which the session will name. */
   method: string
+  /** A provider login to link once the second factor passed (sign-in/provider-link.ts). */
+  link?: PendingLink
+}
+
+/** The pending link kept in a challenge's data, or undefined for anything else. */
+function pendingLinkOf(data: unknown): PendingLink | undefined {
+  if (typeof data !== 'object' || data === null) return undefined
+  const { providerId, subject, email } = data as Record<string, unknown>
+  if (typeof providerId !== 'string' || typeof subject !== 'string' || typeof email !== 'string') return undefined
+  return { providerId, subject, email }
 }
 
 export async function issueChallenge(db: Executor, challenge: Challenge, expiresAt: Date): Promise<string> {
-  const { userId, rememberMe, epoch, method } = challenge
+  const { userId, rememberMe, epoch, method, link } = challenge
   const token = newToken()
   await db
     .insertInto('verification')
@@ -32,7 +52,7 @@ export async function issueChallenge(db: Executor, challenge: Challenge, expires
       purpose: CHALLENGE,
       token_hash: hashToken(token),
       user_id: userId,
-      data: json({ attempts: 0, rememberMe, epoch, method }),
+      data: json({ attempts: 0, rememberMe, epoch, method, ...(link ? { link } : {}) }),
       expires_at: expiresAt,
     })
     .execute()
@@ -66,7 +86,8 @@ export async function claimChallengeAttempt(
     // A challenge without an epoch (issued before migration 0013) can start no session.
     const epoch = typeof row.data.epoch === 'number' ? row.data.epoch : -1
     const method = typeof row.data.method === 'string' ? row.data.method : 'email'
-    return { userId: row.user_id, rememberMe: row.data.rememberMe !== false, epoch, method }
+    const link = pendingLinkOf(row.data.link)
+    return { userId: row.user_id, rememberMe: row.data.rememberMe !== false, epoch, method, ...(link ? { link } : {}) }
   }
   const spent = await db
     .deleteFrom('verification')

@@ -12,7 +12,6 @@ import { newId } from '../../shared/ids.js'
 import { banHolds, bannedUser } from '../core/ban.js'
 import { maybeBootstrapOwner } from '../account/bootstrap.js'
 import { takeAccountBack, takesBack } from '../account/take-back.js'
-import { waysInUnproven } from '../core/second-factor.js'
 import type { EmailAuthDeps } from '../account/deps.js'
 import { completeReset } from '../email/service.js'
 import { type CodePurpose, type CodeStore, invalidCode } from '../links/codes.js'
@@ -22,7 +21,7 @@ import { forAddress } from '../password/password.js'
 import { findUserByEmail, findUserById, lockUser } from '../../user/queries.js'
 import type { UserWithFlags } from '../../user/types.js'
 import { insertUser } from '../core/queries.js'
-import { addressProven } from '../email/service.js'
+import { addressProven, inSessionOf } from '../email/service.js'
 import type { PendingNotice } from '../security/notices.js'
 
 export interface MailboxDeps extends EmailAuthDeps {
@@ -83,17 +82,16 @@ async function accountOfCode(trx: Trx, email: string): Promise<UserWithFlags> {
 
 /**
  * Mails a code of `type` to the address, or does the same work and mails nothing. A sign-in code
- * goes to any address (signing in with it creates the account: sign-up is open); a verification code
- * only to the address of an account whose ways in are unproven (never verified, or verified without
- * its session: typed in the account's session, the code lets it set up a second factor), a reset
- * code only to an account's. The answer is the
- * same either way: nothing says whether an account has the address.
+ * goes to any address (signing in with it creates the account: sign-up is open); a verification or
+ * reset code only to an account's (a verification code typed in a session of the account proves the
+ * address for that session, which may then set up a second factor: verified or not, an account needs
+ * one for each session that does). The answer is the same either way: nothing says whether an
+ * account has the address.
  */
 export async function sendCode(deps: MailboxDeps, email: string, type: CodeType): Promise<void> {
   const purpose = CODE_TYPES[type]
   const user = await findUserByEmail(deps.db, email)
-  const mailed =
-    type === 'sign-in' || (type === 'email-verification' ? user !== undefined && waysInUnproven(user) : user !== undefined)
+  const mailed = type === 'sign-in' || user !== undefined
   const code = await deps.codes.issue(deps.db, purpose, email, user?.id ?? null, now(deps))
   if (mailed) deps.mailer.sendInBackground(codeMail(email, purpose, code))
 }
@@ -180,7 +178,7 @@ export async function verifyEmailWithCode(
   return useCode(deps, 'verify-email-code', input, async (trx) => {
     const user = await accountOfCode(trx, input.email)
     const at = now(deps)
-    await addressProven(trx, user, { email: user.email, inSession: signedInAs === user.id, now: at })
+    await addressProven(trx, user, { email: user.email, session: inSessionOf(ctx, signedInAs, user.id), now: at })
     await recordUserEvent(trx, ctx, user.id, 'auth.email_verified', {
       via: 'code',
       ...(signedInAs === user.id ? {} : { signedIn: false }),

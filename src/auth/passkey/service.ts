@@ -18,8 +18,8 @@ import type { Clock } from '../../shared/clock.js'
 import type { RequestContext } from '../../shared/context.js'
 import { AppError, unauthorized } from '../../shared/errors.js'
 import { bannedUser, banHolds } from '../core/ban.js'
-import { countPasskeys, endSessionsOfUser, lockSessionOf, raiseCredentialEpoch } from '../core/queries.js'
-import { assertEmailProven, lockProvenUser } from '../core/second-factor.js'
+import { countPasskeys, endSessionsOfUser, raiseCredentialEpoch } from '../core/queries.js'
+import { assertEmailProven, lockProvenSession } from '../session/second-factor.js'
 import { lockUser } from '../../user/queries.js'
 import { type Ceremony, type CeremonyChallenge, consumeCeremonyChallenge, issueCeremonyChallenge } from '../links/challenges.js'
 import type { UserWithFlags } from '../../user/types.js'
@@ -81,12 +81,12 @@ const transportsOf = (p: StoredPasskey) =>
 export async function registrationOptions(
   deps: PasskeyDeps,
   user: Pick<UserWithFlags, 'id' | 'email' | 'name'>,
-  session: Pick<SessionState, 'createdAt'>,
+  session: Pick<SessionState, 'id' | 'createdAt'>,
   query: { authenticatorAttachment?: 'platform' | 'cross-platform' },
 ): Promise<{ options: PublicKeyCredentialCreationOptionsJSON; token: string }> {
   assertFresh(deps.clock, session)
   // A passkey is a second factor: only a session that proved the address sets one up (second-factor.ts).
-  await assertEmailProven(deps.db, user.id)
+  await assertEmailProven(deps.db, { id: session.id, userId: user.id }, deps.clock.now())
   const existing = await passkeysOf(deps.db, user.id)
   if (existing.length >= MAX_PASSKEYS) throw tooMany()
   // One WebAuthn user id per account (the spec's advice: authenticators group its passkeys), random
@@ -157,9 +157,10 @@ export async function verifyRegistration(
   const info = verification.registrationInfo
   if (!verification.verified || !info) throw registrationFailed()
   const { passkey, notice } = await deps.db.transaction().execute(async (trx) => {
-    // The user row first, the order of every writer of the account; the address still proven.
-    if (!(await lockProvenUser(trx, user.id))) throw unauthorized()
-    if (!(await lockSessionOf(trx, user.id, session.id))) throw unauthorized()
+    // The user row first, the order of every writer of the account; then the session, still live and
+    // still holding its proof of the address (second-factor.ts).
+    if (!(await lockUser(trx, { id: user.id }, ['id']))) throw unauthorized()
+    if (!(await lockProvenSession(trx, { id: session.id, userId: user.id }, deps.clock.now()))) throw unauthorized()
     if ((await countPasskeys(trx, user.id)) >= MAX_PASSKEYS) throw tooMany()
     const added = await insertPasskey(trx, {
       userId: user.id,

@@ -116,7 +116,8 @@ export const emailRoutes = declareRoutes({
   sendVerificationEmail: mailing({
     path: '/api/auth/send-verification-email',
     policy: MAILS,
-    summary: 'Mail a single-use verification link (valid 24 h) to an unverified account; answers the same in every case',
+    summary:
+      'Mail a single-use verification link (valid 24 h) to the account of the address, verified or not (opened in a session, it proves the address for that session); answers the same in every case',
     body: z.strictObject({ email: Email, callbackURL: CallbackUrl.optional() }),
     answer: Status,
   }),

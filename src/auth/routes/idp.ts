@@ -13,6 +13,7 @@ import { completeCallback } from '../idp/callback.js'
 import { FlowCookie } from '../idp/flow-cookie.js'
 import { IdentityProvider, IdpError, type AuthorizationRequest } from '../idp/oauth.js'
 import type { IdpDeps } from '../idp/service.js'
+import { signInDepsOf } from '../sign-in/step.js'
 import { declareRoutes, serveRoutes } from './serve.js'
 
 const callbackFields = {
@@ -153,7 +154,7 @@ export default serveRoutes(idpRoutes, (app) => {
     callbackIdp: async (request, reply) => {
       const provider = configured()
       const result = await completeCallback(
-        { ...deps, sessions: app.sessions, devices: app.knownDevices, provider, issuer: app.config.idp.issuer, webOrigin },
+        { ...deps, ...signInDepsOf(app), provider, issuer: app.config.idp.issuer, webOrigin },
         { ...contextOf(request), userId: request.user?.id ?? null },
         {
           flow: flowCookie.take(request, reply),

@@ -27,7 +27,7 @@ import {
   verifyAuthentication,
   verifyRegistration,
 } from '../passkey/service.js'
-import { signInWith } from '../sign-in/step.js'
+import { signInDepsOf, signInWith } from '../sign-in/step.js'
 import { SignedCookie } from '../sign-in/two-factor-cookies.js'
 import { declareRoutes, serveRoutes } from './serve.js'
 
@@ -112,7 +112,7 @@ export default serveRoutes(passkeyRoutes, (app) => {
     relyingParty: app.config.auth.passkey,
     notices: app.securityNotices,
   }
-  const signInDeps = { db: app.db, clock: app.clock, sessions: app.sessions, devices: app.knownDevices }
+  const signInDeps = signInDepsOf(app)
   // better-auth's `better-auth-passkey` cookie under its prefix: the challenge's token, 5 minutes.
   const challengeCookie = new SignedCookie(app.config.auth, 'better-auth.better-auth-passkey', CHALLENGE_TTL_MS)
 

@@ -121,6 +121,7 @@ export default serveRoutes(twoFactorRoutes, (app) => {
       rememberMe: verified.rememberMe,
       browser: app.signInCookies.browserOf(request),
       twoFactorVerified: true,
+      link: verified.link,
     })
     app.signInCookies.set(request, reply, outcome)
     if (trust) cookies.trustedDevice.set(reply, await trustDevice(deps, verified.user.id))

@@ -61,7 +61,8 @@ export async function findSessionByTokenHash(
   return { session, user: toSignedInUser(row) }
 }
 
-export async function insertSession(db: Executor, session: StoredSession): Promise<void> {
+/** `emailProvenAt`: when the sign-in itself proved the address (a code or link used in this browser), else none. */
+export async function insertSession(db: Executor, session: StoredSession & { emailProvenAt?: Date | null }): Promise<void> {
   await db
     .insertInto('session')
     .values({
@@ -73,6 +74,7 @@ export async function insertSession(db: Executor, session: StoredSession): Promi
       ip_address: session.ipAddress,
       user_agent: session.userAgent,
       two_factor_verified: session.twoFactorVerified,
+      email_proven_at: session.emailProvenAt ?? null,
       created_at: session.createdAt,
       updated_at: session.updatedAt,
     })
@@ -136,4 +138,36 @@ export async function deleteSessionOfUser(db: Executor, userId: string, publicId
 
 export async function deleteExpiredSessions(db: Executor, now: Date): Promise<void> {
   await db.deleteFrom('session').where('expires_at', '<=', now).execute()
+}
+
+/** What a session proved of its account (session/second-factor.ts judges it). */
+export interface SessionProof {
+  emailProvenAt: Date | null
+  twoFactorVerified: boolean
+  createdAt: Date
+}
+
+/**
+ * The proofs of the user's session `id`; undefined when it has ended. `lock`: the row is locked
+ * until the caller's transaction ends (a revoke or sign-out waits, or went first and nothing is found).
+ */
+export async function findSessionProof(
+  db: Executor,
+  session: { id: string; userId: string },
+  options: { lock: boolean },
+): Promise<SessionProof | undefined> {
+  let query = db.selectFrom('session').select(['email_proven_at', 'two_factor_verified', 'created_at']).where(ownRow(session))
+  if (options.lock) query = query.forUpdate()
+  const row = await query.executeTakeFirst()
+  return row && { emailProvenAt: row.email_proven_at, twoFactorVerified: row.two_factor_verified, createdAt: row.created_at }
+}
+
+/** The user's session `id` proved the account's address at `now` (a code typed in it, a link opened in it). */
+export async function markSessionEmailProven(db: Executor, session: { id: string; userId: string }, now: Date): Promise<void> {
+  await db.updateTable('session').set({ email_proven_at: now }).where(ownRow(session)).execute()
+}
+
+/** The account's address changed: what its sessions proved was the old one's. */
+export async function forgetEmailProofs(db: Executor, userId: string): Promise<void> {
+  await db.updateTable('session').set({ email_proven_at: null }).where('user_id', '=', userId).execute()
 }

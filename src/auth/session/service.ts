@@ -5,6 +5,7 @@ import { recordAudit, recordUserEvent } from '../../shared/audit.js'
 import type { RequestContext } from '../../shared/context.js'
 import { notFound } from '../../shared/errors.js'
 import { endSessionsOfUser } from '../core/queries.js'
+import { provesAddress } from './second-factor.js'
 import type { CheckedCredential, SessionManager } from './sessions.js'
 import type { SessionView } from './types.js'
 
@@ -39,6 +40,7 @@ export async function startSession<T = undefined>(
       ipAddress: ctx.ip,
       userAgent: ctx.userAgent,
       twoFactorVerified: input.twoFactorVerified,
+      emailProven: provesAddress(input.method),
     },
     alongside,
   )

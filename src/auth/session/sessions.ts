@@ -175,7 +175,14 @@ export class SessionManager {
    */
   async create<T = undefined>(
     credential: CheckedCredential,
-    options: { rememberMe: boolean; ipAddress: string | null; userAgent: string | null; twoFactorVerified?: boolean },
+    options: {
+      rememberMe: boolean
+      ipAddress: string | null
+      userAgent: string | null
+      twoFactorVerified?: boolean
+      /** The sign-in itself proved the address in this browser (session/second-factor.ts, provesAddress). */
+      emailProven?: boolean
+    },
     alongside?: (trx: Trx) => Promise<T>,
   ): Promise<{ token: string; session: SessionView; alongside: T | undefined }> {
     const now = this.clock.now()
@@ -198,7 +205,7 @@ export class SessionManager {
       if (!user || user.credentialEpoch !== credential.epoch) throw staleSignIn()
       // Every sign-in path checks the ban first (banHolds); this is the last word, whatever the path.
       if (isBanned(user, now)) throw bannedUser()
-      await insertSession(trx, stored)
+      await insertSession(trx, { ...stored, emailProvenAt: options.emailProven ? now : null })
       return alongside?.(trx)
     })
     const { id, ipAddress, userAgent, expiresAt } = stored

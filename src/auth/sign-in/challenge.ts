@@ -7,8 +7,8 @@ import { recordUserEvent } from '../../shared/audit.js'
 import type { Clock } from '../../shared/clock.js'
 import type { RequestContext } from '../../shared/context.js'
 import { findUserById } from '../../user/queries.js'
-import { type SecondFactor, secondFactorsOf } from '../core/second-factor.js'
-import { consumeTrustedDevice, issueChallenge, issueTrustedDevice } from '../links/challenges.js'
+import { type SecondFactor, secondFactorsOf } from '../session/second-factor.js'
+import { consumeTrustedDevice, issueChallenge, issueTrustedDevice, type PendingLink } from '../links/challenges.js'
 import type { CheckedCredential } from '../session/sessions.js'
 import { CHALLENGE_TTL_MS, TRUSTED_DEVICE_TTL_MS } from './two-factor-cookies.js'
 
@@ -40,6 +40,8 @@ export async function beginSignIn(
     method: string
     rememberMe: boolean
     trustedDevice: string | null
+    /** A provider login to link once the second factor passed: kept with the challenge. */
+    link?: PendingLink
   },
 ): Promise<SignInStep> {
   const { userId } = input.credential
@@ -61,7 +63,13 @@ export async function beginSignIn(
       return { kind: 'session', twoFactorVerified: true, trustedDevice: renewed }
     }
   }
-  const challenge = { userId, rememberMe: input.rememberMe, epoch: input.credential.epoch, method: input.method }
+  const challenge = {
+    userId,
+    rememberMe: input.rememberMe,
+    epoch: input.credential.epoch,
+    method: input.method,
+    ...(input.link ? { link: input.link } : {}),
+  }
   const token = await issueChallenge(deps.db, challenge, new Date(now.getTime() + CHALLENGE_TTL_MS))
   return { kind: 'challenge', token, methods, ...(input.trustedDevice ? { trustedDevice: null } : {}) }
 }

@@ -7,14 +7,16 @@ import type { Config } from '../../config.js'
 import type { Clock } from '../../shared/clock.js'
 import type { RequestContext } from '../../shared/context.js'
 import type { DeviceCookie, KnownDevices } from '../security/devices.js'
-import type { SecondFactor } from '../core/second-factor.js'
+import type { SecondFactor } from '../session/second-factor.js'
+import { completePendingLink, type PendingLink } from './provider-link.js'
+import type { SecurityNotices } from '../security/notices.js'
 import type { TwoFactorCookies } from './two-factor-cookies.js'
 import { beginSignIn } from './challenge.js'
 import { cookieAttributes } from '../session/cookie-attributes.js'
 import type { SessionCookie } from '../session/cookies.js'
 import { startSession } from '../session/service.js'
 import type { CheckedCredential, SessionManager } from '../session/sessions.js'
-import type { SessionView } from '../session/types.js'
+import type { LoginMethod, SessionView } from '../session/types.js'
 
 export interface SignInDeps {
   db: DB
@@ -22,6 +24,8 @@ export interface SignInDeps {
   sessions: SessionManager
   /** A browser the account has not used before is mailed about (src/auth/security/devices.ts). */
   devices: KnownDevices
+  /** A provider login linked at the session's birth is mailed about (sign-in/provider-link.ts). */
+  notices: SecurityNotices
 }
 
 /** The sign-in step's dependencies, from the app's decorations (src/auth/plugin.ts). */
@@ -30,6 +34,7 @@ export const signInDepsOf = (app: FastifyInstance): SignInDeps => ({
   clock: app.clock,
   sessions: app.sessions,
   devices: app.knownDevices,
+  notices: app.securityNotices,
 })
 
 /** What the browser brought: the session it may already hold (it ends) and its trusted-device token. */
@@ -40,12 +45,7 @@ export interface BrowserState {
   devices: string[]
 }
 
-/**
- * How a sign-in proved who it is, as better-auth's last-login-method plugin names it: 'email'
- * (password), 'passkey', 'email-otp', 'magic-link', or the identity provider's id. The front end
- * reads it back from the `better-auth.last_used_login_method` cookie ("last time you used ...").
- */
-export type LoginMethod = string
+export type { LoginMethod }
 
 export type SignInOutcome =
   /** Signed in. `trustedDevice`: the rotated trusted-device token, or null to clear a stale one. */
@@ -75,16 +75,22 @@ export async function signInWith(
     rememberMe: boolean
     browser: BrowserState
     twoFactorVerified?: boolean
+    /** A provider login that waited for the second factor: linked with the session, or neither is. */
+    link?: PendingLink
   },
 ): Promise<Extract<SignInOutcome, { kind: 'session' }>> {
-  const { credential, method, rememberMe, twoFactorVerified } = input
+  const { credential, method, rememberMe, twoFactorVerified, link } = input
   const { token, session, alongside } = await startSession(
     deps,
     ctx,
     { credential, method, rememberMe, replacing: input.browser.replacing, twoFactorVerified },
-    (trx: Trx) => deps.devices.remember(trx, credential.userId, input.browser.devices),
+    async (trx: Trx) => ({
+      remembered: await deps.devices.remember(trx, credential.userId, input.browser.devices),
+      linked: link ? await completePendingLink(trx, deps, ctx, credential.userId, link) : undefined,
+    }),
   )
-  const remembered = alongside!
+  const { remembered, linked } = alongside!
+  linked?.()
   await deps.devices.tellIfNew(ctx, credential.userId, remembered)
   return { kind: 'session', token, session, rememberMe, method, devices: remembered.devices }
 }
@@ -103,15 +109,18 @@ export async function afterFirstFactor(
     method: LoginMethod
     rememberMe: boolean
     browser: BrowserState
+    /** A provider login to link once the second factor passed (sign-in/provider-link.ts). */
+    link?: PendingLink
   },
 ): Promise<SignInOutcome> {
-  const { user, method, rememberMe, browser } = input
+  const { user, method, rememberMe, browser, link } = input
   const credential = { userId: user.id, epoch: user.credentialEpoch }
   const step = await beginSignIn(deps, ctx, {
     credential,
     method,
     rememberMe,
     trustedDevice: browser.trustedDevice,
+    link,
   })
   if (step.kind === 'challenge') {
     if (browser.replacing) await deps.sessions.revokeByToken(browser.replacing)
@@ -123,6 +132,7 @@ export async function afterFirstFactor(
     rememberMe,
     browser,
     twoFactorVerified: step.twoFactorVerified,
+    link,
   })
   return { ...signedIn, trustedDevice: step.trustedDevice }
 }

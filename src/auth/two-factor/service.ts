@@ -12,8 +12,8 @@ import type { CheckedCredential } from '../session/sessions.js'
 import { findPasswordHash, lockSessionOf, raiseCredentialEpoch } from '../core/queries.js'
 import { findUserById, lockUser } from '../../user/queries.js'
 import type { UserWithFlags } from '../../user/types.js'
-import { assertEmailProven, lockProvenUser } from '../core/second-factor.js'
-import { claimChallengeAttempt, consumeChallenge } from '../links/challenges.js'
+import { assertEmailProven, lockProvenSession } from '../session/second-factor.js'
+import { claimChallengeAttempt, consumeChallenge, type PendingLink } from '../links/challenges.js'
 import { matchingStep, newBackupCodes, newTotpSecret, totpUri, type TwoFactorKeys } from './crypto.js'
 import {
   acceptStep,
@@ -90,7 +90,9 @@ export async function enableTwoFactor(
   input: { password: string; issuer?: string },
 ): Promise<{ totpURI: string; backupCodes: string[] }> {
   // Before the password's Argon2 work; judged again under the lock below.
-  await assertEmailProven(deps.db, user.id)
+  if (!ctx.sessionId) throw unauthorized()
+  const session = { id: ctx.sessionId, userId: user.id }
+  await assertEmailProven(deps.db, session, deps.clock.now())
   await checkPassword(deps, ctx, user.id, input.password)
   // Replacing the secret of a working setup would lock out whoever has not rescanned: turn it off
   // first. Judged again where the secret is written (putPendingSecret): a confirmation racing this.
@@ -102,13 +104,14 @@ export async function enableTwoFactor(
   await deps.db.transaction().execute(async (trx) => {
     const now = deps.clock.now()
     // The user row first, the order of every writer of the account: a deletion that committed
-    // meanwhile leaves nobody to set up (401, not a foreign-key error); the address still proven.
-    if (!(await lockProvenUser(trx, user.id))) throw unauthorized()
+    // meanwhile leaves nobody to set up (401, not a foreign-key error).
+    if (!(await lockUser(trx, { id: user.id }, ['id']))) throw unauthorized()
     if (!(await putPendingSecret(trx, user.id, deps.keys.encrypt(secret), now))) throw alreadyEnabled()
     await replaceBackupCodes(trx, user.id, hashCodes(deps, backupCodes))
-    // A password reset while the password was checked ended this session: no setup from it. After
-    // the setup's rows, as resetPassword goes, so the two never deadlock.
-    if (!ctx.sessionId || !(await lockSessionOf(trx, user.id, ctx.sessionId))) throw unauthorized()
+    // A password reset or a sign-out while the password was checked ended this session: no setup
+    // from it; nor from one whose proof of the address has lapsed (second-factor.ts). After the
+    // setup's rows, as resetPassword goes, so the two never deadlock.
+    if (!(await lockProvenSession(trx, session, now))) throw unauthorized()
     await recordUserEvent(trx, ctx, user.id, 'auth.two_factor.setup_started')
   })
   return { totpURI: totpUri(secret, user.email, input.issuer ?? DEFAULT_ISSUER), backupCodes }
@@ -216,10 +219,14 @@ export async function verifyForSession(
       // and turning two-factor on without its secret would lock the account's holder out. The setup
       // first, then the session: resetPassword's order, so the two never deadlock. The user row
       // before them all, as every writer of the account takes it.
-      // Turning it on needs the address still proven by a session of the account (second-factor.ts).
-      if (!(await (row.verified ? lockUser(trx, { id: user.id }, ['id']) : lockProvenUser(trx, user.id)))) throw unauthorized()
+      // Turning it on needs this session's recent proof of the address, as enable did (second-factor.ts).
+      if (!(await lockUser(trx, { id: user.id }, ['id']))) throw unauthorized()
       if (!(await lockSetup(trx, user.id, row.secret))) throw totpNotEnabled()
-      if (!(await lockSessionOf(trx, user.id, sessionId))) throw unauthorized()
+      const session = { id: sessionId, userId: user.id }
+      const live = row.verified
+        ? await lockSessionOf(trx, user.id, sessionId)
+        : await lockProvenSession(trx, session, deps.clock.now())
+      if (!live) throw unauthorized()
       await checkCode(deps, trx, user.id, row.secret, method, code)
       await markSessionTwoFactorVerified(trx, sessionId)
       if (!row.verified) {
@@ -251,7 +258,7 @@ export async function verifyForSignIn(
   challengeToken: string,
   method: Method,
   code: string,
-): Promise<{ user: UserWithFlags; rememberMe: boolean; method: string; credential: CheckedCredential }> {
+): Promise<{ user: UserWithFlags; rememberMe: boolean; method: string; credential: CheckedCredential; link?: PendingLink }> {
   const challenge = await claimChallengeAttempt(deps.db, challengeToken, MAX_ATTEMPTS, deps.clock.now())
   if (challenge === null) throw invalidChallenge()
   if (challenge === 'exhausted') throw tooManyAttempts()
@@ -287,5 +294,6 @@ export async function verifyForSignIn(
     rememberMe: challenge.rememberMe,
     method: challenge.method,
     credential: { userId: user.id, epoch: challenge.epoch },
+    ...(challenge.link ? { link: challenge.link } : {}),
   }
 }

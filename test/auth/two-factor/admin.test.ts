@@ -1,6 +1,7 @@
 // REQUIRE_ADMIN_TWO_FACTOR=true: admin and owner routes refuse a session that did not pass a second
 // factor (403 TWO_FACTOR_REQUIRED); a code at sign-in, a confirmed setup or a trusted device passes.
 import t from 'tap'
+import { proveAddress } from '../../helpers/app.js'
 import { browser, codeAt, PASSWORD, secretOf, twoFactorApp } from '../../helpers/two-factor.js'
 
 const { app, clock, baseURL } = await twoFactorApp({ REQUIRE_ADMIN_TWO_FACTOR: 'true' })
@@ -11,7 +12,8 @@ async function signedUp(role: 'member' | 'admin' | 'owner') {
   const email = `tf-admin-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}@example.com`
   const res = await b.client.signUp.email({ name: 'Admin', email, password: PASSWORD })
   if (res.error) throw new Error(JSON.stringify(res.error))
-  await app.db.updateTable('user').set({ role, email_verified: true }).where('id', '=', res.data!.user.id).execute()
+  await app.db.updateTable('user').set({ role }).where('id', '=', res.data!.user.id).execute()
+  await proveAddress(app, res.data!.user.id) // as a code typed in this session: it may set up two-factor
   const get = async () => {
     const res = await b.get(ADMIN_ROUTE)
     const body = (await res.json()) as { code?: string }

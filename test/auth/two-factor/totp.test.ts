@@ -345,6 +345,8 @@ t.test('a trusted device skips the second factor for its user only, and not afte
     [],
     'every trusted device of the account is forgotten',
   )
+  // Its TOTP gone, that session's second factor proves nothing: it proves the address to set one up again.
+  await proveAddress(app, alice.id)
   const secret = secretOf((await a2.client.twoFactor.enable({ password: PASSWORD })).data!.totpURI)
   t.equal((await a2.client.twoFactor.verifyTotp({ code: codeAt(secret, clock.now()) })).error, null)
   const b3 = browser(baseURL)
