@@ -30,6 +30,7 @@ import { HashAdmission } from './auth/password/admission.js'
 import { HashPool } from './auth/password/hash-pool.js'
 import { PasswordHasher } from './auth/password/password.js'
 import sessionRoutes from './auth/session/routes.js'
+import tokenRoutes from './auth/tokens/routes.js'
 import { SessionManager } from './auth/session/sessions.js'
 import { SessionCache } from './auth/session/cache.js'
 import type { Config } from './config.js'
@@ -214,6 +215,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   await app.register(metrics, { requestLog })
 
   await app.register(healthRoutes)
+  await app.register(tokenRoutes)
   await app.register(sessionRoutes)
   await app.register(emailRoutes)
   await app.register(idpRoutes)

@@ -77,6 +77,12 @@ const envSchema = z.object({
   SESSION_TTL_DAYS: int(1, 365).default(30),
   SESSION_CACHE_SIZE: int(0, 10_000_000).default(100_000),
   PURGE_INTERVAL_SECONDS: int(0, 86400).default(3600),
+  // Tokens for other services (src/auth/tokens/): at most 15 minutes, so revocation reaches them soon.
+  JWT_ISSUER: optionalString,
+  JWT_AUDIENCE: optionalString,
+  JWT_TTL_SECONDS: int(30, 900).default(900),
+  JWT_KEY_ROTATION_DAYS: int(1, 365).default(30),
+  JWT_INCLUDE_EMAIL: bool.default(false),
   REQUIRE_EMAIL_VERIFICATION: bool.default(false),
   BOOTSTRAP_OWNER_EMAIL: optionalString.pipe(z.email().optional()),
   REQUIRE_ADMIN_TWO_FACTOR: bool.default(false),
@@ -162,6 +168,17 @@ export interface Config {
   }
   /** Seconds between purges of expired sessions and verification tokens; 0 disables them. */
   purge: { intervalSeconds: number }
+  /** The tokens other services verify (src/auth/tokens/): who issues them, for whom, how long they live. */
+  jwt: {
+    issuer: string
+    audience: string
+    /** At most 900: a revoked session's last token outlives it by this much at most. */
+    ttlSeconds: number
+    /** A signing key signs this many days, then the next one takes over. */
+    keyRotationDays: number
+    /** The user's address goes into the token (`email`, `email_verified`): off unless configured. */
+    includeEmail: boolean
+  }
   idp: { issuer: string; clientId?: string; clientSecret?: string }
   mail: { smtpUrl?: string; from: string }
   redisUrl?: string
@@ -300,6 +317,14 @@ export function loadConfig(
       passkey,
     },
     purge: { intervalSeconds: e.PURGE_INTERVAL_SECONDS },
+    // better-auth's jwt plugin defaults both to the base URL.
+    jwt: {
+      issuer: e.JWT_ISSUER ?? baseUrl,
+      audience: e.JWT_AUDIENCE ?? baseUrl,
+      ttlSeconds: e.JWT_TTL_SECONDS,
+      keyRotationDays: e.JWT_KEY_ROTATION_DAYS,
+      includeEmail: e.JWT_INCLUDE_EMAIL,
+    },
     idp: { issuer: e.IDP_ISSUER, clientId: e.IDP_CLIENT_ID, clientSecret: e.IDP_CLIENT_SECRET },
     mail: { smtpUrl: e.SMTP_URL, from: e.MAIL_FROM },
     redisUrl: e.REDIS_URL,

@@ -37,6 +37,16 @@ async function purgeTable(db: DB, table: 'session' | 'verification', now: Date, 
   return total
 }
 
+/**
+ * One run of the maintenance task: the expired rows go, and the tokens' signing keys are rotated
+ * (the next one published ahead of the run after next, the retired ones deleted: src/auth/tokens/keys.ts).
+ */
+export async function maintain(app: FastifyInstance): Promise<PurgeCounts & { keys: { created: boolean; retired: number } }> {
+  const counts = await purgeExpired(app.db, app.clock.now())
+  const keys = await app.signingKeys.rotate(2 * app.config.purge.intervalSeconds * 1000)
+  return { ...counts, keys }
+}
+
 export default fp(
   async function purge(app: FastifyInstance) {
     const intervalMs = app.config.purge.intervalSeconds * 1000
@@ -55,16 +65,17 @@ export default fp(
     const run = () => {
       timer = undefined
       running = Promise.resolve()
-        .then(() => purgeExpired(app.db, app.clock.now()))
+        .then(() => maintain(app))
         .then(
-          (counts) => {
+          ({ keys, ...counts }) => {
             if (counts.sessions > 0 || counts.verifications > 0)
               app.log.info({ purged: counts }, 'expired sessions and verification tokens purged')
+            if (keys.created || keys.retired > 0) app.log.info({ keys }, 'token signing keys rotated')
           },
           (err: unknown) => {
             app.log.warn(
               { err: { message: err instanceof Error ? err.message : String(err) } },
-              'purge of expired sessions and verification tokens failed',
+              'maintenance (purge of expired rows, rotation of signing keys) failed',
             )
           },
         )

@@ -45,6 +45,7 @@ const PUBLIC_ROUTES = [
   'POST /api/auth/sign-up/email',
   'POST /api/auth/sign-in/email',
   'GET /api/auth/get-session',
+  'GET /api/auth/jwks',
   'POST /api/auth/sign-out',
   'POST /api/auth/request-password-reset',
   'POST /api/auth/reset-password',
@@ -288,8 +289,8 @@ t.test('every response carries nosniff, and no-store unless the route is declare
   }
   const cacheable = routes.filter((r) => r.policy.cacheable).map((r) => r.pattern)
   t.ok(
-    cacheable.every((p) => p === '/api/v1/openapi.json' || p.startsWith('/api/v1/docs')),
-    'only the API document and its page',
+    cacheable.every((p) => p === '/api/v1/openapi.json' || p.startsWith('/api/v1/docs') || p === '/api/auth/jwks'),
+    'only the API document and its page, and the public keys that verify tokens',
   )
   for (const url of ['/api/v1/no-such-route', '/%zz', `/api/v1/journal/entries/${'x'.repeat(300)}`]) {
     const res = await app.inject({ method: 'GET', url })

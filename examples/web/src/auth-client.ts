@@ -4,6 +4,7 @@ import { createAuthClient } from 'better-auth/client'
 import {
   emailOTPClient,
   inferAdditionalFields,
+  jwtClient,
   lastLoginMethodClient,
   magicLinkClient,
   twoFactorClient,
@@ -17,6 +18,7 @@ export const authClient = createAuthClient({
     magicLinkClient(), // sign-in links by mail
     lastLoginMethodClient(), // "last time you signed in with ..."
     passkeyClient(), // passkeys: add one, sign in with it
+    jwtClient(), // tokens for the AI backend: authClient.$fetch('/token'), authClient.jwks()
     inferAdditionalFields({
       user: {
         role: { type: ['member', 'admin', 'owner'], input: false },

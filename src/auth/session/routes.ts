@@ -10,6 +10,7 @@ import { SessionSchema, Status, toSessionJson, toUserJson, toWhoamiJson, UserSch
 import { ErrorSchema } from '../../shared/errors.js'
 import { JsonMemo } from '../../shared/json-memo.js'
 import type { SignedInUser } from '../../user/types.js'
+import { TOKEN_HEADER } from '../tokens/routes.js'
 import { revokeAllSessions, revokeOtherSessions, revokeSession } from './service.js'
 
 const tags = ['auth']
@@ -32,18 +33,25 @@ export default async function sessionRoutes(fastify: FastifyInstance) {
         response: { 200: GetSessionSchema },
       },
     },
-    // Answered from memory (the session the route policy loaded): a plain function.
+    // Answered from memory (the session the route policy loaded, a token issued moments ago): a plain function.
     (request, reply) => {
       const { user, session } = request
       if (!user || !session) {
         reply.send(null)
         return
       }
-      // Kept with the cached user object; the expiry is the one part a renewal changes.
-      getSessionJson.send(reply, user, session.expiresAt.getTime(), () => ({
-        session: toSessionJson(session),
-        user: toUserJson(user),
-      }))
+      // better-auth's jwt plugin: the session's token for other services, in a header (CORS exposes it).
+      const send = (token: string) => {
+        reply.header(TOKEN_HEADER, token)
+        // Kept with the cached user object; the expiry is the one part a renewal changes.
+        getSessionJson.send(reply, user, session.expiresAt.getTime(), () => ({
+          session: toSessionJson(session),
+          user: toUserJson(user),
+        }))
+      }
+      const token = app.tokens.issue(user, session)
+      if (token instanceof Promise) return token.then(send)
+      send(token)
     },
   )
 
