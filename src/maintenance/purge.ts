@@ -4,6 +4,7 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { DB } from '../../db/index.js'
+import { purgeGuests } from '../auth/guests/service.js'
 import { deleteExpiredBatch } from './queries.js'
 
 /** Batches per table and call: one run cannot loop forever (at most 200 × batchSize rows per table). */
@@ -38,13 +39,17 @@ async function purgeTable(db: DB, table: 'session' | 'verification', now: Date, 
 }
 
 /**
- * One run of the maintenance task: the expired rows go, and the tokens' signing keys are rotated
+ * One run of the maintenance task: the expired rows and the unreachable guests go, and the tokens' signing keys are rotated
  * (the next one published ahead of the run after next, the retired ones deleted: src/auth/tokens/keys.ts).
  */
-export async function maintain(app: FastifyInstance): Promise<PurgeCounts & { keys: { created: boolean; retired: number } }> {
+export async function maintain(
+  app: FastifyInstance,
+): Promise<PurgeCounts & { guests: number; keys: { created: boolean; retired: number } }> {
   const counts = await purgeExpired(app.db, app.clock.now())
+  // The guests nobody can reach any more, with their data (src/auth/guests/).
+  const guests = await purgeGuests(app, app.config.auth.guestTtlDays)
   const keys = await app.signingKeys.rotate(2 * app.config.purge.intervalSeconds * 1000)
-  return { ...counts, keys }
+  return { ...counts, guests, keys }
 }
 
 export default fp(
@@ -68,8 +73,8 @@ export default fp(
         .then(() => maintain(app))
         .then(
           ({ keys, ...counts }) => {
-            if (counts.sessions > 0 || counts.verifications > 0)
-              app.log.info({ purged: counts }, 'expired sessions and verification tokens purged')
+            if (counts.sessions > 0 || counts.verifications > 0 || counts.guests > 0)
+              app.log.info({ purged: counts }, 'expired sessions, verification tokens and unreachable guests purged')
             if (keys.created || keys.retired > 0) app.log.info({ keys }, 'token signing keys rotated')
           },
           (err: unknown) => {

@@ -3,7 +3,7 @@
 import type { FastifyInstance } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
-import { PUBLIC } from '../../shared/route-policy.js'
+import { PUBLIC, SESSION_OR_GUEST } from '../../shared/route-policy.js'
 import { contextOf } from '../../shared/context.js'
 import { currentUser } from '../../user/signed-in.js'
 import { SessionSchema, Status, toSessionJson, toUserJson, toWhoamiJson, UserSchema, WhoamiSchema } from '../schemas.js'
@@ -78,6 +78,7 @@ export default async function sessionRoutes(fastify: FastifyInstance) {
   app.get(
     '/api/auth/list-sessions',
     {
+      config: { policy: SESSION_OR_GUEST },
       schema: {
         operationId: 'listSessions',
         tags,
@@ -94,6 +95,7 @@ export default async function sessionRoutes(fastify: FastifyInstance) {
   app.post(
     '/api/auth/revoke-session',
     {
+      config: { policy: SESSION_OR_GUEST },
       schema: {
         operationId: 'revokeSession',
         tags,
@@ -112,6 +114,7 @@ export default async function sessionRoutes(fastify: FastifyInstance) {
   app.post(
     '/api/auth/revoke-other-sessions',
     {
+      config: { policy: SESSION_OR_GUEST },
       schema: {
         operationId: 'revokeOtherSessions',
         tags,
@@ -129,6 +132,7 @@ export default async function sessionRoutes(fastify: FastifyInstance) {
   app.post(
     '/api/auth/revoke-sessions',
     {
+      config: { policy: SESSION_OR_GUEST },
       schema: {
         operationId: 'revokeSessions',
         tags,
@@ -147,6 +151,7 @@ export default async function sessionRoutes(fastify: FastifyInstance) {
   app.get(
     '/api/v1/whoami',
     {
+      config: { policy: SESSION_OR_GUEST },
       schema: {
         operationId: 'whoami',
         tags: ['identity'],

@@ -67,6 +67,8 @@ export class TokenIssuer {
       // What the plan is now; `planExpiresAt` (seconds, as `exp`) says when a paid one lapses.
       plan: effectivePlan(user, new Date(nowMs)),
       planExpiresAt,
+      // A guest (src/auth/guests/): the AI backend may hold it to less than a member.
+      isAnonymous: user.isAnonymous,
       ...(this.config.includeEmail ? { email: user.email, email_verified: user.emailVerified } : {}),
       ...actorClaim(session.impersonatedBy),
     }

@@ -6,7 +6,7 @@ import fp from 'fastify-plugin'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import { ErrorSchema } from '../../shared/errors.js'
-import type { RoutePolicy } from '../../shared/route-policy.js'
+import { type RoutePolicy, SESSION_OR_GUEST } from '../../shared/route-policy.js'
 import { currentUser } from '../../user/signed-in.js'
 import { TokenIssuer } from './issuer.js'
 import { KeySeal, SigningKeys } from './keys.js'
@@ -53,6 +53,8 @@ export default fp(
     app.get(
       '/api/auth/token',
       {
+        // A guest's token too: the AI backend serves guests within the free plan.
+        config: { policy: SESSION_OR_GUEST },
         schema: {
           operationId: 'getJSONWebToken',
           tags,
