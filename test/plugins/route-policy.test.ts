@@ -242,8 +242,7 @@ t.test('every /api/auth route refuses a foreign Origin, whatever the method', as
 
 // These end the member's session when they let it through (asking for a guest ends it, as every
 // sign-in does): there each request of the member brings a session of its own, so the rest of the
-// walk still runs signed in, and no spelling is compared with
-// a session its plain spelling just ended.
+// walk still runs signed in, and no spelling is compared with a session its plain spelling just ended.
 const ENDS_SESSION = new Set(['POST /api/auth/sign-out', 'POST /api/auth/revoke-sessions', 'POST /api/auth/sign-in/anonymous'])
 
 t.test('percent-encoded spellings of every path get the same answers', async (t) => {
