@@ -14,7 +14,7 @@ import { buildTestApp, call, signUp, uniqueEmail, WEB_ORIGIN } from '../helpers/
 import { cookieJarFetch } from '../helpers/auth-client.js'
 import { SoftAuthenticator } from '../helpers/authenticator.js'
 import { auditEvents } from '../helpers/expect.js'
-import { Browser, CLIENT_ID, CLIENT_SECRET, drive, startOidcProvider } from '../helpers/idp.js'
+import { Browser, drive, idpEnv, startOidcProvider } from '../helpers/idp.js'
 import { registerPasskey } from '../helpers/passkey.js'
 import { freePort } from '../helpers/port.js'
 import { errorCodeOf, routeTable } from '../helpers/routes.js'
@@ -34,9 +34,7 @@ const app = await buildTestApp({
   env: {
     AUTH_URL: API,
     SMTP_URL: smtp.url,
-    IDP_ISSUER: idp.issuer,
-    IDP_CLIENT_ID: CLIENT_ID,
-    IDP_CLIENT_SECRET: CLIENT_SECRET,
+    ...idpEnv(idp.issuer),
     GUEST_TTL_DAYS: '2',
   },
 })
