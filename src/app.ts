@@ -30,6 +30,8 @@ import { HashAdmission } from './auth/password/admission.js'
 import { HashPool } from './auth/password/hash-pool.js'
 import { PasswordHasher } from './auth/password/password.js'
 import sessionRoutes from './auth/session/routes.js'
+import tokenRoutes from './auth/tokens/routes.js'
+import guestRoutes from './auth/guests/routes.js'
 import { SessionManager } from './auth/session/sessions.js'
 import { SessionCache } from './auth/session/cache.js'
 import type { Config } from './config.js'
@@ -217,7 +219,9 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   await app.register(metrics, { requestLog })
 
   await app.register(healthRoutes)
+  await app.register(tokenRoutes)
   await app.register(sessionRoutes)
+  await app.register(guestRoutes)
   await app.register(emailRoutes)
   await app.register(idpRoutes)
   await app.register(accountRoutes)

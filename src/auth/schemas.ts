@@ -43,6 +43,8 @@ export const UserSchema = z
     plan: z.enum(PLANS),
     planExpiresAt: z.date().nullable(),
     twoFactorEnabled: z.boolean(),
+    /** better-auth's anonymous plugin's field: a guest, until its browser signs up or signs in. */
+    isAnonymous: z.boolean(),
     createdAt: z.date(),
     updatedAt: z.date(),
   })
@@ -89,6 +91,7 @@ export function toUserJson(u: UserJson): UserJson {
     plan: u.plan,
     planExpiresAt: u.planExpiresAt,
     twoFactorEnabled: u.twoFactorEnabled,
+    isAnonymous: u.isAnonymous,
     createdAt: u.createdAt,
     updatedAt: u.updatedAt,
   }

@@ -21,7 +21,15 @@ import type { Take } from './budget-counter.js'
 /** Errors that end a password re-check before any password was checked. */
 const NOT_CHECKED = new Set<ErrorCode>(['VALIDATION_ERROR', 'INVALID_CALLBACK_URL', 'RATE_LIMITED', 'SERVICE_UNAVAILABLE'])
 
-const POLICY_KEYS = new Set(['access', 'checkOrigin', 'rateLimit', 'reverifiesPassword', 'cacheable', 'refusesCrossSite'])
+const POLICY_KEYS = new Set([
+  'access',
+  'checkOrigin',
+  'rateLimit',
+  'reverifiesPassword',
+  'cacheable',
+  'refusesCrossSite',
+  'guests',
+])
 
 const DEFAULT: RoutePolicy = Object.freeze({ access: 'session' })
 // An unmatched request is a 404 to everyone; the origin rule still applies.
@@ -98,6 +106,8 @@ function checkPolicy(route: RegisteredRoute): void {
     throw new Error(`Route ${where}: a route that refuses cross-site requests cannot skip the origin check`)
   if (typeof policy.access === 'object' && policy.access.roles.length === 0)
     throw new Error(`Route ${where}: no role may call it`)
+  if (policy.guests && policy.access !== undefined && policy.access !== 'session')
+    throw new Error(`Route ${where}: guests are let in only where any session may call`)
   // Their hooks are attached when the route is added; a policy given later would go unenforced.
   const registered = route.registeredPolicy
   if (
@@ -192,6 +202,8 @@ const checkAccess =
     const access = policy.access ?? 'session'
     if (access === 'public') return
     if (!request.user) throw unauthorized()
+    // A guest has proven nothing (no address, no password): it gets only what the route lets guests do.
+    if (request.user.isAnonymous && !policy.guests) throw forbidden('Guests cannot use this: sign up or sign in first')
     if (typeof access === 'object' && !access.roles.includes(request.user.role)) {
       throw forbidden(`${access.roles.join(' or ')} role required`)
     }

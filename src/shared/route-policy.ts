@@ -3,7 +3,7 @@
 import type { Role } from './roles.js'
 
 /** The named per-IP budgets a route may add to the global one (plugins/rate-limit.ts counts them). */
-export type IpBudget = 'signIn' | 'signUp'
+export type IpBudget = 'signIn' | 'signUp' | 'guest'
 /**
  * The named per-email budgets, counted once the body is parsed: password attempts, attempts at a
  * mailed code, mail carrying a link, mail carrying a code (plugins/rate-limit.ts).
@@ -33,9 +33,16 @@ export interface RoutePolicy {
    * navigation from any site (plugins/origins.ts, refuseCrossSite).
    */
   refusesCrossSite?: true
+  /**
+   * A guest (an anonymous user, src/auth/guests/) may call it. Every other route that needs a
+   * session refuses a guest with 403: payments, two-factor, passkeys, admin, the account's ways in.
+   */
+  guests?: true
 }
 
 export const PUBLIC: RoutePolicy = Object.freeze({ access: 'public' })
+/** Any signed-in user, a guest too (the session's own routes, the token). */
+export const SESSION_OR_GUEST: RoutePolicy = Object.freeze({ guests: true as const })
 /** A route that checks the current password (`reverifiesPassword`), signed in. */
 export const REVERIFIES_PASSWORD: RoutePolicy = Object.freeze({ reverifiesPassword: true })
 /**

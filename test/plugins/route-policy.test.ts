@@ -44,7 +44,9 @@ const PUBLIC_ROUTES = [
   'GET /api/v1/docs/static/swagger-initializer.js',
   'POST /api/auth/sign-up/email',
   'POST /api/auth/sign-in/email',
+  'POST /api/auth/sign-in/anonymous',
   'GET /api/auth/get-session',
+  'GET /api/auth/jwks',
   'POST /api/auth/sign-out',
   'POST /api/auth/request-password-reset',
   'POST /api/auth/reset-password',
@@ -238,10 +240,10 @@ t.test('every /api/auth route refuses a foreign Origin, whatever the method', as
   }
 })
 
-// These end the member's session when they let it through: there each request of the member brings a
-// session of its own, so the rest of the walk still runs signed in, and no spelling is compared with
-// a session its plain spelling just ended.
-const ENDS_SESSION = new Set(['POST /api/auth/sign-out', 'POST /api/auth/revoke-sessions'])
+// These end the member's session when they let it through (asking for a guest ends it, as every
+// sign-in does): there each request of the member brings a session of its own, so the rest of the
+// walk still runs signed in, and no spelling is compared with a session its plain spelling just ended.
+const ENDS_SESSION = new Set(['POST /api/auth/sign-out', 'POST /api/auth/revoke-sessions', 'POST /api/auth/sign-in/anonymous'])
 
 t.test('percent-encoded spellings of every path get the same answers', async (t) => {
   let compared = 0
@@ -288,8 +290,8 @@ t.test('every response carries nosniff, and no-store unless the route is declare
   }
   const cacheable = routes.filter((r) => r.policy.cacheable).map((r) => r.pattern)
   t.ok(
-    cacheable.every((p) => p === '/api/v1/openapi.json' || p.startsWith('/api/v1/docs')),
-    'only the API document and its page',
+    cacheable.every((p) => p === '/api/v1/openapi.json' || p.startsWith('/api/v1/docs') || p === '/api/auth/jwks'),
+    'only the API document and its page, and the public keys that verify tokens',
   )
   for (const url of ['/api/v1/no-such-route', '/%zz', `/api/v1/journal/entries/${'x'.repeat(300)}`]) {
     const res = await app.inject({ method: 'GET', url })

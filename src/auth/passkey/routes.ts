@@ -104,7 +104,9 @@ export default async function passkeyRoutes(fastify: FastifyInstance) {
       },
     },
     async (request, reply) => {
-      const { options, token } = await authenticationOptions(deps, request.user?.id ?? null)
+      // A guest has no passkey: its browser's passkey sign-in is an account's (and takes the guest's data along).
+      const signedIn = request.user && !request.user.isAnonymous ? request.user.id : null
+      const { options, token } = await authenticationOptions(deps, signedIn)
       challengeCookie.set(reply, token)
       return { ...options }
     },

@@ -3,13 +3,14 @@
 import type { FastifyInstance } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
-import { PUBLIC } from '../../shared/route-policy.js'
+import { PUBLIC, SESSION_OR_GUEST } from '../../shared/route-policy.js'
 import { contextOf } from '../../shared/context.js'
 import { currentUser } from '../../user/signed-in.js'
 import { SessionSchema, Status, toSessionJson, toUserJson, toWhoamiJson, UserSchema, WhoamiSchema } from '../schemas.js'
 import { ErrorSchema } from '../../shared/errors.js'
 import { JsonMemo } from '../../shared/json-memo.js'
 import type { SignedInUser } from '../../user/types.js'
+import { TOKEN_HEADER } from '../tokens/routes.js'
 import { revokeAllSessions, revokeOtherSessions, revokeSession } from './service.js'
 
 const tags = ['auth']
@@ -32,18 +33,25 @@ export default async function sessionRoutes(fastify: FastifyInstance) {
         response: { 200: GetSessionSchema },
       },
     },
-    // Answered from memory (the session the route policy loaded): a plain function.
+    // Answered from memory (the session the route policy loaded, a token issued moments ago): a plain function.
     (request, reply) => {
       const { user, session } = request
       if (!user || !session) {
         reply.send(null)
         return
       }
-      // Kept with the cached user object; the expiry is the one part a renewal changes.
-      getSessionJson.send(reply, user, session.expiresAt.getTime(), () => ({
-        session: toSessionJson(session),
-        user: toUserJson(user),
-      }))
+      // better-auth's jwt plugin: the session's token for other services, in a header (CORS exposes it).
+      const send = (token: string) => {
+        reply.header(TOKEN_HEADER, token)
+        // Kept with the cached user object; the expiry is the one part a renewal changes.
+        getSessionJson.send(reply, user, session.expiresAt.getTime(), () => ({
+          session: toSessionJson(session),
+          user: toUserJson(user),
+        }))
+      }
+      const token = app.tokens.issue(user, session)
+      if (token instanceof Promise) return token.then(send)
+      send(token)
     },
   )
 
@@ -70,6 +78,7 @@ export default async function sessionRoutes(fastify: FastifyInstance) {
   app.get(
     '/api/auth/list-sessions',
     {
+      config: { policy: SESSION_OR_GUEST },
       schema: {
         operationId: 'listSessions',
         tags,
@@ -86,6 +95,7 @@ export default async function sessionRoutes(fastify: FastifyInstance) {
   app.post(
     '/api/auth/revoke-session',
     {
+      config: { policy: SESSION_OR_GUEST },
       schema: {
         operationId: 'revokeSession',
         tags,
@@ -104,6 +114,7 @@ export default async function sessionRoutes(fastify: FastifyInstance) {
   app.post(
     '/api/auth/revoke-other-sessions',
     {
+      config: { policy: SESSION_OR_GUEST },
       schema: {
         operationId: 'revokeOtherSessions',
         tags,
@@ -121,6 +132,7 @@ export default async function sessionRoutes(fastify: FastifyInstance) {
   app.post(
     '/api/auth/revoke-sessions',
     {
+      config: { policy: SESSION_OR_GUEST },
       schema: {
         operationId: 'revokeSessions',
         tags,
@@ -139,6 +151,7 @@ export default async function sessionRoutes(fastify: FastifyInstance) {
   app.get(
     '/api/v1/whoami',
     {
+      config: { policy: SESSION_OR_GUEST },
       schema: {
         operationId: 'whoami',
         tags: ['identity'],
