@@ -17,6 +17,7 @@ import * as m0014 from './0014_security_notices.js'
 import * as m0015 from './0015_passkey.js'
 import * as m0016 from './0016_consent_order.js'
 import * as m0017 from './0017_payment_grant_order.js'
+import * as m0018 from './0018_impersonation.js'
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -36,4 +37,5 @@ export const migrations: Record<string, Migration> = {
   '0015_passkey': m0015,
   '0016_consent_order': m0016,
   '0017_payment_grant_order': m0017,
+  '0018_impersonation': m0018,
 }

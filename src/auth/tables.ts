@@ -15,6 +15,9 @@ export interface SessionTable {
   user_agent: string | null
   /** The session was started after a second factor (migration 0009). */
   two_factor_verified: Generated<boolean>
+  /** The administrator who opened this session of the user, and from which session of theirs (migration 0018). */
+  impersonated_by: string | null
+  impersonator_session_id: string | null
   created_at: CreatedAt
   updated_at: Timestamp
 }

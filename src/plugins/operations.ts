@@ -186,7 +186,7 @@ const PROCEDURE_METHODS: HTTPMethods[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE
 
 function addProcedureRoute(app: FastifyInstance, operation: Declared, rpc: StandardRPCHandler<RpcContext>): void {
   const { path } = operation
-  const { meta } = routeOf(operation)
+  const { meta, method: declared } = routeOf(operation)
   const url = `${API_PREFIX}/${path.join('/')}`
   app.route({
     // RPCLink sends GET for the procedures declared GET and POST for the rest (or the contract's
@@ -196,7 +196,7 @@ function addProcedureRoute(app: FastifyInstance, operation: Declared, rpc: Stand
     // A HEAD would reach the handler as a request with a body: never a way to call a procedure.
     exposeHeadRoute: false,
     bodyLimit: meta.bodyLimit,
-    config: { policy: meta.policy, procedure: path.join('.') },
+    config: { policy: meta.policy, procedure: path.join('.'), procedureReads: declared === 'GET' },
     schema: { hide: true },
     handler: async (request: FastifyRequest, reply: FastifyReply) => {
       const context: RpcContext = { request, reply, failure: {} }
