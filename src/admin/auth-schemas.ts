@@ -2,6 +2,7 @@
 // client `adminClient()` sends and reads them. The rules behind them are the admin procedures'.
 import { z } from 'zod'
 import { SessionSchema, toUserJson, UserSchema } from '../auth/schemas.js'
+import { ManagedUserSchema } from './schemas.js'
 import { ROLES } from '../shared/roles.js'
 import { PLANS } from '../shared/plans.js'
 import { PlainText } from '../shared/validation.js'
@@ -12,13 +13,8 @@ const UserId = z.string().min(1).max(200)
 export const UserIdBody = z.strictObject({ userId: UserId })
 
 /** The user with the plugin's suspension fields (`banExpires`, where the admin procedures say `banExpiresAt`). */
-export const PluginUserSchema = z
-  .object({
-    ...UserSchema.shape,
-    banned: z.boolean(),
-    banReason: z.string().nullable(),
-    banExpires: z.date().nullable().describe('null: until unbanned'),
-  })
+export const PluginUserSchema = ManagedUserSchema.omit({ banExpiresAt: true })
+  .extend({ banExpires: ManagedUserSchema.shape.banExpiresAt })
   .meta({ id: 'AdminPluginUser' })
 
 export const toPluginUser = (u: ManagedUser): z.infer<typeof PluginUserSchema> => ({

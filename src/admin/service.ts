@@ -74,6 +74,10 @@ export function assertMayEndSessionsOf(target: Pick<ManagedUser, 'id' | 'role'>,
 const auditUserChange = (db: Executor, ctx: RequestContext, action: string, id: string, details?: Record<string, unknown>) =>
   recordAudit(db, { actorId: ctx.actorId, action, targetType: 'user', targetId: id, ip: ctx.ip, details })
 
+/** A listing of users is a moderation read: what was asked and how many came back. */
+const auditUsersListed = (db: Executor, ctx: RequestContext, details: Record<string, unknown>) =>
+  recordAudit(db, { actorId: ctx.actorId, action: 'admin.users.listed', targetType: 'user', ip: ctx.ip, details })
+
 export async function listUsers(
   deps: AdminDeps,
   ctx: RequestContext,
@@ -88,13 +92,7 @@ export async function listUsers(
       (r) => r.user,
       (r) => ({ at: r.cursorAt, id: r.user.id }),
     )
-    await recordAudit(trx, {
-      actorId: ctx.actorId,
-      action: 'admin.users.listed',
-      targetType: 'user',
-      ip: ctx.ip,
-      details: { filters: { ...filters }, returned: result.items.length },
-    })
+    await auditUsersListed(trx, ctx, { filters: { ...filters }, returned: result.items.length })
     return result
   })
 }
@@ -107,13 +105,7 @@ export async function searchUsers(
 ): Promise<{ users: ManagedUser[]; total: number }> {
   return deps.db.transaction().execute(async (trx) => {
     const found = await findUsersBySearch(trx, search)
-    await recordAudit(trx, {
-      actorId: ctx.actorId,
-      action: 'admin.users.listed',
-      targetType: 'user',
-      ip: ctx.ip,
-      details: { search: { ...search }, returned: found.users.length },
-    })
+    await auditUsersListed(trx, ctx, { search: { ...search }, returned: found.users.length })
     return found
   })
 }
