@@ -67,6 +67,11 @@ t.test('an admin opens a member account as the member sees it, and gets their ow
   const impersonationId = started.data!.session.id
   t.ok((await liveSessionIds(member.id)).includes(impersonationId))
 
+  // The member's export shows the impersonation session, never the administrator's session it came from.
+  const exported = (await call(app, 'GET', '/api/v1/me/export', { cookie: member.cookie })).json()
+  const row = exported.sessions.find((s: { id: string }) => s.id === impersonationId)
+  t.same([row?.impersonatedBy, 'impersonatorSessionId' in row], [admin.user.id, false])
+
   const stopped = await admin.client.admin.stopImpersonating()
   t.equal(stopped.error, null)
   t.same([stopped.data!.user.id, stopped.data!.session.id], [admin.user.id, adminSession.id])
