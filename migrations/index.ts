@@ -20,6 +20,7 @@ import * as m0017 from './0017_payment_grant_order.js'
 import * as m0018 from './0018_session_address_proof.js'
 import * as m0019 from './0019_jwks.js'
 import * as m0020 from './0020_guests.js'
+import * as m0021 from './0021_impersonation.js'
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -42,4 +43,5 @@ export const migrations: Record<string, Migration> = {
   '0018_session_address_proof': m0018,
   '0019_jwks': m0019,
   '0020_guests': m0020,
+  '0021_impersonation': m0021,
 }

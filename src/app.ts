@@ -7,6 +7,7 @@ import type { DestinationStream } from 'pino'
 import { openDatabase, type DatabaseHandle, type DB } from '../db/index.js'
 import { migrateToLatest } from '../db/migrate.js'
 import adminRoutes from './admin/routes.js'
+import adminAuthRoutes from './admin/auth-routes.js'
 import accountRoutes from './auth/account/routes.js'
 import { reportBootstrapOwner } from './auth/account/bootstrap.js'
 import emailRoutes from './auth/email/routes.js'
@@ -209,6 +210,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
     trustedOrigins: config.auth.trustedOrigins,
     webOrigin: config.auth.webOrigin,
     roleRoutesNeedSecondFactor: config.auth.requireAdminTwoFactor,
+    impersonationAllowsWrites: config.auth.impersonationAllowsWrites,
     closing: () => app.closing,
     loadSession: sessionLoader(sessions, sessionCookie),
   })
@@ -235,6 +237,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   await app.register(compatibilityRoutes)
   await app.register(paymentRoutes)
   await app.register(adminRoutes)
+  await app.register(adminAuthRoutes)
   await app.register(consentRoutes)
   await app.register(personalDataRoutes)
   // Development only (NODE_ENV=development, `npm start`'s default): production and test have no such routes.

@@ -87,6 +87,7 @@ const envSchema = z.object({
   REQUIRE_EMAIL_VERIFICATION: bool.default(false),
   BOOTSTRAP_OWNER_EMAIL: optionalString.pipe(z.email().optional()),
   REQUIRE_ADMIN_TWO_FACTOR: bool.default(false),
+  IMPERSONATION_ALLOWS_WRITES: bool.default(false),
   RPC_REQUIRE_CSRF_HEADER: bool.default(false),
   PASSKEY_RP_ID: optionalString.pipe(
     z
@@ -167,6 +168,8 @@ export interface Config {
     requireAdminTwoFactor: boolean
     /** A guest nobody can reach (no live session) and untouched this many days is purged with its data (src/auth/guests/). */
     guestTtlDays: number
+    /** An administrator impersonating a member may change state in their name (off: support mode is read-only). */
+    impersonationAllowsWrites: boolean
     /** WebAuthn's relying party (src/auth/passkey/): its id, and the page origins its ceremonies may run on. */
     passkey: { rpId: string; origins: string[] }
   }
@@ -320,6 +323,7 @@ export function loadConfig(
       requireEmailVerification: e.REQUIRE_EMAIL_VERIFICATION,
       bootstrapOwnerEmail: e.BOOTSTRAP_OWNER_EMAIL?.toLowerCase(),
       requireAdminTwoFactor: e.REQUIRE_ADMIN_TWO_FACTOR,
+      impersonationAllowsWrites: e.IMPERSONATION_ALLOWS_WRITES,
       passkey,
       guestTtlDays: e.GUEST_TTL_DAYS,
     },

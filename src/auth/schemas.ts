@@ -59,6 +59,10 @@ export const SessionSchema = z
     updatedAt: z.date(),
     ipAddress: z.string().nullable(),
     userAgent: z.string().nullable(),
+    impersonatedBy: z
+      .string()
+      .nullable()
+      .describe("The administrator's user id when an administrator opened this session (impersonation), else null"),
   })
   .meta({ id: 'Session' })
 
@@ -106,6 +110,7 @@ export function toSessionJson(s: SessionJson): SessionJson {
     updatedAt: s.updatedAt,
     ipAddress: s.ipAddress,
     userAgent: s.userAgent,
+    impersonatedBy: s.impersonatedBy,
   }
 }
 

@@ -218,7 +218,7 @@ function addProcedureRoute(app: FastifyInstance, operation: Declared, rpc: Stand
     // A HEAD would reach the handler as a request with a body: never a way to call a procedure.
     exposeHeadRoute: false,
     bodyLimit: meta.bodyLimit,
-    config: { policy: meta.policy, procedure: path.join('.') },
+    config: { policy: meta.policy, procedure: path.join('.'), procedureReads: method === 'GET' },
     schema: { hide: true },
     handler: async (request: FastifyRequest, reply: FastifyReply) => {
       if (callDirectly) {

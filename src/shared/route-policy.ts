@@ -1,5 +1,6 @@
 // What a route declares about who may call it and how (its `config.policy`); enforced for the route
 // that matched by src/plugins/route-policy.ts. Every domain's routes use this vocabulary.
+import type { ErrorCode } from './errors.js'
 import type { Role } from './roles.js'
 
 /** The named per-IP budgets a route may add to the global one (plugins/rate-limit.ts counts them). */
@@ -11,8 +12,12 @@ export type IpBudget = 'signIn' | 'signUp' | 'guest'
 export type EmailBudget = 'signIn' | 'code' | 'mail' | 'codeMail'
 
 export interface RoutePolicy {
-  /** Who may call: anyone, any signed-in user (the default), or a signed-in user with one of the roles. */
-  access?: 'public' | 'session' | { roles: readonly Role[] }
+  /**
+   * Who may call: anyone, any signed-in user (the default), or a signed-in user with one of the
+   * roles; anyone else gets 403 FORBIDDEN, or the route's own `refusal` (better-auth's admin plugin
+   * answers each of its routes with a code of its own).
+   */
+  access?: 'public' | 'session' | { roles: readonly Role[]; refusal?: { code: ErrorCode; message: string } }
   /**
    * `false` exempts the route from the origin rule. Only for public routes that authenticate the
    * caller otherwise (the payment gateways' signed webhooks).
@@ -38,6 +43,16 @@ export interface RoutePolicy {
    * session refuses a guest with 403: payments, two-factor, passkeys, admin, the account's ways in.
    */
   guests?: true
+   * The route changes state even on GET (a link that verifies or deletes, a passkey registration's
+   * options, a provider's callback): refused in support mode like a POST (plugins/route-policy.ts,
+   * refuseWritesWhileImpersonating).
+   */
+  actsOnGet?: true
+  /**
+   * `'allowed'`: the route may be called in read-only support mode whatever its method: it ends the
+   * impersonation itself (stop-impersonating, sign-out), or carries calls each judged on its own (a batch).
+   */
+  whileImpersonating?: 'allowed'
 }
 
 export const PUBLIC: RoutePolicy = Object.freeze({ access: 'public' })
@@ -66,5 +81,9 @@ export const SIGN_IN_WITH_CODE: RoutePolicy = Object.freeze({
 export const ADMIN: RoutePolicy = Object.freeze({ access: Object.freeze({ roles: Object.freeze(['admin', 'owner'] as const) }) })
 /** An administrator's read that writes an audit row: no cross-site request reaches it. */
 export const ADMIN_AUDITED_READ: RoutePolicy = Object.freeze({ ...ADMIN, refusesCrossSite: true as const })
+/** A GET that changes state for a signed-in user (support mode refuses it like a POST). */
+export const ACTS_ON_GET: RoutePolicy = Object.freeze({ actsOnGet: true as const })
+/** A public GET that changes state: an emailed link's, a provider's callback (support mode refuses it). */
+export const PUBLIC_ACTS_ON_GET: RoutePolicy = Object.freeze({ access: 'public' as const, actsOnGet: true as const })
 /** A signed-in user's read that records an event (the data export): no cross-site request reaches it. */
 export const AUDITED_READ: RoutePolicy = Object.freeze({ refusesCrossSite: true as const })

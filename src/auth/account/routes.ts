@@ -8,7 +8,7 @@ import { UpdateProfileInput } from '../../profile/schemas.js'
 import { contextOf } from '../../shared/context.js'
 import { ErrorSchema } from '../../shared/errors.js'
 import { resolveOptionalRedirect, resolveRedirect, withQuery } from '../../shared/redirect.js'
-import { PUBLIC, REVERIFIES_PASSWORD } from '../../shared/route-policy.js'
+import { ACTS_ON_GET, PUBLIC, REVERIFIES_PASSWORD } from '../../shared/route-policy.js'
 import { landAfterLink } from '../links/emailed-link.js'
 import { currentUser } from '../../user/signed-in.js'
 import { CallbackUrl, CurrentPassword, Email, EmailedToken, Status } from '../schemas.js'
@@ -140,6 +140,7 @@ export default async function accountRoutes(fastify: FastifyInstance) {
   app.get(
     '/api/auth/delete-user/callback',
     {
+      config: { policy: ACTS_ON_GET },
       schema: {
         operationId: 'deleteUserCallback',
         tags,

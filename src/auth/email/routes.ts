@@ -5,7 +5,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import { SignUpConsents } from '../../consent/schemas.js'
-import { PUBLIC, REVERIFIES_PASSWORD, type RoutePolicy, SIGN_IN } from '../../shared/route-policy.js'
+import { PUBLIC, PUBLIC_ACTS_ON_GET, REVERIFIES_PASSWORD, type RoutePolicy, SIGN_IN } from '../../shared/route-policy.js'
 import { contextOf } from '../../shared/context.js'
 import { AppError } from '../../shared/errors.js'
 import { resolveOptionalRedirect, withQuery } from '../../shared/redirect.js'
@@ -267,7 +267,7 @@ export default async function emailRoutes(fastify: FastifyInstance) {
   app.get(
     '/api/auth/verify-email',
     {
-      config: { policy: PUBLIC },
+      config: { policy: PUBLIC_ACTS_ON_GET },
       schema: {
         operationId: 'verifyEmail',
         tags,

@@ -4,7 +4,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
-import { PUBLIC } from '../../shared/route-policy.js'
+import { PUBLIC, PUBLIC_ACTS_ON_GET } from '../../shared/route-policy.js'
 import { contextOf } from '../../shared/context.js'
 import { AppError, serviceUnavailable } from '../../shared/errors.js'
 import { resolveRedirect, withQuery } from '../../shared/redirect.js'
@@ -147,7 +147,7 @@ export default async function idpRoutes(fastify: FastifyInstance) {
   app.get(
     '/api/auth/callback/idp',
     {
-      config: { policy: PUBLIC },
+      config: { policy: PUBLIC_ACTS_ON_GET },
       schema: {
         operationId: 'callbackIdp',
         tags,

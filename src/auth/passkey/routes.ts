@@ -6,7 +6,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import { contextOf } from '../../shared/context.js'
 import { ErrorSchema } from '../../shared/errors.js'
-import { SIGN_IN_PER_IP } from '../../shared/route-policy.js'
+import { ACTS_ON_GET, SIGN_IN_PER_IP } from '../../shared/route-policy.js'
 import { SessionSchema, Status, toSessionJson, toUserJson, UserSchema } from '../schemas.js'
 import { currentUser } from '../../user/signed-in.js'
 import { signInDepsOf, signInWith } from '../session/sign-in.js'
@@ -55,6 +55,7 @@ export default async function passkeyRoutes(fastify: FastifyInstance) {
   app.get(
     '/api/auth/passkey/generate-register-options',
     {
+      config: { policy: ACTS_ON_GET },
       schema: {
         operationId: 'generatePasskeyRegistrationOptions',
         tags,

@@ -58,7 +58,8 @@ export default async function sessionRoutes(fastify: FastifyInstance) {
   app.post(
     '/api/auth/sign-out',
     {
-      config: { policy: PUBLIC },
+      // In support mode too: it ends only the session it is called with, the impersonation.
+      config: { policy: { ...PUBLIC, whileImpersonating: 'allowed' } },
       schema: {
         operationId: 'signOut',
         tags,
