@@ -43,6 +43,7 @@ export interface RoutePolicy {
    * session refuses a guest with 403: payments, two-factor, passkeys, admin, the account's ways in.
    */
   guests?: true
+  /**
    * The route changes state even on GET (a link that verifies or deletes, a passkey registration's
    * options, a provider's callback): refused in support mode like a POST (plugins/route-policy.ts,
    * refuseWritesWhileImpersonating).

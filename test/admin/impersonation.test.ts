@@ -2,6 +2,7 @@
 // owner opens a member's account as the member sees it, for an hour at most, read-only, audited,
 // told to the member; their own session is kept aside and comes back at stop-impersonating; ending
 // the admin's session ends the impersonation at once.
+import { createRemoteJWKSet, jwtVerify } from 'jose'
 import t from 'tap'
 import { buildTestApp, call, signUp, signUpWithRole } from '../helpers/app.js'
 import { adminBrowser } from '../helpers/auth-client.js'
@@ -36,6 +37,28 @@ const impersonatorOf = (session: object) => (session as { impersonatedBy?: strin
 
 const liveSessionIds = async (userId: string) =>
   (await app.db.selectFrom('session').select('id').where('user_id', '=', userId).execute()).map((r) => r.id)
+
+t.test("an impersonation session's token names the member as subject and the administrator as RFC 8693 act", async (t) => {
+  const admin = await signedIn('admin')
+  const member = await signUp(app, { name: 'Tomas Token' })
+  const keys = createRemoteJWKSet(new URL(`${baseURL}/api/auth/jwks`))
+  const own = await call(app, 'GET', '/api/auth/token', { cookie: admin.cookie() })
+  t.notOk('act' in (await jwtVerify(own.json().token, keys)).payload, "the admin's own token has no actor")
+
+  t.equal((await admin.client.admin.impersonateUser({ userId: member.id })).error, null)
+  const issued = await call(app, 'GET', '/api/auth/token', { cookie: admin.cookie() })
+  t.equal(issued.statusCode, 200, 'a read: support mode lets it through')
+  const { payload } = await jwtVerify(issued.json().token, keys)
+  t.same([payload.sub, payload.act], [member.id, { sub: admin.user.id }])
+  const session = await call(app, 'GET', '/api/auth/get-session', { cookie: admin.cookie() })
+  const header = (await jwtVerify(String(session.headers['set-auth-jwt']), keys)).payload
+  t.same([header.sub, header.act], [member.id, { sub: admin.user.id }], 'set-auth-jwt on get-session too')
+
+  t.equal((await admin.client.admin.stopImpersonating()).error, null)
+  const after = await call(app, 'GET', '/api/auth/token', { cookie: admin.cookie() })
+  const back = (await jwtVerify(after.json().token, keys)).payload
+  t.same([back.sub, 'act' in back], [admin.user.id, false], 'back to the admin: no actor')
+})
 
 t.test('an admin opens a member account as the member sees it, and gets their own session back', async (t) => {
   const admin = await signedIn('admin')
