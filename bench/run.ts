@@ -294,6 +294,8 @@ try {
     },
     { group: 'foundation', name: 'health (database ping)', method: 'GET', path: '/api/health', headers: { origin: ORIGIN } },
     { group: 'auth', name: 'get-session (valid cookie)', method: 'GET', path: '/api/auth/get-session', headers: readerHeaders },
+    // The AI backend's token (issue 38): the session's, reused for 30 s per unchanged user row (src/auth/tokens/issuer.ts).
+    { group: 'auth', name: 'token (GET /api/auth/token)', method: 'GET', path: '/api/auth/token', headers: readerHeaders },
     // The web front end's call: RPCLink's GET with the procedure's (empty) input in ?data=.
     { group: 'profile', name: 'getProfile (RPCLink GET)', method: 'GET', ...rpcCall },
     // Three calls in one tick, as BatchLinkPlugin sends them: one GET to getProfile/__batch__.

@@ -3,6 +3,7 @@ import type { AdminTables } from '../src/admin/tables.js'
 import type { PasskeyTables } from '../src/auth/passkey/tables.js'
 import type { SecurityTables } from '../src/auth/security/tables.js'
 import type { AuthTables } from '../src/auth/core/tables.js'
+import type { TokenTables } from '../src/auth/tokens/tables.js'
 import type { CompatibilityTables } from '../src/compatibility/tables.js'
 import type { ConsentTables } from '../src/consent/tables.js'
 import type { ImportTables } from '../src/import/tables.js'
@@ -22,4 +23,5 @@ export interface Database
     PaymentTables,
     ImportTables,
     SecurityTables,
-    PasskeyTables {}
+    PasskeyTables,
+    TokenTables {}

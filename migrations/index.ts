@@ -18,6 +18,9 @@ import * as m0015 from './0015_passkey.js'
 import * as m0016 from './0016_consent_order.js'
 import * as m0017 from './0017_payment_grant_order.js'
 import * as m0018 from './0018_session_address_proof.js'
+import * as m0019 from './0019_jwks.js'
+import * as m0020 from './0020_guests.js'
+import * as m0021 from './0021_impersonation.js'
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -38,4 +41,7 @@ export const migrations: Record<string, Migration> = {
   '0016_consent_order': m0016,
   '0017_payment_grant_order': m0017,
   '0018_session_address_proof': m0018,
+  '0019_jwks': m0019,
+  '0020_guests': m0020,
+  '0021_impersonation': m0021,
 }

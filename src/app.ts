@@ -7,6 +7,7 @@ import type { DestinationStream } from 'pino'
 import { openDatabase, type DatabaseHandle, type DB } from '../db/index.js'
 import { migrateToLatest } from '../db/migrate.js'
 import adminRoutes from './admin/routes.js'
+import adminAuthRoutes from './admin/auth-routes.js'
 import auth from './auth/plugin.js'
 import mailer from './plugins/mailer.js'
 import purge from './maintenance/purge.js'
@@ -156,6 +157,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
     trustedOrigins: config.auth.trustedOrigins,
     webOrigin: config.auth.webOrigin,
     roleRoutesNeedSecondFactor: config.auth.requireAdminTwoFactor,
+    impersonationAllowsWrites: config.auth.impersonationAllowsWrites,
     closing: () => app.closing,
     // The session is auth's (auth/plugin.ts, registered below with the domains).
     loadSession: (request, reply) => app.loadSession(request, reply),
@@ -173,6 +175,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   await app.register(compatibilityRoutes)
   await app.register(paymentRoutes)
   await app.register(adminRoutes)
+  await app.register(adminAuthRoutes)
   await app.register(consentRoutes)
   await app.register(personalDataRoutes)
   // Development only (NODE_ENV=development, `npm start`'s default): production and test have no such routes.

@@ -77,9 +77,17 @@ const envSchema = z.object({
   SESSION_TTL_DAYS: int(1, 365).default(30),
   SESSION_CACHE_SIZE: int(0, 10_000_000).default(100_000),
   PURGE_INTERVAL_SECONDS: int(0, 86400).default(3600),
+  // Tokens for other services (src/auth/tokens/): at most 15 minutes, so revocation reaches them soon.
+  JWT_ISSUER: optionalString,
+  JWT_AUDIENCE: optionalString,
+  JWT_TTL_SECONDS: int(30, 900).default(900),
+  JWT_KEY_ROTATION_DAYS: int(1, 365).default(30),
+  JWT_INCLUDE_EMAIL: bool.default(false),
+  GUEST_TTL_DAYS: int(1, 365).default(30),
   REQUIRE_EMAIL_VERIFICATION: bool.default(false),
   BOOTSTRAP_OWNER_EMAIL: optionalString.pipe(z.email().optional()),
   REQUIRE_ADMIN_TWO_FACTOR: bool.default(false),
+  IMPERSONATION_ALLOWS_WRITES: bool.default(false),
   RPC_REQUIRE_CSRF_HEADER: bool.default(false),
   PASSKEY_RP_ID: optionalString.pipe(
     z
@@ -103,6 +111,7 @@ const envSchema = z.object({
   RATE_LIMIT_SIGN_IN_IP_PER_MINUTE: int(1, 1_000_000).default(10),
   RATE_LIMIT_SIGN_IN_EMAIL_PER_MINUTE: int(1, 1_000_000).default(5),
   RATE_LIMIT_SIGN_UP_IP_PER_MINUTE: int(1, 1_000_000).default(5),
+  RATE_LIMIT_GUEST_IP_PER_MINUTE: int(1, 1_000_000).default(10),
   RATE_LIMIT_MAIL_PER_HOUR: int(1, 1_000_000).default(3),
   RATE_LIMIT_MAIL_PER_ADDRESS_PER_HOUR: int(1, 1_000_000).default(10),
   RATE_LIMIT_CODES_PER_CLIENT_PER_DAY: int(1, 1_000_000).default(6),
@@ -157,11 +166,26 @@ export interface Config {
     bootstrapOwnerEmail?: string
     /** Admin and owner routes refuse a session that did not pass a second factor. */
     requireAdminTwoFactor: boolean
+    /** A guest nobody can reach (no live session) and untouched this many days is purged with its data (src/auth/guests/). */
+    guestTtlDays: number
+    /** An administrator impersonating a member may change state in their name (off: support mode is read-only). */
+    impersonationAllowsWrites: boolean
     /** WebAuthn's relying party (src/auth/passkey/): its id, and the page origins its ceremonies may run on. */
     passkey: { rpId: string; origins: string[] }
   }
   /** Seconds between purges of expired sessions and verification tokens; 0 disables them. */
   purge: { intervalSeconds: number }
+  /** The tokens other services verify (src/auth/tokens/): who issues them, for whom, how long they live. */
+  jwt: {
+    issuer: string
+    audience: string
+    /** At most 900: a revoked session's last token outlives it by this much at most. */
+    ttlSeconds: number
+    /** A signing key signs this many days, then the next one takes over. */
+    keyRotationDays: number
+    /** The user's address goes into the token (`email`, `email_verified`): off unless configured. */
+    includeEmail: boolean
+  }
   idp: { issuer: string; clientId?: string; clientSecret?: string }
   mail: { smtpUrl?: string; from: string }
   redisUrl?: string
@@ -172,6 +196,8 @@ export interface Config {
     signInIpPerMinute: number
     signInEmailPerMinute: number
     signUpIpPerMinute: number
+    /** Guests made per IP (sign-in/anonymous). */
+    guestIpPerMinute: number
     /** Mails per hour to one address asked for by one client (IP, or IPv6 /64). */
     mailPerHour: number
     /** Codes mailed per hour to one address, every unknown client together (links are not held to it). */
@@ -297,9 +323,19 @@ export function loadConfig(
       requireEmailVerification: e.REQUIRE_EMAIL_VERIFICATION,
       bootstrapOwnerEmail: e.BOOTSTRAP_OWNER_EMAIL?.toLowerCase(),
       requireAdminTwoFactor: e.REQUIRE_ADMIN_TWO_FACTOR,
+      impersonationAllowsWrites: e.IMPERSONATION_ALLOWS_WRITES,
       passkey,
+      guestTtlDays: e.GUEST_TTL_DAYS,
     },
     purge: { intervalSeconds: e.PURGE_INTERVAL_SECONDS },
+    // better-auth's jwt plugin defaults both to the base URL.
+    jwt: {
+      issuer: e.JWT_ISSUER ?? baseUrl,
+      audience: e.JWT_AUDIENCE ?? baseUrl,
+      ttlSeconds: e.JWT_TTL_SECONDS,
+      keyRotationDays: e.JWT_KEY_ROTATION_DAYS,
+      includeEmail: e.JWT_INCLUDE_EMAIL,
+    },
     idp: { issuer: e.IDP_ISSUER, clientId: e.IDP_CLIENT_ID, clientSecret: e.IDP_CLIENT_SECRET },
     mail: { smtpUrl: e.SMTP_URL, from: e.MAIL_FROM },
     redisUrl: e.REDIS_URL,
@@ -309,6 +345,7 @@ export function loadConfig(
       signInIpPerMinute: e.RATE_LIMIT_SIGN_IN_IP_PER_MINUTE,
       signInEmailPerMinute: e.RATE_LIMIT_SIGN_IN_EMAIL_PER_MINUTE,
       signUpIpPerMinute: e.RATE_LIMIT_SIGN_UP_IP_PER_MINUTE,
+      guestIpPerMinute: e.RATE_LIMIT_GUEST_IP_PER_MINUTE,
       mailPerHour: e.RATE_LIMIT_MAIL_PER_HOUR,
       mailPerAddressPerHour: e.RATE_LIMIT_MAIL_PER_ADDRESS_PER_HOUR,
       codesPerClientPerDay: e.RATE_LIMIT_CODES_PER_CLIENT_PER_DAY,

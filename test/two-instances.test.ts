@@ -4,6 +4,7 @@ import t from 'tap'
 import { openDatabase } from '../db/index.js'
 import { migrateToLatest } from '../db/migrate.js'
 import { WEB_ORIGIN } from './helpers/app.js'
+import { adminBrowser, cookieJarFetch } from './helpers/auth-client.js'
 import { freshPostgresUrl, usingPostgres } from './helpers/db.js'
 import { startServer, type ServerProcess } from './helpers/server-process.js'
 
@@ -80,5 +81,41 @@ if (!usingPostgres()) {
     }
     // the sign-in above (usage test) already used one of the 6
     t.equal(statuses.filter((s) => s === 429).length, 7, `statuses: ${statuses.join(',')}`)
+  })
+
+  t.test('an impersonation started on one instance is seen, and ended, on the other', async (t) => {
+    const signUpAs = async (role: 'member' | 'admin' | 'owner') => {
+      const user = { name: role, email: `${role}-${Date.now()}-${Math.random()}@example.com`, password }
+      const res = await send(a, 'POST', '/api/auth/sign-up/email', user)
+      await handle.db.updateTable('user').set({ role }).where('id', '=', res.body.user.id).execute()
+      // Signed in by the sign-up itself: the sign-in budget is spent by the test above.
+      const session = res.setCookie.map((c) => c.split(';', 1)[0]!).find((c) => c.startsWith('better-auth.session_token='))!
+      return { ...user, id: res.body.user.id as string, session: session.slice(session.indexOf('=') + 1) }
+    }
+    const [admin, member, owner] = [await signUpAs('admin'), await signUpAs('member'), await signUpAs('owner')]
+    // One browser, its requests answered by either instance.
+    const browser = cookieJarFetch()
+    const onA = adminBrowser(a.url, browser)
+    const onB = adminBrowser(b.url, browser)
+    browser.jar.set('better-auth.session_token', admin.session)
+
+    const started = await onA.client.admin.impersonateUser({ userId: member.id })
+    t.equal(started.error, null)
+    const seen = (await onB.client.getSession()).data
+    t.same([seen?.user.id, seen?.session.impersonatedBy], [member.id, admin.id], 'seen on the other instance')
+    const impersonation = onA.cookie()
+    const stopped = await onB.client.admin.stopImpersonating()
+    t.equal(stopped.data?.user.id, admin.id, 'ended on the other instance')
+    t.equal((await send(a, 'GET', '/api/auth/get-session', undefined, impersonation)).body, null, 'and gone on the first')
+    t.equal((await onA.client.getSession()).data?.user.id, admin.id, "the admin's own session is back on both")
+
+    // Revoking the admin on one instance ends their impersonation on the other at once.
+    await onA.client.admin.impersonateUser({ userId: member.id })
+    const second = onA.cookie()
+    t.equal((await send(b, 'GET', '/api/auth/get-session', undefined, second)).body?.user.id, member.id)
+    const ownerBrowser = adminBrowser(b.url)
+    ownerBrowser.jar.set('better-auth.session_token', owner.session)
+    t.equal((await ownerBrowser.client.admin.banUser({ userId: admin.id })).error, null)
+    t.equal((await send(a, 'GET', '/api/auth/get-session', undefined, second)).body, null)
   })
 }

@@ -43,6 +43,49 @@ export async function findUsers(
   return rows.map((r) => ({ user: toManagedUser(r), cursorAt: r.cursor_at }))
 }
 
+/** A search by offset and sort (better-auth's admin plugin's list-users). */
+export interface UserSearch {
+  /** Text in the field, as `operator` says; `%` and `_` are literal. */
+  search?: { field: 'email' | 'name'; operator: 'contains' | 'starts_with' | 'ends_with'; value: string }
+  /** Equal to the value. */
+  filter?: { field: 'role'; value: Role } | { field: 'plan'; value: Plan } | { field: 'banned'; value: boolean }
+  sort: { field: 'createdAt' | 'updatedAt' | 'email' | 'name'; direction: 'asc' | 'desc' }
+  limit: number
+  offset: number
+}
+
+const SORT_COLUMN = { createdAt: 'created_at', updatedAt: 'updated_at', email: 'email', name: 'name' } as const
+const LIKE = {
+  contains: (v: string) => `%${v}%`,
+  starts_with: (v: string) => `${v}%`,
+  ends_with: (v: string) => `%${v}`,
+} as const
+
+/** One page of the users the search finds, in its order (ties by id), and how many it finds in all. */
+export async function searchUsers(db: Executor, search: UserSearch): Promise<{ users: ManagedUser[]; total: number }> {
+  let found = db.selectFrom('user')
+  if (search.search) {
+    const { field, operator, value } = search.search
+    found = found.where(field, 'ilike', LIKE[operator](escapeLike(value)))
+  }
+  if (search.filter) found = found.where(search.filter.field, '=', search.filter.value as never)
+  const { field, direction } = search.sort
+  const rows = await found
+    .select(managedUserColumns)
+    .orderBy(SORT_COLUMN[field], direction)
+    .orderBy('id', direction)
+    .limit(search.limit)
+    .offset(search.offset)
+    .execute()
+  return { users: rows.map(toManagedUser), total: await countRows(found) }
+}
+
+/** The user a session belongs to, by the session's public id. */
+export async function ownerOfSession(db: Executor, sessionId: string): Promise<string | undefined> {
+  const row = await db.selectFrom('session').select('user_id').where('id', '=', sessionId).executeTakeFirst()
+  return row?.user_id
+}
+
 /** Locks the row: concurrent acts on one user (the admin API, the command line) apply one after the other. */
 export function findUserForUpdate(trx: Trx, by: UserKey): Promise<ManagedUser | undefined> {
   return lockUser(trx, by, managedUserColumns)

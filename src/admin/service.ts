@@ -26,6 +26,8 @@ import {
   findUserForUpdate,
   findUsers,
   type ManagedUser,
+  searchUsers as findUsersBySearch,
+  type UserSearch,
   sumPaidPayments,
   sumUsage,
   updateManagedUser,
@@ -63,9 +65,18 @@ export interface AuditEvent {
 
 const ownerUnchangeable = () => forbidden('An owner cannot be changed through the API')
 
+/** Nobody ends an owner's sessions but the owner. */
+export function assertMayEndSessionsOf(target: Pick<ManagedUser, 'id' | 'role'>, ctx: RequestContext): void {
+  if (target.role === 'owner' && target.id !== ctx.actorId) throw ownerUnchangeable()
+}
+
 /** The audit event of an admin's act on (or look at) one user's account. */
 const auditUserChange = (db: Executor, ctx: RequestContext, action: string, id: string, details?: Record<string, unknown>) =>
   recordAudit(db, { actorId: ctx.actorId, action, targetType: 'user', targetId: id, ip: ctx.ip, details })
+
+/** A listing of users is a moderation read: what was asked and how many came back. */
+const auditUsersListed = (db: Executor, ctx: RequestContext, details: Record<string, unknown>) =>
+  recordAudit(db, { actorId: ctx.actorId, action: 'admin.users.listed', targetType: 'user', ip: ctx.ip, details })
 
 export async function listUsers(
   deps: AdminDeps,
@@ -81,14 +92,21 @@ export async function listUsers(
       (r) => r.user,
       (r) => ({ at: r.cursorAt, id: r.user.id }),
     )
-    await recordAudit(trx, {
-      actorId: ctx.actorId,
-      action: 'admin.users.listed',
-      targetType: 'user',
-      ip: ctx.ip,
-      details: { filters: { ...filters }, returned: result.items.length },
-    })
+    await auditUsersListed(trx, ctx, { filters: { ...filters }, returned: result.items.length })
     return result
+  })
+}
+
+/** The same listing by offset and sort (better-auth's admin plugin's list-users), audited alike. */
+export async function searchUsers(
+  deps: AdminDeps,
+  ctx: RequestContext,
+  search: UserSearch,
+): Promise<{ users: ManagedUser[]; total: number }> {
+  return deps.db.transaction().execute(async (trx) => {
+    const found = await findUsersBySearch(trx, search)
+    await auditUsersListed(trx, ctx, { search: { ...search }, returned: found.users.length })
+    return found
   })
 }
 
@@ -156,7 +174,7 @@ export async function revokeUserSessions(deps: AdminDeps, ctx: RequestContext, i
   return deps.db.transaction().execute(async (trx) => {
     const target = await findUserForUpdate(trx, { id })
     if (!target) throw notFound('User')
-    if (target.role === 'owner' && target.id !== ctx.actorId) throw ownerUnchangeable()
+    assertMayEndSessionsOf(target, ctx)
     const revoked = await endSessionsOfUser(trx, id)
     await auditUserChange(trx, ctx, 'admin.user.sessions_revoked', id, {
       before: { sessions: revoked },

@@ -1,6 +1,6 @@
 // Auth as one unit, registered by src/app.ts as it registers a domain: this plugin builds what the
 // ways in share (sessions and their cache, the cookies, the password hasher, two-factor's keys, the
-// security notices over the mailer) and registers every /api/auth route. The request pipeline
+// security notices over the mailer, the tokens' issuer and signing keys) and registers every /api/auth route. The request pipeline
 // reaches a request's session through `app.loadSession` (route-policy.ts asks it on each request).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
@@ -17,6 +17,8 @@ import passkeyRoutes from './routes/passkey.js'
 import securityRoutes from './routes/security.js'
 import type { RouteFamily } from './routes/serve.js'
 import sessionRoutes from './routes/session.js'
+import guestRoutes from './routes/guests.js'
+import tokenRoutes from './routes/tokens.js'
 import twoFactorRoutes from './routes/two-factor.js'
 import { DeviceCookie } from './security/devices.js'
 import securityNotices from './security/plugin.js'
@@ -26,12 +28,16 @@ import { sessionLoader } from './session/request.js'
 import { SessionManager } from './session/sessions.js'
 import { SignInCookies } from './sign-in/step.js'
 import { TwoFactorCookies } from './sign-in/two-factor-cookies.js'
+import { TokenIssuer } from './tokens/issuer.js'
+import { KeySeal, SigningKeys } from './tokens/keys.js'
 import { TwoFactorKeys } from './two-factor/crypto.js'
 import type { TwoFactorDeps } from './two-factor/service.js'
 
 /** Every /api/auth route, by family, in the order they are registered (and listed in the OpenAPI document). */
 export const AUTH_ROUTES: readonly RouteFamily[] = [
+  tokenRoutes,
   sessionRoutes,
+  guestRoutes,
   emailRoutes,
   idpRoutes,
   accountRoutes,
@@ -51,6 +57,10 @@ declare module 'fastify' {
     signInCookies: SignInCookies
     /** Two-factor's dependencies and cookies, shared by its routes and the sign-in routes. */
     twoFactor: { deps: TwoFactorDeps; cookies: TwoFactorCookies }
+    /** Issues the tokens for other services (auth/tokens/issuer.ts). */
+    tokens: TokenIssuer
+    /** Their signing keys: the maintenance task rotates them (auth/tokens/keys.ts). */
+    signingKeys: SigningKeys
     /** Sets request.user and request.session from the session cookie (auth/session/request.ts). */
     loadSession(request: FastifyRequest, reply: FastifyReply): MaybePromise<void>
   }
@@ -80,6 +90,13 @@ export default fp(
       deps: { db: app.db, clock: app.clock, hasher: app.hasher, keys: new TwoFactorKeys(config.auth.secrets) },
       cookies: twoFactorCookies,
     })
+    const { jwt } = config
+    const signingKeys = new SigningKeys(app.db, app.clock, new KeySeal(config.auth.secrets), {
+      rotationMs: jwt.keyRotationDays * 24 * 60 * 60 * 1000,
+      tokenTtlMs: jwt.ttlSeconds * 1000,
+    })
+    app.decorate('signingKeys', signingKeys)
+    app.decorate('tokens', new TokenIssuer(signingKeys, app.clock, jwt))
     // Closing: the handlers still running and the work after their replies may hash or read
     // sessions, so they finish first (settled() waits for them), then the workers and the listener.
     app.addHook('onClose', async () => {

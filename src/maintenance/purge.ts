@@ -4,6 +4,7 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { DB } from '../../db/index.js'
+import { purgeGuests } from '../auth/guests/service.js'
 import { deleteExpiredBatch } from './queries.js'
 
 /** Batches per table and call: one run cannot loop forever (at most 200 × batchSize rows per table). */
@@ -37,6 +38,20 @@ async function purgeTable(db: DB, table: 'session' | 'verification', now: Date, 
   return total
 }
 
+/**
+ * One run of the maintenance task: the expired rows and the unreachable guests go, and the tokens' signing keys are rotated
+ * (the next one published ahead of the run after next, the retired ones deleted: src/auth/tokens/keys.ts).
+ */
+export async function maintain(
+  app: FastifyInstance,
+): Promise<PurgeCounts & { guests: number; keys: { created: boolean; retired: number } }> {
+  const counts = await purgeExpired(app.db, app.clock.now())
+  // The guests nobody can reach any more, with their data (src/auth/guests/).
+  const guests = await purgeGuests(app, app.config.auth.guestTtlDays)
+  const keys = await app.signingKeys.rotate(2 * app.config.purge.intervalSeconds * 1000)
+  return { ...counts, guests, keys }
+}
+
 export default fp(
   async function purge(app: FastifyInstance) {
     const intervalMs = app.config.purge.intervalSeconds * 1000
@@ -55,16 +70,17 @@ export default fp(
     const run = () => {
       timer = undefined
       running = Promise.resolve()
-        .then(() => purgeExpired(app.db, app.clock.now()))
+        .then(() => maintain(app))
         .then(
-          (counts) => {
-            if (counts.sessions > 0 || counts.verifications > 0)
-              app.log.info({ purged: counts }, 'expired sessions and verification tokens purged')
+          ({ keys, ...counts }) => {
+            if (counts.sessions > 0 || counts.verifications > 0 || counts.guests > 0)
+              app.log.info({ purged: counts }, 'expired sessions, verification tokens and unreachable guests purged')
+            if (keys.created || keys.retired > 0) app.log.info({ keys }, 'token signing keys rotated')
           },
           (err: unknown) => {
             app.log.warn(
               { err: { message: err instanceof Error ? err.message : String(err) } },
-              'purge of expired sessions and verification tokens failed',
+              'maintenance (purge of expired rows, rotation of signing keys) failed',
             )
           },
         )

@@ -38,7 +38,12 @@ declare module 'fastify' {
  * taken by each call, not by the batch that carries them (a batch of n costs n, as n calls alone
  * would), and by a batch refused as a whole (below); the origin rule applies to the batch itself.
  */
-export const BATCH_POLICY: RoutePolicy = Object.freeze({ access: 'public', rateLimit: Object.freeze({ global: false }) })
+export const BATCH_POLICY: RoutePolicy = Object.freeze({
+  access: 'public',
+  rateLimit: Object.freeze({ global: false }),
+  // In support mode each call is judged by its own procedure's route: a batch of reads is a read.
+  whileImpersonating: 'allowed',
+})
 
 const METHODS = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE'])
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/

@@ -63,6 +63,8 @@ interface Declared {
   path: string[]
   procedure: AnyContractProcedure
   handler: AnyHandler
+  /** A guest may call it (the policy's `guests`): every operation of a domain that a guest may use. */
+  guests?: true
 }
 
 interface RpcContext {
@@ -101,10 +103,11 @@ function routerOf(declared: Declared[]): AnyRouter {
 }
 
 /** The declared route of a procedure, with what every operation must state. */
-function routeOf({ path, procedure }: Declared) {
+function routeOf({ path, procedure, guests }: Declared) {
   const route = procedure['~orpc'].route
   if (!route.method || !route.path) throw new Error(`Operation ${path.join('.')} declares no REST method and path`)
-  const meta = procedure['~orpc'].meta as OperationMeta
+  const declaredMeta = procedure['~orpc'].meta as OperationMeta
+  const meta = guests ? { ...declaredMeta, policy: { ...declaredMeta.policy, guests } } : declaredMeta
   // A per-email budget reads the body's email; a procedure's body is {json, meta}, where it would find none.
   if (meta.policy?.rateLimit?.perEmail) throw new Error(`Operation ${path.join('.')}: per-email budgets are for plain routes`)
   return { ...route, method: route.method, path: route.path, meta }
@@ -131,9 +134,20 @@ function restParts(input: z.ZodType | undefined, pathKeys: string[], where: 'bod
 const isPlainObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value)
 
-export function operationRoutes<C extends AnyContractRouter>(contract: C, handlersOf: (app: FastifyInstance) => Handlers<C>) {
+/** A member's business operations: a guest may use them too, within the free plan (src/auth/guests/). */
+export const GUESTS_TOO = Object.freeze({ forGuests: true as const })
+
+/**
+ * The routes of a domain's operations. `forGuests`: a guest (an anonymous user, src/auth/guests/)
+ * may call every one of them, within the free plan; otherwise the route policy refuses guests.
+ */
+export function operationRoutes<C extends AnyContractRouter>(
+  contract: C,
+  handlersOf: (app: FastifyInstance) => Handlers<C>,
+  options: { forGuests?: true } = {},
+) {
   return async function operations(app: FastifyInstance) {
-    const declared = declarations(contract, handlersOf(app))
+    const declared = declarations(contract, handlersOf(app)).map((d) => ({ ...d, guests: options.forGuests }))
     for (const operation of declared) addRestRoute(app, operation)
 
     const rpc = new StandardRPCHandler<RpcContext>(routerOf(declared), {
@@ -204,7 +218,7 @@ function addProcedureRoute(app: FastifyInstance, operation: Declared, rpc: Stand
     // A HEAD would reach the handler as a request with a body: never a way to call a procedure.
     exposeHeadRoute: false,
     bodyLimit: meta.bodyLimit,
-    config: { policy: meta.policy, procedure: path.join('.') },
+    config: { policy: meta.policy, procedure: path.join('.'), procedureReads: method === 'GET' },
     schema: { hide: true },
     handler: async (request: FastifyRequest, reply: FastifyReply) => {
       if (callDirectly) {

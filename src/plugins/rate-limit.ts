@@ -284,6 +284,7 @@ export default fp(
       perIp: {
         signIn: budget('sign-in:ip', limits.signInIpPerMinute, MINUTE, ATTEMPT_KEYS),
         signUp: budget('sign-up:ip', limits.signUpIpPerMinute, MINUTE),
+        guest: budget('guest:ip', limits.guestIpPerMinute, MINUTE),
       },
       perEmail: {
         signIn,

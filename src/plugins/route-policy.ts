@@ -21,7 +21,17 @@ import type { Take } from './budget-counter.js'
 /** Errors that end a password re-check before any password was checked. */
 const NOT_CHECKED = new Set<ErrorCode>(['VALIDATION_ERROR', 'INVALID_CALLBACK_URL', 'RATE_LIMITED', 'SERVICE_UNAVAILABLE'])
 
-const POLICY_KEYS = new Set(['access', 'checkOrigin', 'rateLimit', 'reverifiesPassword', 'cacheable', 'refusesCrossSite'])
+const POLICY_KEYS = new Set([
+  'access',
+  'checkOrigin',
+  'rateLimit',
+  'reverifiesPassword',
+  'cacheable',
+  'refusesCrossSite',
+  'guests',
+  'actsOnGet',
+  'whileImpersonating',
+])
 
 const DEFAULT: RoutePolicy = Object.freeze({ access: 'session' })
 // An unmatched request is a 404 to everyone; the origin rule still applies.
@@ -30,6 +40,8 @@ const NOT_FOUND: RoutePolicy = PUBLIC
 declare module 'fastify' {
   interface FastifyContextConfig {
     policy?: RoutePolicy
+    /** On an oRPC procedure's route: whether the procedure is declared GET (a read), whatever method carries it. */
+    procedureReads?: boolean
   }
   interface FastifyRequest {
     /** The route that matched and its policy, set once per request by matchedRoute. */
@@ -60,9 +72,15 @@ export interface MatchedRoute {
   policy: RoutePolicy
   /** Under /api/auth/: every method is origin-checked. */
   authRoute: boolean
+  /**
+   * Whether a call changes state (support mode refuses it): 'by-method' for a plain route (any
+   * method but GET, HEAD and OPTIONS), 'always' for a GET that acts or a procedure declared with
+   * another method, 'never' for a procedure declared GET (RPCLink may carry it by POST).
+   */
+  acts: 'by-method' | 'always' | 'never'
 }
 
-const UNMATCHED: MatchedRoute = Object.freeze({ url: null, policy: NOT_FOUND, authRoute: false })
+const UNMATCHED: MatchedRoute = Object.freeze({ url: null, policy: NOT_FOUND, authRoute: false, acts: 'by-method' })
 // Fastify builds a new routeOptions object on every read; its `config` is one object per route.
 const byConfig = new WeakMap<object, MatchedRoute>()
 
@@ -76,7 +94,16 @@ function routeOf(config: FastifyRequest['routeOptions']['config']): MatchedRoute
   let route = byConfig.get(config)
   if (!route) {
     const url = config.url!
-    route = Object.freeze({ url, policy: config.policy ?? DEFAULT, authRoute: url.startsWith('/api/auth/') })
+    const policy = config.policy ?? DEFAULT
+    const acts =
+      config.procedureReads !== undefined
+        ? config.procedureReads
+          ? 'never'
+          : 'always'
+        : policy.actsOnGet
+          ? 'always'
+          : 'by-method'
+    route = Object.freeze({ url, policy, authRoute: url.startsWith('/api/auth/'), acts })
     byConfig.set(config, route)
   }
   return route
@@ -98,6 +125,10 @@ function checkPolicy(route: RegisteredRoute): void {
     throw new Error(`Route ${where}: a route that refuses cross-site requests cannot skip the origin check`)
   if (typeof policy.access === 'object' && policy.access.roles.length === 0)
     throw new Error(`Route ${where}: no role may call it`)
+  if (policy.guests && policy.access !== undefined && policy.access !== 'session')
+    throw new Error(`Route ${where}: guests are let in only where any session may call`)
+  if (policy.actsOnGet && policy.whileImpersonating)
+    throw new Error(`Route ${where}: a route that acts cannot be allowed in support mode`)
   // Their hooks are attached when the route is added; a policy given later would go unenforced.
   const registered = route.registeredPolicy
   if (
@@ -118,6 +149,8 @@ export interface RoutePolicyOptions {
   webOrigin: string
   /** Routes declared for roles also need a session started after a second factor (REQUIRE_ADMIN_TWO_FACTOR). */
   roleRoutesNeedSecondFactor: boolean
+  /** IMPERSONATION_ALLOWS_WRITES: an administrator's impersonation may change state (off: support mode is read-only). */
+  impersonationAllowsWrites: boolean
   /** True once shutdown began: new requests get 503. */
   closing(): boolean
   /**
@@ -192,12 +225,32 @@ const checkAccess =
     const access = policy.access ?? 'session'
     if (access === 'public') return
     if (!request.user) throw unauthorized()
+    // A guest has proven nothing (no address, no password): it gets only what the route lets guests do.
+    if (request.user.isAnonymous && !policy.guests) throw forbidden('Guests cannot use this: sign up or sign in first')
     if (typeof access === 'object' && !access.roles.includes(request.user.role)) {
-      throw forbidden(`${access.roles.join(' or ')} role required`)
+      throw access.refusal
+        ? new AppError(403, access.refusal.code, access.refusal.message)
+        : forbidden(`${access.roles.join(' or ')} role required`)
     }
     if (typeof access === 'object' && roleRoutesNeedSecondFactor && !request.session?.twoFactorVerified) {
       throw new AppError(403, 'TWO_FACTOR_REQUIRED', 'Sign in with two-factor authentication to use this route')
     }
+  }
+
+const READS = new Set(['GET', 'HEAD', 'OPTIONS'])
+
+/**
+ * Support mode is read-only: a session an administrator opened as a member (impersonation) reads
+ * what the member reads, and changes nothing in their name (a password, an address, a payment, a
+ * journal entry), on any route, public ones included, unless IMPERSONATION_ALLOWS_WRITES is set.
+ * Decided here, on the matched route, so that no route can forget it.
+ */
+const refuseWritesWhileImpersonating =
+  (allowWrites: boolean): Step =>
+  (request, _reply, { policy, acts }) => {
+    if (allowWrites || !request.session?.impersonatedBy || policy.whileImpersonating === 'allowed') return
+    if (acts === 'never' || (acts === 'by-method' && READS.has(request.method))) return
+    throw new AppError(403, 'IMPERSONATION_READ_ONLY', 'Support mode is read-only: stop impersonating to make changes')
   }
 
 export default fp(
@@ -221,6 +274,8 @@ export default fp(
       refuseCrossSite(trusted),
       takeIpBudgets(budgets),
       loadSessionOf(opts.loadSession),
+      // Before the access rule: every change is refused alike, a route for another role included.
+      refuseWritesWhileImpersonating(opts.impersonationAllowsWrites),
       checkAccess(opts.roleRoutesNeedSecondFactor),
     ]
 

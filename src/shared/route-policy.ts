@@ -1,9 +1,10 @@
 // What a route declares about who may call it and how (its `config.policy`); enforced for the route
 // that matched by src/plugins/route-policy.ts. Every domain's routes use this vocabulary.
+import type { ErrorCode } from './errors.js'
 import type { Role } from './roles.js'
 
 /** The named per-IP budgets a route may add to the global one (plugins/rate-limit.ts counts them). */
-export type IpBudget = 'signIn' | 'signUp'
+export type IpBudget = 'signIn' | 'signUp' | 'guest'
 /**
  * The named per-email budgets, counted once the body is parsed: password attempts, attempts at a
  * mailed code, mail carrying a link, mail carrying a code (plugins/rate-limit.ts).
@@ -11,8 +12,12 @@ export type IpBudget = 'signIn' | 'signUp'
 export type EmailBudget = 'signIn' | 'code' | 'mail' | 'codeMail'
 
 export interface RoutePolicy {
-  /** Who may call: anyone, any signed-in user (the default), or a signed-in user with one of the roles. */
-  access?: 'public' | 'session' | { roles: readonly Role[] }
+  /**
+   * Who may call: anyone, any signed-in user (the default), or a signed-in user with one of the
+   * roles; anyone else gets 403 FORBIDDEN, or the route's own `refusal` (better-auth's admin plugin
+   * answers each of its routes with a code of its own).
+   */
+  access?: 'public' | 'session' | { roles: readonly Role[]; refusal?: { code: ErrorCode; message: string } }
   /**
    * `false` exempts the route from the origin rule. Only for public routes that authenticate the
    * caller otherwise (the payment gateways' signed webhooks).
@@ -33,9 +38,27 @@ export interface RoutePolicy {
    * navigation from any site (plugins/origins.ts, refuseCrossSite).
    */
   refusesCrossSite?: true
+  /**
+   * A guest (an anonymous user, src/auth/guests/) may call it. Every other route that needs a
+   * session refuses a guest with 403: payments, two-factor, passkeys, admin, the account's ways in.
+   */
+  guests?: true
+  /**
+   * The route changes state even on GET (a link that verifies or deletes, a passkey registration's
+   * options, a provider's callback): refused in support mode like a POST (plugins/route-policy.ts,
+   * refuseWritesWhileImpersonating).
+   */
+  actsOnGet?: true
+  /**
+   * `'allowed'`: the route may be called in read-only support mode whatever its method: it ends the
+   * impersonation itself (stop-impersonating, sign-out), or carries calls each judged on its own (a batch).
+   */
+  whileImpersonating?: 'allowed'
 }
 
 export const PUBLIC: RoutePolicy = Object.freeze({ access: 'public' })
+/** Any signed-in user, a guest too (the session's own routes, the token). */
+export const SESSION_OR_GUEST: RoutePolicy = Object.freeze({ guests: true as const })
 /** A route that checks the current password (`reverifiesPassword`), signed in. */
 export const REVERIFIES_PASSWORD: RoutePolicy = Object.freeze({ reverifiesPassword: true })
 /**
@@ -59,5 +82,9 @@ export const SIGN_IN_WITH_CODE: RoutePolicy = Object.freeze({
 export const ADMIN: RoutePolicy = Object.freeze({ access: Object.freeze({ roles: Object.freeze(['admin', 'owner'] as const) }) })
 /** An administrator's read that writes an audit row: no cross-site request reaches it. */
 export const ADMIN_AUDITED_READ: RoutePolicy = Object.freeze({ ...ADMIN, refusesCrossSite: true as const })
+/** A GET that changes state for a signed-in user (support mode refuses it like a POST). */
+export const ACTS_ON_GET: RoutePolicy = Object.freeze({ actsOnGet: true as const })
+/** A public GET that changes state: an emailed link's, a provider's callback (support mode refuses it). */
+export const PUBLIC_ACTS_ON_GET: RoutePolicy = Object.freeze({ access: 'public' as const, actsOnGet: true as const })
 /** A signed-in user's read that records an event (the data export): no cross-site request reaches it. */
 export const AUDITED_READ: RoutePolicy = Object.freeze({ refusesCrossSite: true as const })

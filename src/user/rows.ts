@@ -22,6 +22,7 @@ export const USER_FIELDS = {
   password_reset_required: 'passwordResetRequired',
   credential_epoch: 'credentialEpoch',
   ways_in_unproven: 'waysInUnproven',
+  is_anonymous: 'isAnonymous',
   banned: 'banned',
   ban_reason: 'banReason',
   ban_expires: 'banExpiresAt',
@@ -57,6 +58,7 @@ export const sessionUserColumns = [
   'plan',
   'plan_expires_at',
   'two_factor_enabled',
+  'is_anonymous',
   'created_at',
   'updated_at',
 ] as const satisfies readonly UserColumn[]

@@ -54,6 +54,8 @@ export interface UserTable extends ProfileColumns {
   credential_epoch: Generated<number>
   /** The address was proven by a link opened without the account's session (migration 0013). */
   ways_in_unproven: Generated<boolean>
+  /** A guest (migration 0019): made by sign-in/anonymous, no way in but its session (src/auth/guests/). */
+  is_anonymous: Generated<boolean>
   created_at: CreatedAt
   updated_at: Timestamp
 }

@@ -15,6 +15,8 @@ export interface SessionUser {
   plan: Plan
   planExpiresAt: Date | null
   twoFactorEnabled: boolean
+  /** A guest (better-auth's anonymous plugin): no address proven, no password; src/auth/guests/. */
+  isAnonymous: boolean
   createdAt: Date
   updatedAt: Date
 }

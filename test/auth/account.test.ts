@@ -90,7 +90,17 @@ t.test('list-sessions shows public ids only and marks the current one', async (t
   t.same(sessions.map((s) => s.current).sort(), [false, true])
   const rows = await app.db.selectFrom('session').select(['id', 'token_hash']).where('user_id', '=', user.id).execute()
   for (const s of sessions) {
-    t.same(Object.keys(s).sort(), ['createdAt', 'current', 'expiresAt', 'id', 'ipAddress', 'updatedAt', 'userAgent', 'userId'])
+    t.same(Object.keys(s).sort(), [
+      'createdAt',
+      'current',
+      'expiresAt',
+      'id',
+      'impersonatedBy',
+      'ipAddress',
+      'updatedAt',
+      'userAgent',
+      'userId',
+    ])
     t.ok(rows.some((r) => r.id === s.id))
     t.notOk(JSON.stringify(s).includes(rows[0]!.token_hash) || JSON.stringify(s).includes(rows[1]!.token_hash), 'never the hash')
   }

@@ -1,6 +1,7 @@
 // better-auth's own client over a real socket, with a cookie jar and the web front end's Origin,
 // as a browser would drive the service.
 import { createAuthClient } from 'better-auth/client'
+import { adminClient, inferAdditionalFields } from 'better-auth/client/plugins'
 import type { FastifyInstance } from 'fastify'
 import { WEB_ORIGIN } from './app.js'
 
@@ -32,6 +33,23 @@ export function cookieJarFetch(redirect: RequestRedirect = 'manual') {
     return res
   }
   return { jar, setCookies, fetch: fetchWithJar }
+}
+
+/**
+ * A signed-out browser with better-auth's client and its adminClient(), as an admin panel builds
+ * it, pointed at `baseURL`. Give it another's `browser` to share its cookies (one browser talking
+ * to two instances).
+ */
+export function adminBrowser(baseURL: string, browser = cookieJarFetch()) {
+  const client = createAuthClient({
+    baseURL,
+    // The session field the README's front-end quick start declares for the admin panel.
+    plugins: [adminClient(), inferAdditionalFields({ session: { impersonatedBy: { type: 'string', required: false } } })],
+    fetchOptions: { customFetchImpl: browser.fetch },
+  })
+  /** The jar's session cookie as a Cookie header, for app.inject and fetch. */
+  const cookie = () => `better-auth.session_token=${browser.jar.get('better-auth.session_token')}`
+  return { client, browser, jar: browser.jar, cookie }
 }
 
 /** A signed-out browser with better-auth's client pointed at `app` (which must be listening). */

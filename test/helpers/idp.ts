@@ -10,6 +10,9 @@ import { listenUntilEnd } from './serve.js'
 export const CLIENT_ID = 'insight-test-client'
 export const CLIENT_SECRET = 'insight-test-client-secret-0123456789'
 
+/** The app's settings for a provider at `issuer`, with this kit's client. */
+export const idpEnv = (issuer: string) => ({ IDP_ISSUER: issuer, IDP_CLIENT_ID: CLIENT_ID, IDP_CLIENT_SECRET: CLIENT_SECRET })
+
 export async function signingKey(): Promise<{ privateKey: CryptoKey; jwk: JWK }> {
   const { privateKey, publicKey } = await generateKeyPair('RS256', { extractable: true })
   const kid = randomBytes(6).toString('hex')

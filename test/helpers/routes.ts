@@ -15,6 +15,8 @@ export interface TableRoute {
   stateChanging: boolean
   /** On an oRPC procedure's route, its path ("journal.createEntry"): its errors come in the RPC envelope. */
   procedure?: string
+  /** On a procedure's route: whether the procedure is declared GET (a read, whatever method carries it). */
+  procedureReads?: boolean
   /** A procedure's batch route (`<procedure's URL>/__batch__`); `procedure` names the procedure. */
   batch: boolean
 }
@@ -47,11 +49,13 @@ export function routeTable(app: FastifyInstance): TableRoute[] {
   const declared = new Map<string, RoutePolicy>()
   const procedures = new Map<string, string>()
   const batches = new Set<string>()
+  const reads = new Map<string, boolean>()
   for (const route of app.registeredRoutes) {
     for (const method of Array.isArray(route.method) ? route.method : [route.method]) {
       declared.set(`${method} ${route.url}`, route.config?.policy ?? {})
       if (route.config?.procedure) procedures.set(`${method} ${route.url}`, route.config.procedure)
       if (route.config?.batch) batches.add(`${method} ${route.url}`)
+      if (route.config?.procedureReads !== undefined) reads.set(`${method} ${route.url}`, route.config.procedureReads)
     }
   }
   return routerEntries(app).map(([method, printed]) => {
@@ -80,6 +84,7 @@ export function routeTable(app: FastifyInstance): TableRoute[] {
       isPublic: policy.access === 'public',
       stateChanging: STATE_CHANGING.has(method),
       procedure: procedures.get(`${method} ${pattern}`),
+      procedureReads: reads.get(`${method} ${pattern}`),
       batch: batches.has(`${method} ${pattern}`),
     }
   })

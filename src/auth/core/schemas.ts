@@ -43,6 +43,8 @@ export const UserSchema = z
     plan: z.enum(PLANS),
     planExpiresAt: z.date().nullable(),
     twoFactorEnabled: z.boolean(),
+    /** better-auth's anonymous plugin's field: a guest, until its browser signs up or signs in. */
+    isAnonymous: z.boolean(),
     createdAt: z.date(),
     updatedAt: z.date(),
   })
@@ -57,6 +59,10 @@ export const SessionSchema = z
     updatedAt: z.date(),
     ipAddress: z.string().nullable(),
     userAgent: z.string().nullable(),
+    impersonatedBy: z
+      .string()
+      .nullable()
+      .describe("The administrator's user id when an administrator opened this session (impersonation), else null"),
   })
   .meta({ id: 'Session' })
 
@@ -89,6 +95,7 @@ export function toUserJson(u: UserJson): UserJson {
     plan: u.plan,
     planExpiresAt: u.planExpiresAt,
     twoFactorEnabled: u.twoFactorEnabled,
+    isAnonymous: u.isAnonymous,
     createdAt: u.createdAt,
     updatedAt: u.updatedAt,
   }
@@ -103,6 +110,7 @@ export function toSessionJson(s: SessionJson): SessionJson {
     updatedAt: s.updatedAt,
     ipAddress: s.ipAddress,
     userAgent: s.userAgent,
+    impersonatedBy: s.impersonatedBy,
   }
 }
 

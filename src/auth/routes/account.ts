@@ -9,7 +9,7 @@ import { z } from 'zod'
 import { UpdateProfileInput } from '../../profile/schemas.js'
 import { contextOf } from '../../shared/context.js'
 import { resolveOptionalRedirect, resolveRedirect, withQuery } from '../../shared/redirect.js'
-import { PUBLIC, REVERIFIES_PASSWORD } from '../../shared/route-policy.js'
+import { ACTS_ON_GET, PUBLIC, REVERIFIES_PASSWORD } from '../../shared/route-policy.js'
 import { currentUser } from '../../user/signed-in.js'
 import { renderApprovalPage, renderDeadApprovalPage } from '../account/approval-page.js'
 import { emailAuthDepsOf } from '../account/deps.js'
@@ -99,6 +99,7 @@ export const accountRoutes = declareRoutes({
   deleteUserCallback: {
     method: 'GET',
     path: '/api/auth/delete-user/callback',
+    policy: ACTS_ON_GET,
     summary: 'The mailed deletion link, opened where its owner is signed in; redirects to callbackURL when given',
     query: z.strictObject({ token: EmailedToken, callbackURL: CallbackUrl.optional() }),
     response: { 200: Deleted, 302: z.null() },

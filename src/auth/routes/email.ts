@@ -7,7 +7,7 @@ import { SignUpConsents } from '../../consent/schemas.js'
 import { contextOf } from '../../shared/context.js'
 import { AppError } from '../../shared/errors.js'
 import { resolveOptionalRedirect, withQuery } from '../../shared/redirect.js'
-import { PUBLIC, REVERIFIES_PASSWORD, type RoutePolicy, SIGN_IN } from '../../shared/route-policy.js'
+import { PUBLIC, PUBLIC_ACTS_ON_GET, REVERIFIES_PASSWORD, type RoutePolicy, SIGN_IN } from '../../shared/route-policy.js'
 import { SingleLine } from '../../shared/validation.js'
 import { currentUser } from '../../user/signed-in.js'
 import { emailAuthDepsOf } from '../account/deps.js'
@@ -124,7 +124,7 @@ export const emailRoutes = declareRoutes({
   verifyEmail: {
     method: 'GET',
     path: '/api/auth/verify-email',
-    policy: PUBLIC,
+    policy: PUBLIC_ACTS_ON_GET,
     summary:
       'Use an emailed link: confirm the address, or a step of a change of address (approve, then confirm the new one); redirects to callbackURL when given',
     query: z.strictObject({ token: EmailedToken, callbackURL: CallbackUrl.optional() }),

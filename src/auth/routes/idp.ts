@@ -3,7 +3,7 @@
 // failure is a redirect to the error URL, never a page of ours.
 import type { FastifyReply } from 'fastify'
 import { z } from 'zod'
-import { PUBLIC } from '../../shared/route-policy.js'
+import { PUBLIC, PUBLIC_ACTS_ON_GET } from '../../shared/route-policy.js'
 import { contextOf } from '../../shared/context.js'
 import { AppError, serviceUnavailable } from '../../shared/errors.js'
 import { resolveRedirect, withQuery } from '../../shared/redirect.js'
@@ -64,7 +64,7 @@ export const idpRoutes = declareRoutes({
   callbackIdp: {
     method: 'GET',
     path: '/api/auth/callback/idp',
-    policy: PUBLIC,
+    policy: PUBLIC_ACTS_ON_GET,
     summary: 'Where the identity provider sends the browser back; 302 to the callback or error URL',
     // Not strict: providers add their own parameters (scope, authuser, session_state, ...).
     query: z.looseObject({

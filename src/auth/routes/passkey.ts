@@ -4,7 +4,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { z } from 'zod'
 import { contextOf } from '../../shared/context.js'
-import { SIGN_IN_PER_IP } from '../../shared/route-policy.js'
+import { ACTS_ON_GET, SIGN_IN_PER_IP } from '../../shared/route-policy.js'
 import { currentUser } from '../../user/signed-in.js'
 import { SessionSchema, Status, toSessionJson, toUserJson, UserSchema } from '../core/schemas.js'
 import {
@@ -37,6 +37,7 @@ export const passkeyRoutes = declareRoutes({
   generatePasskeyRegistrationOptions: {
     method: 'GET',
     path: '/api/auth/passkey/generate-register-options',
+    policy: ACTS_ON_GET,
     tags,
     summary:
       'Options for navigator.credentials.create() to add a passkey, and the challenge cookie (5 minutes); needs a session started within a day',
@@ -133,7 +134,9 @@ export default serveRoutes(passkeyRoutes, (app) => {
       return verifyRegistration(deps, contextOf(request), currentUser(request), request.session!, token, request.body)
     },
     passkeyGenerateAuthenticateOptions: async (request, reply) => {
-      const { options, token } = await authenticationOptions(deps, request.user?.id ?? null)
+      // A guest has no passkey: its browser's passkey sign-in is an account's (and takes the guest's data along).
+      const signedIn = request.user && !request.user.isAnonymous ? request.user.id : null
+      const { options, token } = await authenticationOptions(deps, signedIn)
       challengeCookie.set(reply, token)
       return { ...options }
     },

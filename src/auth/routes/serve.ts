@@ -7,6 +7,7 @@
 // paths, bodies and answers are better-auth's, not ours to change.
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 import type { z } from 'zod'
+import type { Config } from '../../config.js'
 import { ErrorSchema } from '../../shared/errors.js'
 import type { MaybePromise } from '../../shared/maybe-async.js'
 import type { RoutePolicy } from '../../shared/route-policy.js'
@@ -14,7 +15,8 @@ import type { RoutePolicy } from '../../shared/route-policy.js'
 export interface AuthRoute {
   method: 'GET' | 'POST'
   path: string
-  summary: string
+  /** Its OpenAPI summary; a function of the config where it names a configured figure. */
+  summary: string | ((config: Config) => string)
   /** The OpenAPI tags; ['auth'] unless said. */
   tags?: readonly string[]
   /** Who may call and how (src/shared/route-policy.ts); none is the strict default: a session. */
@@ -56,7 +58,12 @@ export const declareRoutes = <const R extends Record<string, AuthRoute>>(routes:
 const AUTH_TAGS = ['auth']
 
 /** The Fastify route options of a declaration. */
-export function routeOptions(operationId: string, route: AuthRoute, handler: AuthHandler<AuthRoute>): RouteOptions {
+export function routeOptions(
+  operationId: string,
+  route: AuthRoute,
+  handler: AuthHandler<AuthRoute>,
+  config: Config,
+): RouteOptions {
   const errors = Object.fromEntries((route.errors ?? []).map((status) => [status, ErrorSchema]))
   return {
     method: route.method,
@@ -65,7 +72,7 @@ export function routeOptions(operationId: string, route: AuthRoute, handler: Aut
     schema: {
       operationId,
       tags: [...(route.tags ?? AUTH_TAGS)],
-      summary: route.summary,
+      summary: typeof route.summary === 'function' ? route.summary(config) : route.summary,
       ...(route.params ? { params: route.params } : {}),
       ...(route.query ? { querystring: route.query } : {}),
       ...(route.body ? { body: route.body } : {}),
@@ -91,7 +98,7 @@ export function serveRoutes<R extends Record<string, AuthRoute>>(
     for (const [operationId, route] of Object.entries(declared)) {
       const handler = handlers[operationId]
       if (!handler) throw new Error(`No handler for the route ${operationId}`)
-      app.route(routeOptions(operationId, route, handler))
+      app.route(routeOptions(operationId, route, handler, app.config))
     }
   }
   return Object.assign(routes, { declared })

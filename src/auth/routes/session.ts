@@ -3,11 +3,12 @@
 import { z } from 'zod'
 import { contextOf } from '../../shared/context.js'
 import { JsonMemo } from '../../shared/json-memo.js'
-import { PUBLIC } from '../../shared/route-policy.js'
+import { PUBLIC, SESSION_OR_GUEST } from '../../shared/route-policy.js'
 import { currentUser } from '../../user/signed-in.js'
 import type { SignedInUser } from '../../user/types.js'
 import { SessionSchema, Status, toSessionJson, toUserJson, toWhoamiJson, UserSchema, WhoamiSchema } from '../core/schemas.js'
 import { revokeAllSessions, revokeOtherSessions, revokeSession } from '../session/service.js'
+import { TOKEN_HEADER } from '../tokens/issuer.js'
 import { declareRoutes, serveRoutes } from './serve.js'
 
 const GetSessionSchema = z.object({ session: SessionSchema, user: UserSchema }).nullable()
@@ -25,7 +26,8 @@ export const sessionRoutes = declareRoutes({
   signOut: {
     method: 'POST',
     path: '/api/auth/sign-out',
-    policy: PUBLIC,
+    // In support mode too: it ends only the session it is called with, the impersonation.
+    policy: { ...PUBLIC, whileImpersonating: 'allowed' },
     summary: 'End the current session (succeeds also without one)',
     body: z.strictObject({}).nullish(),
     response: { 200: z.object({ success: z.literal(true) }) },
@@ -33,6 +35,7 @@ export const sessionRoutes = declareRoutes({
   listSessions: {
     method: 'GET',
     path: '/api/auth/list-sessions',
+    policy: SESSION_OR_GUEST,
     summary: 'The active sessions of the current user, newest first',
     response: { 200: z.array(SessionSchema.extend({ current: z.boolean() })) },
     errors: [401],
@@ -40,6 +43,7 @@ export const sessionRoutes = declareRoutes({
   revokeSession: {
     method: 'POST',
     path: '/api/auth/revoke-session',
+    policy: SESSION_OR_GUEST,
     summary: "End one session of the current user by its public id (404 for an unknown id or another user's)",
     body: z.strictObject({ id: z.string().min(1).max(64) }),
     response: { 200: Status },
@@ -48,6 +52,7 @@ export const sessionRoutes = declareRoutes({
   revokeOtherSessions: {
     method: 'POST',
     path: '/api/auth/revoke-other-sessions',
+    policy: SESSION_OR_GUEST,
     summary: 'End every session of the current user but this one',
     body: NoBody,
     response: { 200: Status },
@@ -56,6 +61,7 @@ export const sessionRoutes = declareRoutes({
   revokeSessions: {
     method: 'POST',
     path: '/api/auth/revoke-sessions',
+    policy: SESSION_OR_GUEST,
     summary: 'End every session of the current user, this one included',
     body: NoBody,
     response: { 200: Status },
@@ -64,6 +70,7 @@ export const sessionRoutes = declareRoutes({
   whoami: {
     method: 'GET',
     path: '/api/v1/whoami',
+    policy: SESSION_OR_GUEST,
     tags: ['identity'],
     summary: 'Who the current session belongs to',
     response: { 200: WhoamiSchema },
@@ -74,19 +81,26 @@ export const sessionRoutes = declareRoutes({
 export default serveRoutes(sessionRoutes, (app) => {
   const deps = { db: app.db, sessions: app.sessions }
   return {
-    // Answered from memory (the session the route policy loaded): a plain function.
+    // Answered from memory (the session the route policy loaded, a token issued moments ago): a plain function.
     getSession: (request, reply) => {
       const { user, session } = request
       if (!user || !session) {
         reply.send(null)
         return undefined
       }
-      // Kept with the cached user object; the expiry is the one part a renewal changes.
-      getSessionJson.send(reply, user, session.expiresAt.getTime(), () => ({
-        session: toSessionJson(session),
-        user: toUserJson(user),
-      }))
-      return undefined
+      // better-auth's jwt plugin: the session's token for other services, in a header (CORS exposes it).
+      const send = (token: string) => {
+        reply.header(TOKEN_HEADER, token)
+        // Kept with the cached user object; the expiry is the one part a renewal changes.
+        getSessionJson.send(reply, user, session.expiresAt.getTime(), () => ({
+          session: toSessionJson(session),
+          user: toUserJson(user),
+        }))
+        return undefined
+      }
+      const token = app.tokens.issue(user, session)
+      if (token instanceof Promise) return token.then(send)
+      return send(token)
     },
     signOut: async (request, reply) => {
       const token = app.sessionCookie.read(request)

@@ -93,7 +93,8 @@ export default serveRoutes(twoFactorRoutes, (app) => {
   /** verify-totp and verify-backup-code: the same two cases, a signed-in user or a sign-in challenge. */
   const verify = async (request: FastifyRequest, reply: FastifyReply, method: Method, code: string, trust: boolean) => {
     const ctx = contextOf(request)
-    if (request.user && request.session) {
+    // A guest cannot set up two-factor: its session here is a sign-in's, waiting for its second step.
+    if (request.user && request.session && !request.user.isAnonymous) {
       const user = await verifyForSession(deps, ctx, request.user, request.session.id, method, code)
       return { token: null, user: toUserJson(user) }
     }

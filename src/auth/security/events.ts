@@ -50,6 +50,7 @@ const ABOUT_USER = {
   'admin.user.role_changed': 'role_changed',
   'admin.user.sessions_revoked': 'sessions_revoked_by_admin',
   'admin.user.second_factor_removed': 'second_factor_removed_by_admin',
+  'admin.user.impersonated': 'impersonated',
 } as const satisfies Record<string, SecurityEventKind>
 
 /** The actions whose target is one of the user's sessions, done by the user. */

@@ -29,6 +29,7 @@ export type NoticeEvent =
   | 'passkey_added'
   | 'passkey_removed'
   | 'account_taken_back'
+  | 'impersonated'
 
 export const NOTICE_PURPOSE = 'security-notice' satisfies VerificationPurpose
 export const NOTICE_TTL_MS = 7 * 24 * 60 * 60 * 1000
@@ -96,6 +97,11 @@ const WORDING: Record<NoticeEvent, { subject: string; happened: string }> = {
     happened:
       'Your account was signed in to or reset through this mailbox while nobody had proven its ways in were yours: ' +
       'every other way to sign in was removed, every session ended, and an administrator role, if it had one, was lowered to member',
+  },
+  impersonated: {
+    subject: 'an administrator opened your account',
+    happened:
+      'An administrator of the service opened your account as you see it, to help with a support request, for at most an hour',
   },
   new_device: {
     subject: 'a sign-in from a new device',

@@ -33,6 +33,7 @@ export const SECURITY_EVENT_KINDS = [
   'role_changed',
   'sessions_revoked_by_admin',
   'second_factor_removed_by_admin',
+  'impersonated',
 ] as const
 export type SecurityEventKind = (typeof SECURITY_EVENT_KINDS)[number]
 

@@ -14,6 +14,8 @@ export interface StoredSession extends SessionView {
   tokenHash: string
   rememberMe: boolean
   twoFactorVerified: boolean
+  /** An impersonation: the administrator's session it was opened from (ends with it, migration 0018). */
+  impersonatorSessionId?: string | null
 }
 
 // Runs on every request that carries a session cookie: a prepared statement (db/prepared.ts), one
@@ -28,12 +30,13 @@ const SESSION_LOOKUP = preparedStatement<
     ip_address: string | null
     user_agent: string | null
     two_factor_verified: boolean
+    impersonated_by: string | null
     session_created_at: Date
     session_updated_at: Date
   }
 >(
   'session_lookup',
-  `select s.id as session_id, s.expires_at, s.remember_me, s.ip_address, s.user_agent, s.two_factor_verified,
+  `select s.id as session_id, s.expires_at, s.remember_me, s.ip_address, s.user_agent, s.two_factor_verified, s.impersonated_by,
      s.created_at as session_created_at, s.updated_at as session_updated_at,
      ${signedInUserColumns.map((column) => `u.${column}`).join(', ')}
    from "session" s join "user" u on u.id = s.user_id
@@ -57,6 +60,7 @@ export async function findSessionByTokenHash(
     userAgent: row.user_agent,
     rememberMe: row.remember_me,
     twoFactorVerified: row.two_factor_verified,
+    impersonatedBy: row.impersonated_by,
   }
   return { session, user: toSignedInUser(row) }
 }
@@ -75,6 +79,8 @@ export async function insertSession(db: Executor, session: StoredSession & { ema
       user_agent: session.userAgent,
       two_factor_verified: session.twoFactorVerified,
       email_proven_at: session.emailProvenAt ?? null,
+      impersonated_by: session.impersonatedBy,
+      impersonator_session_id: session.impersonatorSessionId ?? null,
       created_at: session.createdAt,
       updated_at: session.updatedAt,
     })
@@ -83,7 +89,7 @@ export async function insertSession(db: Executor, session: StoredSession & { ema
 
 type SessionViewRow = Pick<
   Selectable<SessionTable>,
-  'id' | 'user_id' | 'expires_at' | 'created_at' | 'updated_at' | 'ip_address' | 'user_agent'
+  'id' | 'user_id' | 'expires_at' | 'created_at' | 'updated_at' | 'ip_address' | 'user_agent' | 'impersonated_by'
 >
 
 const toSessionView = (r: SessionViewRow): SessionView => ({
@@ -94,6 +100,7 @@ const toSessionView = (r: SessionViewRow): SessionView => ({
   updatedAt: r.updated_at,
   ipAddress: r.ip_address,
   userAgent: r.user_agent,
+  impersonatedBy: r.impersonated_by,
 })
 
 /** Every session of the user, expired ones included (what lucia's adapter interface asks for). */
@@ -107,15 +114,23 @@ export async function sessionsOfUser(db: Executor, userId: string): Promise<Stor
   }))
 }
 
-/** The sessions of the user still live at `now`, newest first. */
-export async function listLiveSessions(db: Executor, userId: string, now: Date): Promise<SessionView[]> {
-  const rows = await db
+/**
+ * The sessions of the user still live at `now`, newest first; an administrator's impersonation of
+ * the user is not among them unless asked for (better-auth's admin plugin hides it from list-sessions).
+ */
+export async function listLiveSessions(
+  db: Executor,
+  userId: string,
+  now: Date,
+  options: { impersonations?: boolean } = {},
+): Promise<SessionView[]> {
+  let query = db
     .selectFrom('session')
-    .select(['id', 'user_id', 'expires_at', 'created_at', 'updated_at', 'ip_address', 'user_agent'])
+    .select(['id', 'user_id', 'expires_at', 'created_at', 'updated_at', 'ip_address', 'user_agent', 'impersonated_by'])
     .where('user_id', '=', userId)
     .where('expires_at', '>', now)
-    .orderBy('created_at', 'desc')
-    .execute()
+  if (!options.impersonations) query = query.where('impersonated_by', 'is', null)
+  const rows = await query.orderBy('created_at', 'desc').execute()
   return rows.map(toSessionView)
 }
 

@@ -49,6 +49,7 @@ interface DbSessionAttributes {
   ipAddress: string | null
   userAgent: string | null
   twoFactorVerified: boolean
+  impersonatedBy: string | null
   createdAt: Date
   /** The expiry the manager chose on app.clock; the one lucia computes from Date.now() is not stored. */
   expiresAt: Date
@@ -72,6 +73,7 @@ const toDatabaseSession = (s: StoredSession): DatabaseSession => ({
     ipAddress: s.ipAddress,
     userAgent: s.userAgent,
     twoFactorVerified: s.twoFactorVerified,
+    impersonatedBy: s.impersonatedBy,
     createdAt: s.createdAt,
     expiresAt: s.expiresAt,
   },
@@ -107,6 +109,7 @@ class KyselySessionAdapter implements Adapter {
       ipAddress: a.ipAddress,
       userAgent: a.userAgent,
       twoFactorVerified: a.twoFactorVerified,
+      impersonatedBy: a.impersonatedBy,
     })
   }
 
@@ -172,6 +175,8 @@ export class SessionManager {
    * epoch, and this sign-in answers 401 with nothing left behind. A deleted user is the same 401.
    * `alongside` runs in that transaction once the session is in (the browser's device is remembered
    * there, so a reset that forgets the account's devices cannot miss it): its result is returned.
+   * An impersonation (src/admin/impersonation.ts) names the administrator and their session, and
+   * ends at `expiresAt` at the latest, never renewed.
    */
   async create<T = undefined>(
     credential: CheckedCredential,
@@ -182,8 +187,9 @@ export class SessionManager {
       twoFactorVerified?: boolean
       /** The sign-in itself proved the address in this browser (session/second-factor.ts, provesAddress). */
       emailProven?: boolean
+      impersonation?: { by: string; sessionId: string; expiresAt: Date }
     },
-    alongside?: (trx: Trx) => Promise<T>,
+    alongside?: (trx: Trx, session: { id: string }) => Promise<T>,
   ): Promise<{ token: string; session: SessionView; alongside: T | undefined }> {
     const now = this.clock.now()
     const token = newToken()
@@ -196,9 +202,11 @@ export class SessionManager {
       ipAddress: options.ipAddress,
       userAgent: options.userAgent?.slice(0, 512) ?? null,
       twoFactorVerified: options.twoFactorVerified ?? false,
+      impersonatedBy: options.impersonation?.by ?? null,
+      impersonatorSessionId: options.impersonation?.sessionId ?? null,
       createdAt: now,
       updatedAt: now,
-      expiresAt: this.expiryFrom(now, options.rememberMe),
+      expiresAt: options.impersonation?.expiresAt ?? this.expiryFrom(now, options.rememberMe),
     }
     const done = await this.db.transaction().execute(async (trx) => {
       const user = await lockUser(trx, { id: userId }, ['credential_epoch', 'banned', 'ban_expires'], 'share')
@@ -206,12 +214,12 @@ export class SessionManager {
       // Every sign-in path checks the ban first (banHolds); this is the last word, whatever the path.
       if (isBanned(user, now)) throw bannedUser()
       await insertSession(trx, { ...stored, emailProvenAt: options.emailProven ? now : null })
-      return alongside?.(trx)
+      return alongside?.(trx, { id: stored.id })
     })
-    const { id, ipAddress, userAgent, expiresAt } = stored
+    const { id, ipAddress, userAgent, expiresAt, impersonatedBy } = stored
     return {
       token,
-      session: { id, userId, expiresAt, createdAt: now, updatedAt: now, ipAddress, userAgent },
+      session: { id, userId, expiresAt, createdAt: now, updatedAt: now, ipAddress, userAgent, impersonatedBy },
       alongside: done,
     }
   }
@@ -239,6 +247,8 @@ export class SessionManager {
     // A ban ends the user's sessions; one that exists anyway (a sign-in that raced the ban, a ban
     // set by SQL) is refused and ended too.
     if (now.getTime() >= session.expiresAt.getTime() || isBanned(user, now)) return 'ended'
+    // An impersonation keeps the end it was given (at most an hour): it is never renewed.
+    if (session.impersonatedBy !== null) return 'valid'
     const lifetime = session.rememberMe ? this.ttlMs : BROWSER_SESSION_MS
     return now.getTime() >= session.expiresAt.getTime() - lifetime / 2 ? 'renew' : 'valid'
   }
@@ -276,9 +286,9 @@ export class SessionManager {
     await this.lucia.invalidateSession(tokenHash)
   }
 
-  /** Revokes one session of a user by its public id; false when there is no such session of theirs. */
-  revokeById(userId: string, publicId: string): Promise<boolean> {
-    return deleteSessionOfUser(this.db, userId, publicId)
+  /** Revokes one session of a user by its public id (in the caller's transaction when given); false when there is no such session of theirs. */
+  revokeById(userId: string, publicId: string, trx?: Trx): Promise<boolean> {
+    return deleteSessionOfUser(trx ?? this.db, userId, publicId)
   }
 
   /** Ends every session of the user, except the one with public id `exceptId` when given (endSessionsOfUser). */

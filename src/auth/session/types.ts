@@ -9,6 +9,8 @@ export interface SessionView {
   updatedAt: Date
   ipAddress: string | null
   userAgent: string | null
+  /** The administrator who opened this session of the user (impersonation), else null. */
+  impersonatedBy: string | null
 }
 
 /** A session as the server knows it: `twoFactorVerified`, it was started after a second factor (REQUIRE_ADMIN_TWO_FACTOR). */

@@ -12,6 +12,7 @@ import { completePendingLink, type PendingLink } from './provider-link.js'
 import type { SecurityNotices } from '../security/notices.js'
 import type { TwoFactorCookies } from './two-factor-cookies.js'
 import { beginSignIn } from './challenge.js'
+import { adoptGuest, GUEST_METHOD } from './adopt-guest.js'
 import { cookieAttributes } from '../session/cookie-attributes.js'
 import type { SessionCookie } from '../session/cookies.js'
 import { startSession } from '../session/service.js'
@@ -43,6 +44,11 @@ export interface BrowserState {
   trustedDevice: string | null
   /** The ids of its `insight.device` cookie (one per account it signed in to; none without one). */
   devices: string[]
+  /**
+   * The guest it is signed in as (its session validated on this request), or null: what the guest
+   * made moves to the account this sign-in proves, in the session's own transaction (src/auth/guests/).
+   */
+  guest: string | null
 }
 
 export type { LoginMethod }
@@ -80,14 +86,20 @@ export async function signInWith(
   },
 ): Promise<Extract<SignInOutcome, { kind: 'session' }>> {
   const { credential, method, rememberMe, twoFactorVerified, link } = input
+  const { guest } = input.browser
   const { token, session, alongside } = await startSession(
     deps,
     ctx,
-    { credential, method, rememberMe, replacing: input.browser.replacing, twoFactorVerified },
-    async (trx: Trx) => ({
-      remembered: await deps.devices.remember(trx, credential.userId, input.browser.devices),
-      linked: link ? await completePendingLink(trx, deps, ctx, credential.userId, link) : undefined,
-    }),
+    // A guest's session ends with the guest, in the transaction below: a sign-in that fails leaves it whole.
+    { credential, method, rememberMe, replacing: guest ? null : input.browser.replacing, twoFactorVerified },
+    async (trx: Trx) => {
+      // The one place a guest becomes an account: at the birth of the session of what the browser just proved.
+      if (guest) await adoptGuest(trx, ctx, guest, credential.userId)
+      return {
+        remembered: await deps.devices.remember(trx, credential.userId, input.browser.devices),
+        linked: link ? await completePendingLink(trx, deps, ctx, credential.userId, link) : undefined,
+      }
+    },
   )
   const { remembered, linked } = alongside!
   linked?.()
@@ -123,7 +135,8 @@ export async function afterFirstFactor(
     link,
   })
   if (step.kind === 'challenge') {
-    if (browser.replacing) await deps.sessions.revokeByToken(browser.replacing)
+    // A guest's session stays until the second step passes: only then does its data move (signInWith).
+    if (browser.replacing && !browser.guest) await deps.sessions.revokeByToken(browser.replacing)
     return step
   }
   const signedIn = await signInWith(deps, ctx, {
@@ -158,6 +171,7 @@ export class SignInCookies {
       replacing: this.session.read(request),
       trustedDevice: this.twoFactor.trustedDevice.read(request),
       devices: this.device.read(request),
+      guest: request.user?.isAnonymous ? request.user.id : null,
     }
   }
 
@@ -172,6 +186,8 @@ export class SignInCookies {
     if (outcome.kind === 'session') {
       this.session.set(reply, outcome.token, { rememberMe: outcome.rememberMe, expiresAt: outcome.session.expiresAt })
       this.device.set(reply, outcome.devices)
+      // A guest proved no way in: "last time you used ..." keeps the browser's last real one.
+      if (outcome.method === GUEST_METHOD) return
       reply.setCookie(LAST_LOGIN_METHOD_COOKIE, outcome.method, {
         ...cookieAttributes(this.config),
         httpOnly: false,
@@ -179,7 +195,8 @@ export class SignInCookies {
       })
       return
     }
-    if (this.session.present(request)) this.session.clear(reply)
+    // A guest's cookie stays for the second step (afterFirstFactor).
+    if (this.session.present(request) && !request.user?.isAnonymous) this.session.clear(reply)
     if (outcome.token) this.twoFactor.challenge.set(reply, outcome.token)
     else if (this.twoFactor.challenge.present(request)) this.twoFactor.challenge.clear(reply)
   }

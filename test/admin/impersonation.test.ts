@@ -1,0 +1,271 @@
+// Impersonation through better-auth's own adminClient(), as an admin panel drives it: an admin or
+// owner opens a member's account as the member sees it, for an hour at most, read-only, audited,
+// told to the member; their own session is kept aside and comes back at stop-impersonating; ending
+// the admin's session ends the impersonation at once.
+import { createRemoteJWKSet, jwtVerify } from 'jose'
+import t from 'tap'
+import { buildTestApp, call, signUp, signUpWithRole } from '../helpers/app.js'
+import { adminBrowser } from '../helpers/auth-client.js'
+import { auditEvents } from '../helpers/expect.js'
+import { startSmtpServer } from '../helpers/smtp.js'
+import { enableTotp } from '../helpers/two-factor.js'
+
+const smtp = await startSmtpServer()
+let offsetMs = 0
+const clock = { now: () => new Date(Date.now() + offsetMs) }
+const HOUR = 60 * 60 * 1000
+
+async function listeningApp(env: Record<string, string> = {}) {
+  const app = await buildTestApp({ env: { SMTP_URL: smtp.url, ...env }, deps: { clock } })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  return { app, baseURL: `http://127.0.0.1:${(app.server.address() as { port: number }).port}` }
+}
+
+const { app, baseURL } = await listeningApp()
+
+/** A user of that role, signed in through better-auth's client with adminClient(). */
+async function signedIn(role: 'member' | 'admin' | 'owner', on = { app, baseURL }) {
+  const user = await signUpWithRole(on.app, role)
+  const browser = adminBrowser(on.baseURL)
+  const res = await browser.client.signIn.email({ email: user.email, password: user.password })
+  if (res.error) throw new Error(`sign-in failed: ${res.error.message}`)
+  return { ...browser, user }
+}
+
+/** adminClient() types impersonate-user's session as better-auth's core session, without the plugin's field. */
+const impersonatorOf = (session: object) => (session as { impersonatedBy?: string | null }).impersonatedBy
+
+const liveSessionIds = async (userId: string) =>
+  (await app.db.selectFrom('session').select('id').where('user_id', '=', userId).execute()).map((r) => r.id)
+
+t.test("an impersonation session's token names the member as subject and the administrator as RFC 8693 act", async (t) => {
+  const admin = await signedIn('admin')
+  const member = await signUp(app, { name: 'Tomas Token' })
+  const keys = createRemoteJWKSet(new URL(`${baseURL}/api/auth/jwks`))
+  const own = await call(app, 'GET', '/api/auth/token', { cookie: admin.cookie() })
+  t.notOk('act' in (await jwtVerify(own.json().token, keys)).payload, "the admin's own token has no actor")
+
+  t.equal((await admin.client.admin.impersonateUser({ userId: member.id })).error, null)
+  const issued = await call(app, 'GET', '/api/auth/token', { cookie: admin.cookie() })
+  t.equal(issued.statusCode, 200, 'a read: support mode lets it through')
+  const { payload } = await jwtVerify(issued.json().token, keys)
+  t.same([payload.sub, payload.act], [member.id, { sub: admin.user.id }])
+  const session = await call(app, 'GET', '/api/auth/get-session', { cookie: admin.cookie() })
+  const header = (await jwtVerify(String(session.headers['set-auth-jwt']), keys)).payload
+  t.same([header.sub, header.act], [member.id, { sub: admin.user.id }], 'set-auth-jwt on get-session too')
+
+  t.equal((await admin.client.admin.stopImpersonating()).error, null)
+  const after = await call(app, 'GET', '/api/auth/token', { cookie: admin.cookie() })
+  const back = (await jwtVerify(after.json().token, keys)).payload
+  t.same([back.sub, 'act' in back], [admin.user.id, false], 'back to the admin: no actor')
+})
+
+t.test('an admin opens a member account as the member sees it, and gets their own session back', async (t) => {
+  const admin = await signedIn('admin')
+  const member = await signUp(app, { name: 'Mira Member' })
+  const adminSession = (await admin.client.getSession()).data!.session
+
+  const started = await admin.client.admin.impersonateUser({ userId: member.id })
+  t.equal(started.error, null)
+  t.equal(started.data!.user.id, member.id)
+  t.equal(impersonatorOf(started.data!.session), admin.user.id)
+  t.ok(admin.jar.get('better-auth.admin_session'), "the admin's session is kept aside")
+
+  const seen = (await admin.client.getSession()).data!
+  t.equal(seen.user.email, member.email, 'get-session is the member')
+  t.equal(seen.session.impersonatedBy, admin.user.id)
+  t.ok(new Date(seen.session.expiresAt).getTime() <= Date.now() + HOUR + 1000, 'at most an hour')
+  const profile = await call(app, 'GET', '/api/v1/profile', { cookie: admin.cookie() })
+  t.same([profile.statusCode, profile.json().name], [200, 'Mira Member'], 'reads answer as for the member')
+
+  // The member's own sessions do not show it; an administrator's list of theirs does.
+  const own = await call(app, 'GET', '/api/auth/list-sessions', { cookie: member.cookie })
+  t.same(
+    own.json().map((s: { impersonatedBy: string | null }) => s.impersonatedBy),
+    [null],
+  )
+  const owner = await signedIn('owner')
+  const listed = await owner.client.admin.listUserSessions({ userId: member.id })
+  t.same(listed.data!.sessions.map((s) => s.impersonatedBy).sort(), [admin.user.id, null].sort())
+  const impersonationId = started.data!.session.id
+  t.ok((await liveSessionIds(member.id)).includes(impersonationId))
+
+  // The member's export shows the impersonation session, never the administrator's session it came from.
+  const exported = (await call(app, 'GET', '/api/v1/me/export', { cookie: member.cookie })).json()
+  const row = exported.sessions.find((s: { id: string }) => s.id === impersonationId)
+  t.same([row?.impersonatedBy, 'impersonatorSessionId' in row], [admin.user.id, false])
+
+  const stopped = await admin.client.admin.stopImpersonating()
+  t.equal(stopped.error, null)
+  t.same([stopped.data!.user.id, stopped.data!.session.id], [admin.user.id, adminSession.id])
+  t.notOk(admin.jar.has('better-auth.admin_session'), 'the kept session cookie is cleared')
+  const back = (await admin.client.getSession()).data!
+  t.same([back.user.id, back.session.id, back.session.impersonatedBy], [admin.user.id, adminSession.id, null])
+  t.notOk((await liveSessionIds(member.id)).includes(impersonationId), 'the impersonation session ended')
+
+  // The audit trail: who, whom, start and end.
+  const [start] = await auditEvents(app.db, { action: 'admin.user.impersonated', targetId: member.id })
+  t.equal(start?.actor_id, admin.user.id)
+  t.equal((start!.details as { sessionId: string }).sessionId, impersonationId)
+  const [end] = await auditEvents(app.db, { action: 'admin.user.impersonation_ended', targetId: member.id })
+  t.equal(end?.actor_id, admin.user.id)
+  // The member's security activity says an administrator did it, never which.
+  const events = await call(app, 'GET', '/api/v1/me/security-events', { cookie: member.cookie })
+  const impersonated = events.json().items.filter((e: { kind: string }) => e.kind === 'impersonated')
+  t.same(
+    impersonated.map((e: { byAdministrator: boolean }) => e.byAdministrator),
+    [true],
+  )
+  t.notOk(JSON.stringify(events.json()).includes(admin.user.id))
+  // And a security notice, with its "this wasn't me" link.
+  const notice = await smtp.inbox.notices.next(member.email)
+  t.equal(notice.subject, 'Security notice: an administrator opened your account')
+  t.match(notice.text, /\/api\/auth\/security-notice\?token=/)
+})
+
+t.test('support mode is read-only: every change is 403 IMPERSONATION_READ_ONLY, through every wire', async (t) => {
+  const admin = await signedIn('admin')
+  const member = await signUp(app)
+  await admin.client.admin.impersonateUser({ userId: member.id })
+  const name = await admin.client.updateUser({ name: 'Changed by support' })
+  t.same([name.error?.status, name.error?.code], [403, 'IMPERSONATION_READ_ONLY'])
+  const password = await admin.client.changePassword({ currentPassword: member.password, newPassword: 'another long passphrase' })
+  t.equal(password.error?.code, 'IMPERSONATION_READ_ONLY')
+  const entry = await call(app, 'POST', '/api/v1/journal/entries', { cookie: admin.cookie(), body: { content: 'x', mood: 3 } })
+  t.same([entry.statusCode, entry.json().code], [403, 'IMPERSONATION_READ_ONLY'])
+  const rpc = await call(app, 'POST', '/api/v1/journal/createEntry', {
+    cookie: admin.cookie(),
+    body: { json: { content: 'x', mood: 3 } },
+  })
+  t.same([rpc.statusCode, rpc.json().json.code], [403, 'IMPERSONATION_READ_ONLY'])
+  // A read procedure carried by POST (RPCLink without the contract at run time) is a read.
+  const read = await call(app, 'POST', '/api/v1/journal/listEntries', { cookie: admin.cookie(), body: { json: {} } })
+  t.equal(read.statusCode, 200)
+  t.equal(await app.db.selectFrom('journal_entry').where('user_id', '=', member.id).select('id').executeTakeFirst(), undefined)
+  t.equal((await admin.client.admin.stopImpersonating()).error, null)
+})
+
+t.test('IMPERSONATION_ALLOWS_WRITES lets support act in the member name', async (t) => {
+  const writable = await listeningApp({ IMPERSONATION_ALLOWS_WRITES: 'true' })
+  const admin = await signedIn('admin', writable)
+  const member = await signUp(writable.app)
+  await admin.client.admin.impersonateUser({ userId: member.id })
+  const entry = await call(writable.app, 'POST', '/api/v1/journal/entries', {
+    cookie: admin.cookie(),
+    body: { content: 'Written with the member', mood: 4 },
+  })
+  t.same([entry.statusCode, entry.json().userId], [201, member.id])
+})
+
+t.test('only an admin or owner impersonates, and only a member', async (t) => {
+  const member = await signedIn('member')
+  const other = await signUp(app)
+  const refused = await member.client.admin.impersonateUser({ userId: other.id })
+  t.same([refused.error?.status, refused.error?.code], [403, 'YOU_ARE_NOT_ALLOWED_TO_IMPERSONATE_USERS'])
+
+  const owner = await signedIn('owner')
+  const admin = await signedIn('admin')
+  for (const [who, target] of [
+    ['an owner, an admin', admin.user.id],
+    ['an admin, an owner', owner.user.id],
+    ['an admin, another admin', (await signUpWithRole(app, 'admin')).id],
+    ['an admin, themselves', admin.user.id],
+  ] as const) {
+    const client = who.startsWith('an owner') ? owner.client : admin.client
+    const res = await client.admin.impersonateUser({ userId: target })
+    t.same([res.error?.status, res.error?.code], [403, 'YOU_CANNOT_IMPERSONATE_ADMINS'], who)
+  }
+  const byOwner = await owner.client.admin.impersonateUser({ userId: other.id })
+  t.equal(impersonatorOf(byOwner.data!.session), owner.user.id, 'an owner may')
+})
+
+t.test('impersonate-user: its unhappy paths', async (t) => {
+  const admin = await signedIn('admin')
+  const member = await signUp(app)
+  const unknown = await admin.client.admin.impersonateUser({ userId: 'no-such-user' })
+  t.same([unknown.error?.status, unknown.error?.code], [404, 'USER_NOT_FOUND'])
+  for (const body of [{}, { userId: '' }, { userId: 'x'.repeat(201) }, { userId: member.id, role: 'admin' }, { userId: 7 }]) {
+    const res = await call(app, 'POST', '/api/auth/admin/impersonate-user', { cookie: admin.cookie(), body })
+    t.same([res.statusCode, res.json().code], [400, 'VALIDATION_ERROR'], JSON.stringify(body))
+  }
+  const anonymous = await call(app, 'POST', '/api/auth/admin/impersonate-user', { body: { userId: member.id } })
+  t.same([anonymous.statusCode, anonymous.json().code], [401, 'UNAUTHORIZED'])
+  const foreign = await call(app, 'POST', '/api/auth/admin/impersonate-user', {
+    cookie: admin.cookie(),
+    body: { userId: member.id },
+    headers: { origin: 'https://evil.example' },
+  })
+  t.same([foreign.statusCode, foreign.json().code], [403, 'INVALID_ORIGIN'])
+  const before = await liveSessionIds(member.id)
+  await app.db.updateTable('user').set({ banned: true, ban_reason: 'spam' }).where('id', '=', member.id).execute()
+  const banned = await admin.client.admin.impersonateUser({ userId: member.id })
+  t.same([banned.error?.status, banned.error?.code], [403, 'BANNED_USER'])
+  t.same(await liveSessionIds(member.id), before, 'nothing was opened')
+  t.equal((await admin.client.getSession()).data?.user.id, admin.user.id, "the admin's session is untouched")
+})
+
+t.test('stop-impersonating: its unhappy paths', async (t) => {
+  const admin = await signedIn('admin')
+  const notImpersonating = await admin.client.admin.stopImpersonating()
+  t.same([notImpersonating.error?.status, notImpersonating.error?.code], [400, 'BAD_REQUEST'])
+  const anonymous = await call(app, 'POST', '/api/auth/admin/stop-impersonating', { body: {} })
+  t.equal(anonymous.statusCode, 401)
+  const member = await signUp(app)
+  const { data } = await admin.client.admin.impersonateUser({ userId: member.id })
+  const extra = await call(app, 'POST', '/api/auth/admin/stop-impersonating', { cookie: admin.cookie(), body: { userId: 'x' } })
+  t.same([extra.statusCode, extra.json().code], [400, 'VALIDATION_ERROR'])
+  // Without the kept cookie (another browser holding the impersonation's cookie): it ends, nothing comes back.
+  const impersonation = admin.cookie()
+  const elsewhere = await call(app, 'POST', '/api/auth/admin/stop-impersonating', { cookie: impersonation, body: {} })
+  t.same([elsewhere.statusCode, elsewhere.json().code], [401, 'UNAUTHORIZED'])
+  t.notOk((await liveSessionIds(member.id)).includes(data!.session.id))
+  const after = await call(app, 'GET', '/api/auth/get-session', { cookie: impersonation })
+  t.equal(after.json(), null, 'the impersonation ended')
+})
+
+t.test('an impersonation lasts an hour at most and is never renewed', async (t) => {
+  const admin = await signedIn('admin')
+  const member = await signUp(app)
+  await admin.client.admin.impersonateUser({ userId: member.id })
+  const cookie = admin.cookie()
+  offsetMs += 59 * 60 * 1000
+  const still = await call(app, 'GET', '/api/auth/get-session', { cookie })
+  t.equal(still.json()?.session.impersonatedBy, admin.user.id)
+  t.notOk(String(still.headers['set-cookie'] ?? '').includes('session_token=s'), 'not renewed')
+  offsetMs += 2 * 60 * 1000
+  t.equal((await call(app, 'GET', '/api/auth/get-session', { cookie })).json(), null, 'over after an hour')
+})
+
+t.test("ending the admin's session ends their impersonations at once: a revocation, a ban", async (t) => {
+  const owner = await signedIn('owner')
+  for (const end of ['revoke', 'ban'] as const) {
+    const admin = await signedIn('admin')
+    const member = await signUp(app)
+    const { data } = await admin.client.admin.impersonateUser({ userId: member.id })
+    const cookie = admin.cookie()
+    t.equal((await call(app, 'GET', '/api/auth/get-session', { cookie })).json()?.user.id, member.id)
+    const res =
+      end === 'revoke'
+        ? await owner.client.admin.revokeUserSessions({ userId: admin.user.id })
+        : await owner.client.admin.banUser({ userId: admin.user.id, banReason: 'left the company' })
+    t.equal(res.error, null, end)
+    t.equal((await call(app, 'GET', '/api/auth/get-session', { cookie })).json(), null, end)
+    t.notOk((await liveSessionIds(member.id)).includes(data!.session.id), end)
+  }
+})
+
+t.test('REQUIRE_ADMIN_TWO_FACTOR: the admin needs a session that passed a second factor', async (t) => {
+  const strict = await listeningApp({ REQUIRE_ADMIN_TWO_FACTOR: 'true' })
+  const admin = await signedIn('admin', strict)
+  const member = await signUp(strict.app)
+  const refused = await admin.client.admin.impersonateUser({ userId: member.id })
+  t.same([refused.error?.status, refused.error?.code], [403, 'TWO_FACTOR_REQUIRED'])
+  const { confirmed } = await enableTotp(
+    strict.app,
+    { id: admin.user.id, cookie: admin.cookie(), password: admin.user.password },
+    clock.now(),
+  )
+  t.equal(confirmed.statusCode, 200)
+  const started = await admin.client.admin.impersonateUser({ userId: member.id })
+  t.equal(started.data?.user.id, member.id)
+})

@@ -1,0 +1,69 @@
+// Read-only support mode, proven on every route the router holds: with a session an administrator
+// opened as a member (impersonation), every route that changes state answers 403
+// IMPERSONATION_READ_ONLY before its handler runs, whatever it is (public, a role's, a procedure by
+// any method), and every read answers as it would for the member.
+import t from 'tap'
+import { buildTestApp, signUp, signUpWithRole, WEB_ORIGIN } from '../helpers/app.js'
+import { adminBrowser } from '../helpers/auth-client.js'
+import { errorCodeOf, routeTable } from '../helpers/routes.js'
+
+const app = await buildTestApp()
+await app.listen({ port: 0, host: '127.0.0.1' })
+const admin = await signUpWithRole(app, 'admin')
+const member = await signUp(app)
+const browser = adminBrowser(`http://127.0.0.1:${(app.server.address() as { port: number }).port}`)
+await browser.client.signIn.email({ email: admin.email, password: admin.password })
+const started = await browser.client.admin.impersonateUser({ userId: member.id })
+if (started.error) throw new Error(started.error.message)
+const cookie = browser.cookie()
+
+const routes = routeTable(app)
+
+t.test('only the routes that end the impersonation, and batches of calls, are allowed whatever their method', async (t) => {
+  const allowed = routes.filter((r) => r.policy.whileImpersonating === 'allowed')
+  t.same([...new Set(allowed.filter((r) => !r.batch).map((r) => `${r.method} ${r.pattern}`))].sort(), [
+    'POST /api/auth/admin/stop-impersonating',
+    'POST /api/auth/sign-out',
+  ])
+  t.ok(
+    allowed.filter((r) => r.batch).every((r) => r.procedure),
+    'the rest are batch routes',
+  )
+})
+
+t.test('every route that changes state is 403 IMPERSONATION_READ_ONLY; every read answers', async (t) => {
+  let refused = 0
+  for (const route of routes) {
+    if (route.policy.whileImpersonating === 'allowed' || route.method === 'OPTIONS') continue
+    const acts = route.procedure ? !route.procedureReads : route.stateChanging || route.policy.actsOnGet === true
+    const res = await app.inject({
+      method: route.method as 'GET',
+      url: route.url,
+      headers: { origin: WEB_ORIGIN, cookie, 'content-type': 'application/json' },
+      ...(route.method === 'GET' || route.method === 'HEAD' ? {} : { payload: route.procedure ? '{"json":{}}' : '{}' }),
+    })
+    const json = res.headers['content-type']?.toString().startsWith('application/json') && res.body ? res.json() : undefined
+    const code = errorCodeOf(json, route)
+    const where = `${route.method} ${route.pattern}`
+    if (acts) {
+      refused++
+      // A HEAD (Fastify runs the GET's handler for it) is refused with no body to carry the code.
+      const expected = route.method === 'HEAD' ? undefined : 'IMPERSONATION_READ_ONLY'
+      if (res.statusCode !== 403 || code !== expected) t.fail(`${where}: ${res.statusCode} ${code}`)
+    } else if (code === 'IMPERSONATION_READ_ONLY') t.fail(`${where} is a read, refused`)
+  }
+  t.ok(refused > 60, `${refused} routes refused`)
+  // Nothing the walk sent ended the impersonation: every refusal came before its handler.
+  const session = await app.inject({ method: 'GET', url: '/api/auth/get-session', headers: { cookie } })
+  t.equal(session.json()?.session.impersonatedBy, admin.id)
+})
+
+t.test("a member's own session is not in support mode", async (t) => {
+  const res = await app.inject({
+    method: 'POST',
+    url: '/api/v1/journal/entries',
+    headers: { origin: WEB_ORIGIN, cookie: member.cookie },
+    payload: { content: 'Mine', mood: 4 },
+  })
+  t.equal(res.statusCode, 201)
+})
