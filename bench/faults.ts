@@ -32,20 +32,24 @@ async function timed(url: string, init: RequestInit = {}) {
   }
 }
 
-async function signUp(base: string): Promise<string> {
+/** Signs up `email` (a fresh address unless given) and returns its session cookie. */
+async function signUp(base: string, email = `fault-${Date.now()}-${Math.random()}@example.com`, password = 'fault password 1') {
   const res = await fetch(`${base}/api/auth/sign-up/email`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', origin: ORIGIN },
-    body: JSON.stringify({
-      name: 'Fault',
-      email: `fault-${Date.now()}-${Math.random()}@example.com`,
-      password: 'fault password 1',
-    }),
+    body: JSON.stringify({ name: 'Fault', email, password }),
   })
   return res.headers
     .getSetCookie()
     .map((c) => c.split(';', 1)[0]!)
     .find((c) => c.includes('session_token='))!
+}
+
+/** `n` accounts signed up one after the other, their addresses starting with `prefix`. */
+async function signUpMany(base: string, prefix: string, n: number, password: string): Promise<string[]> {
+  const emails = Array.from({ length: n }, (_, i) => `${prefix}-${i}-${Date.now()}@example.com`)
+  for (const email of emails) await signUp(base, email, password)
+  return emails
 }
 
 const report: Record<string, unknown> = { at: new Date().toISOString() }
@@ -115,14 +119,7 @@ const report: Record<string, unknown> = { at: new Date().toISOString() }
 {
   const { child, base, exit } = await startServer({ DATABASE_URL: `${POSTGRES}/${dbName}` })
   // Twelve accounts: one account hashes one password at a time, its other sign-ins waiting in line.
-  const emails = Array.from({ length: 12 }, (_, i) => `term-${i}-${Date.now()}@example.com`)
-  for (const email of emails) {
-    await fetch(`${base}/api/auth/sign-up/email`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', origin: ORIGIN },
-      body: JSON.stringify({ name: 'Term', email, password: 'term password 1' }),
-    })
-  }
+  const emails = await signUpMany(base, 'term', 12, 'term password 1')
   // In flight means read by the server, not merely sent: on a loaded machine a fresh server had not
   // yet read requests written 15 ms (even 190 ms) earlier, and those connections are reset by
   // server.close() like any not-yet-accepted connection. So: every request fully written, then the
@@ -234,14 +231,7 @@ const report: Record<string, unknown> = { at: new Date().toISOString() }
 {
   const { child, base, exit } = await startServer({ DATABASE_URL: `${POSTGRES}/${dbName}` })
   // One account per lane: one account hashes one password at a time (and has a budget of them).
-  const emails = Array.from({ length: 32 }, (_, i) => `storm-${i}-${Date.now()}@example.com`)
-  for (const email of emails) {
-    await fetch(`${base}/api/auth/sign-up/email`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', origin: ORIGIN },
-      body: JSON.stringify({ name: 'Storm', email, password: 'storm password 1' }),
-    })
-  }
+  const emails = await signUpMany(base, 'storm', 32, 'storm password 1')
   const probe = async (n: number) => {
     const xs: number[] = []
     for (let i = 0; i < n; i++) {

@@ -6,7 +6,7 @@ import t from 'tap'
 import { buildApp } from '../src/app.js'
 import { loadConfig } from '../src/config.js'
 import { call, signUp, TEST_ENV, WEB_ORIGIN, uniqueEmail } from './helpers/app.js'
-import { freshPostgresUrl, migratedDatabaseEnv, testDatabase, usingPostgres } from './helpers/db.js'
+import { migratedDatabaseEnv, testDatabase } from './helpers/db.js'
 import { startServer } from './helpers/server-process.js'
 import { startSmtpServer } from './helpers/smtp.js'
 
@@ -93,8 +93,9 @@ t.test('SIGTERM during a slow request lets it finish, refuses new requests and e
 t.test(
   'closing the app lets a sign-in in the middle of its hash finish, session written, before the pool and database close',
   async (t) => {
-    // The app owns its database here, so close() closes it (buildTestApp's apps share the file's).
-    const database = usingPostgres() ? { DATABASE_URL: await freshPostgresUrl() } : { PGLITE_DIR: 'memory://' }
+    // The app owns its database here, so close() closes it (buildTestApp's apps share the file's):
+    // a migrated one of its own, a copy of the run's snapshot or template.
+    const database = await migratedDatabaseEnv('shutdown-close')
     const app = await buildApp(loadConfig({ ...TEST_ENV, ...database }))
     await app.ready()
     const user = await signUp(app)

@@ -80,26 +80,25 @@ export async function findUserIdsByEmails(db: Executor, emails: string[]): Promi
   return new Map(rows.map((r) => [r.email, r.id]))
 }
 
-export async function findCredentialHashes(db: Executor, userIds: string[]): Promise<Map<string, string | null>> {
-  if (userIds.length === 0) return new Map()
-  const rows = await db
+/** The account rows of `providerId` whose `by` column is one of `values`. */
+async function accountsOf(db: Executor, providerId: string, by: 'user_id' | 'account_id', values: string[]) {
+  if (values.length === 0) return []
+  return db
     .selectFrom('account')
-    .select(['user_id', 'password_hash'])
-    .where('provider_id', '=', CREDENTIAL)
-    .where('user_id', 'in', userIds)
+    .select(['user_id', 'account_id', 'password_hash'])
+    .where('provider_id', '=', providerId)
+    .where(by, 'in', values)
     .execute()
+}
+
+export async function findCredentialHashes(db: Executor, userIds: string[]): Promise<Map<string, string | null>> {
+  const rows = await accountsOf(db, CREDENTIAL, 'user_id', userIds)
   return new Map(rows.map((r) => [r.user_id, r.password_hash]))
 }
 
 /** accountId -> user id of the provider links with these subjects. */
 export async function findProviderAccounts(db: Executor, providerId: string, accountIds: string[]): Promise<Map<string, string>> {
-  if (accountIds.length === 0) return new Map()
-  const rows = await db
-    .selectFrom('account')
-    .select(['account_id', 'user_id'])
-    .where('provider_id', '=', providerId)
-    .where('account_id', 'in', accountIds)
-    .execute()
+  const rows = await accountsOf(db, providerId, 'account_id', accountIds)
   return new Map(rows.map((r) => [r.account_id, r.user_id]))
 }
 

@@ -2,24 +2,27 @@
 // the sessions end at once, sign-in by email and by the identity provider is refused and creates
 // nothing, a session that exists anyway is refused, and an expired ban no longer applies.
 import t from 'tap'
-import { buildTestApp, call, sessionCookieOf, signUp, signUpWithRole, uniqueEmail, type TestUser } from '../helpers/app.js'
+import {
+  buildTestApp,
+  call,
+  movableClock,
+  sessionCookieOf,
+  signUp,
+  signUpWithRole,
+  uniqueEmail,
+  type TestUser,
+} from '../helpers/app.js'
 import { credentialEpoch } from '../helpers/expect.js'
-import { Browser, CLIENT_ID, CLIENT_SECRET, drive, startOidcProvider } from '../helpers/idp.js'
-import { freePort } from '../helpers/port.js'
+import { Browser, drive, providerForApi } from '../helpers/idp.js'
 
-const apiPort = await freePort()
-const API = `http://127.0.0.1:${apiPort}`
-const idp = await startOidcProvider(`${API}/api/auth/callback/idp`)
-let clockOffsetMs = 0
+const { apiPort, API, idp, env: idpEnv } = await providerForApi()
+const clock = movableClock()
 const HOUR = 60 * 60 * 1000
 const app = await buildTestApp({
-  env: { AUTH_URL: API, IDP_ISSUER: idp.issuer, IDP_CLIENT_ID: CLIENT_ID, IDP_CLIENT_SECRET: CLIENT_SECRET },
-  deps: { clock: { now: () => new Date(Date.now() + clockOffsetMs) } },
+  env: idpEnv,
+  deps: { clock },
 })
 await app.listen({ port: apiPort, host: '127.0.0.1' })
-t.afterEach(() => {
-  clockOffsetMs = 0
-})
 
 const admin = await signUpWithRole(app, 'admin')
 const owner = await signUpWithRole(app, 'owner')
@@ -52,7 +55,7 @@ const auditOf = (targetId: string, action: string) =>
     .execute()
 
 const BANNED_MESSAGE = 'You have been banned from this application. Please contact support if you believe this is an error.'
-const in1h = () => new Date(Date.now() + clockOffsetMs + HOUR).toISOString()
+const in1h = () => new Date(clock.now().getTime() + HOUR).toISOString()
 
 t.test('ban: the admin user JSON, every session ended at once, audited', async (t) => {
   const target = await signUp(app)
@@ -180,7 +183,7 @@ t.test('an expired ban no longer applies: it is lifted at the next sign-in', asy
   t.equal((await ban(target.id, { reason: 'Cooling off', expiresAt: in1h() })).statusCode, 200)
   t.equal((await signIn(target)).statusCode, 403)
 
-  clockOffsetMs = 2 * HOUR
+  clock.set(2 * HOUR)
   const res = await signIn(target)
   t.equal(res.statusCode, 200)
   t.ok(sessionCookieOf(res))

@@ -4,21 +4,12 @@
 // unverified account's old address is told, with a link that puts it back.
 import t from 'tap'
 import { newId } from '../../src/shared/ids.js'
-import { buildTestApp, call, signUp, WEB_ORIGIN } from '../helpers/app.js'
+import { call, signUp, WEB_ORIGIN } from '../helpers/app.js'
 import { authClient } from '../helpers/auth-client.js'
 import { auditEvents } from '../helpers/expect.js'
-import { linkIn, pressApprove, startSmtpServer } from '../helpers/smtp.js'
+import { linkIn, mailingApp, pressApprove } from '../helpers/smtp.js'
 
-const smtp = await startSmtpServer()
-let clockOffsetMs = 0
-const app = await buildTestApp({
-  env: { SMTP_URL: smtp.url },
-  deps: { clock: { now: () => new Date(Date.now() + clockOffsetMs) } },
-})
-await app.listen({ port: 0, host: '127.0.0.1' })
-t.afterEach(() => {
-  clockOffsetMs = 0
-})
+const { smtp, clock, app } = await mailingApp()
 
 const DAY = 24 * 3600_000
 const PASSWORD = 'correct horse battery staple'
@@ -54,7 +45,7 @@ async function signedUpClient() {
 
 t.test('a session older than a day needs the password to change the address', async (t) => {
   const me = await signedUpClient()
-  clockOffsetMs = DAY + 60_000
+  clock.set(DAY + 60_000)
   t.equal((await call(app, 'GET', '/api/v1/whoami', { cookie: me.cookie() })).statusCode, 200, 'the session still works')
 
   const stale = await me.client.changeEmail({ newEmail: fresh() })
@@ -80,7 +71,7 @@ t.test('a session older than a day needs the password to change the address', as
 
 t.test('a session signed in within the day changes it without the password; a wrong one given is refused', async (t) => {
   const me = await signedUpClient()
-  clockOffsetMs = DAY - 60_000
+  clock.set(DAY - 60_000)
   const newEmail = fresh()
   t.same((await me.client.changeEmail({ newEmail })).data, { status: true })
   await smtp.inbox.next(newEmail)
@@ -91,7 +82,7 @@ t.test('a session signed in within the day changes it without the password; a wr
 t.test('an account without a password signs in again to change it', async (t) => {
   const me = await signedUpClient()
   await app.db.updateTable('account').set({ password_hash: null }).where('user_id', '=', me.id).execute()
-  clockOffsetMs = DAY + 60_000
+  clock.set(DAY + 60_000)
   const res = await changeEmail(me.cookie(), { newEmail: fresh(), password: PASSWORD })
   t.same([res.statusCode, res.json().code], [400, 'CREDENTIAL_ACCOUNT_NOT_FOUND'])
   const stale = await changeEmail(me.cookie(), { newEmail: fresh() })

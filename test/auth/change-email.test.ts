@@ -3,22 +3,13 @@
 // old address is told, and a taken address answers the same and mails nobody.
 import t from 'tap'
 import { newId } from '../../src/shared/ids.js'
-import { buildTestApp, call, signUp, WEB_ORIGIN } from '../helpers/app.js'
+import { call, signUp, WEB_ORIGIN } from '../helpers/app.js'
 import { authClient } from '../helpers/auth-client.js'
 import { auditEvents } from '../helpers/expect.js'
-import { linkIn, pressApprove, startSmtpServer } from '../helpers/smtp.js'
+import { linkIn, mailingApp, pressApprove } from '../helpers/smtp.js'
 
 const OWNER_EMAIL = `owner-${newId()}@example.com`.toLowerCase()
-const smtp = await startSmtpServer()
-let clockOffsetMs = 0
-const app = await buildTestApp({
-  env: { SMTP_URL: smtp.url, BOOTSTRAP_OWNER_EMAIL: OWNER_EMAIL },
-  deps: { clock: { now: () => new Date(Date.now() + clockOffsetMs) } },
-})
-await app.listen({ port: 0, host: '127.0.0.1' })
-t.afterEach(() => {
-  clockOffsetMs = 0
-})
+const { smtp, clock, app } = await mailingApp({ BOOTSTRAP_OWNER_EMAIL: OWNER_EMAIL })
 
 const fresh = () => `new-${newId()}@example.com`.toLowerCase()
 const userRow = (id: string) =>
@@ -147,10 +138,10 @@ t.test('links expire after 24 hours; a change ends the links mailed to the old a
   const newEmail = fresh()
   await me.client.changeEmail({ newEmail })
   const link = linkIn(await smtp.inbox.next(newEmail))
-  clockOffsetMs = 24 * 3600_000 + 60_000
+  clock.set(24 * 3600_000 + 60_000)
   t.equal((await open(link, me.cookie())).headers.location, `${WEB_ORIGIN}/?error=invalid_token`)
   t.equal((await userRow(me.id)).email, me.email)
-  clockOffsetMs = 0
+  clock.set(0)
 
   await call(app, 'POST', '/api/auth/request-password-reset', { body: { email: me.email } })
   const resetToken = linkIn(await smtp.inbox.next(me.email)).searchParams.get('token')!

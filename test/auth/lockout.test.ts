@@ -239,11 +239,7 @@ async function thiefSignedIn(t: Test, user: { email: string }, password = PASSWO
 }
 
 t.test('finding 3: "this wasn\'t me" and a reset forget the thief\'s browser', async (t) => {
-  const user = await owner()
-  await noticesTo(user.email)
-  const thief = new Browser(app)
-  t.equal((await thief.signIn(user.email, PASSWORD)).statusCode, 200)
-  const notice = await noticeToken(user.email)
+  const { user, thief, notice } = await thiefAndNotice(t)
   t.ok(await knows(user.id, thief))
 
   // The owner follows the notice's link, then resets from the laptop they read mail on.
@@ -271,6 +267,15 @@ t.test('finding 3: "this wasn\'t me" and a reset forget the thief\'s browser', a
   nextMinute()
 })
 
+/** A new owner, a thief's browser signed in to their account, and the token of the notice that told them. */
+async function thiefAndNotice(t: Test) {
+  const user = await owner()
+  await noticesTo(user.email)
+  const thief = new Browser(app)
+  t.equal((await thief.signIn(user.email, PASSWORD)).statusCode, 200)
+  return { user, thief, notice: await noticeToken(user.email) }
+}
+
 /** The "this wasn't me" link of the one new-device notice mailed to `email` (taken from the inbox). */
 async function noticeToken(email: string): Promise<string> {
   await app.settled()
@@ -281,11 +286,7 @@ async function noticeToken(email: string): Promise<string> {
 }
 
 t.test('finding 3: a forgotten browser loses its mail exemption', async (t) => {
-  const user = await owner()
-  await noticesTo(user.email)
-  const thief = new Browser(app)
-  t.equal((await thief.signIn(user.email, PASSWORD)).statusCode, 200)
-  const notice = await noticeToken(user.email)
+  const { user, thief, notice } = await thiefAndNotice(t)
   t.equal((await new Browser(app).send('/api/auth/secure-account', { token: notice }, API_ORIGIN)).statusCode, 200)
   // Strangers spend the hour's codes; the thief's browser is a stranger now.
   for (let i = 0; i < 10; i++)

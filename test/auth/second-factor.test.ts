@@ -2,7 +2,7 @@
 // reset proves the mailbox and nothing more: an account with TOTP or a passkey still asks for it,
 // keeps it, and keeps its role; only an account without one is taken back, left a member, and told.
 // Two-factor and passkeys are set up only by a session that proved the address itself.
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { call, sessionCookieOf, signUp, type TestUser, WEB_ORIGIN } from '../helpers/app.js'
 import { SoftAuthenticator } from '../helpers/authenticator.js'
 import { auditEvents, userRow } from '../helpers/expect.js'
@@ -38,6 +38,27 @@ async function signInWithLink(email: string) {
 /** The password sign-in's answer. */
 const signInWithPassword = (user: { email: string }, password: string) =>
   call(app, 'POST', '/api/auth/sign-in/email', { body: { email: user.email, password } })
+
+/**
+ * A sign-in with a code, then one with a link, each answered with the request for the second factor
+ * `method` and no session; `each` checks more of each answer.
+ */
+async function codeAndLinkAskFor(t: Test, email: string, method: 'totp' | 'passkey', each?: (how: string) => Promise<void>) {
+  const answers = [
+    ['code', await signInWithCode(email)],
+    ['link', await signInWithLink(email)],
+  ] as const
+  for (const [how, res] of answers) {
+    t.equal(res.statusCode, 200, `${how}: ${res.body}`)
+    t.match(
+      res.json(),
+      { twoFactorRedirect: true, twoFactorMethods: [method] },
+      `${how}: asks for the ${method === 'totp' ? 'second factor' : 'passkey'}`,
+    )
+    t.equal(sessionCookieOf(res), undefined, `${how}: no session`)
+    await each?.(how)
+  }
+}
 
 /** A code for the address typed in the account's own session: its ways in are its owner's. */
 async function proveInSession(user: TestUser) {
@@ -99,15 +120,9 @@ t.test('an account with TOTP whose ways in are unproven keeps TOTP and role agai
   t.equal(confirmed.statusCode, 200)
   await markUnproven(admin.id)
 
-  for (const [how, res] of [
-    ['code', await signInWithCode(admin.email)],
-    ['link', await signInWithLink(admin.email)],
-  ] as const) {
-    t.equal(res.statusCode, 200, `${how}: ${res.body}`)
-    t.match(res.json(), { twoFactorRedirect: true, twoFactorMethods: ['totp'] }, `${how}: asks for the second factor`)
-    t.equal(sessionCookieOf(res), undefined, `${how}: no session`)
+  await codeAndLinkAskFor(t, admin.email, 'totp', async (how) => {
     t.equal((await userRow(app.db, admin.id)).two_factor_enabled, true, `${how}: TOTP stays`)
-  }
+  })
 
   // A reset sets the mailbox holder's password; signing in with it still asks for the second factor.
   const otp = await mailedCode(admin.email, 'forget-password')
@@ -136,14 +151,7 @@ t.test('a passkey-only account: a code, a link and a reset ask for the passkey, 
   await registerPasskey(app, authenticator, user.cookie)
   await markUnproven(user.id)
 
-  for (const [how, res] of [
-    ['code', await signInWithCode(user.email)],
-    ['link', await signInWithLink(user.email)],
-  ] as const) {
-    t.equal(res.statusCode, 200, `${how}: ${res.body}`)
-    t.match(res.json(), { twoFactorRedirect: true, twoFactorMethods: ['passkey'] }, `${how}: asks for the passkey`)
-    t.equal(sessionCookieOf(res), undefined, `${how}: no session`)
-  }
+  await codeAndLinkAskFor(t, user.email, 'passkey')
   const otp = await mailedCode(user.email, 'forget-password')
   const reset = await call(app, 'POST', '/api/auth/email-otp/reset-password', {
     body: { email: user.email, otp, password: PASSWORD_OF_MAILBOX },

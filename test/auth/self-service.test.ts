@@ -4,21 +4,12 @@
 import t from 'tap'
 import { redactUrl } from '../../src/plugins/logging.js'
 import { newId } from '../../src/shared/ids.js'
-import { buildTestApp, call, sessionCookieOf, signUp, signUpWithRole, type TestUser, WEB_ORIGIN } from '../helpers/app.js'
+import { call, sessionCookieOf, signUp, signUpWithRole, type TestUser, WEB_ORIGIN } from '../helpers/app.js'
 import { HOSTILE, label } from '../helpers/redirects.js'
 import { authClient } from '../helpers/auth-client.js'
-import { linkIn, startSmtpServer } from '../helpers/smtp.js'
+import { linkIn, mailingApp } from '../helpers/smtp.js'
 
-const smtp = await startSmtpServer()
-let clockOffsetMs = 0
-const app = await buildTestApp({
-  env: { SMTP_URL: smtp.url },
-  deps: { clock: { now: () => new Date(Date.now() + clockOffsetMs) } },
-})
-await app.listen({ port: 0, host: '127.0.0.1' })
-t.afterEach(() => {
-  clockOffsetMs = 0
-})
+const { smtp, clock, app } = await mailingApp()
 const HOUR = 3600_000
 
 /** A browser with better-auth's client, signed up as a new member. */
@@ -294,12 +285,12 @@ t.test('a deletion link expires after 24 hours; its token also works in the dele
   const first = linkIn(await smtp.inbox.next(user.email))
   t.equal(first.searchParams.get('callbackURL'), `${WEB_ORIGIN}/`, 'the front end home by default')
   const token = first.searchParams.get('token')!
-  clockOffsetMs = 24 * HOUR + 60_000
+  clock.set(24 * HOUR + 60_000)
   // The 30-day session outlives the link.
   const expired = await call(app, 'POST', '/api/auth/delete-user', { cookie: user.cookie, body: { token } })
   t.same([expired.statusCode, expired.json().code], [404, 'INVALID_TOKEN'])
   t.ok(await userRow(user.id))
-  clockOffsetMs = 0
+  clock.set(0)
   await call(app, 'POST', '/api/auth/delete-user', { cookie: user.cookie, body: {} })
   const second = linkIn(await smtp.inbox.next(user.email)).searchParams.get('token')!
   const bogus = await call(app, 'POST', '/api/auth/delete-user', { cookie: user.cookie, body: { token: 'not-a-token' } })
@@ -323,10 +314,10 @@ t.test('GET /reset-password/:token hands a live token to the callback, else INVA
   t.equal((await get(token, '')).statusCode, 400, 'callbackURL is required')
   t.equal((await get(token, '?callbackURL=/r&extra=1')).statusCode, 400, 'unknown query keys')
   t.equal((await get('t'.repeat(300), '?callbackURL=/r')).statusCode, 400, 'oversized token')
-  clockOffsetMs = HOUR + 1000
+  clock.set(HOUR + 1000)
   const expired = await get(token, '?callbackURL=/reset')
   t.equal(expired.headers.location, `${WEB_ORIGIN}/reset?error=INVALID_TOKEN`, 'expired after one hour')
-  clockOffsetMs = 0
+  clock.set(0)
   const reset = await call(app, 'POST', '/api/auth/reset-password', { body: { token, newPassword: 'a brand new passphrase' } })
   t.equal(reset.statusCode, 200, 'looking at the link did not spend the token')
   t.equal(

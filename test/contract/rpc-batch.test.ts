@@ -8,10 +8,10 @@ import { BatchLinkPlugin, DedupeRequestsPlugin, SimpleCsrfProtectionLinkPlugin }
 import type { ContractRouterClient } from '@orpc/contract'
 import type { FastifyInstance, InjectOptions } from 'fastify'
 import fc from 'fast-check'
-import { sql } from 'kysely'
 import t from 'tap'
 import type { contract } from '../helpers/contract.js'
 import { buildTestApp, signUp, signUpWithRole, type TestUser, WEB_ORIGIN } from '../helpers/app.js'
+import { tablesFingerprint } from '../helpers/expect.js'
 
 const EVIL = 'https://evil.example'
 type Client = ContractRouterClient<typeof contract>
@@ -86,17 +86,7 @@ async function outcomes(calls: Array<Promise<unknown>>) {
 
 // Every row of the tables a call could write, hashed: a refused batch must leave them as they were.
 const TABLES = ['user', 'session', 'journal_entry', 'usage_counter', 'audit_event', 'payment', 'consent_record']
-async function fingerprint(app: FastifyInstance, tables = TABLES): Promise<string> {
-  const parts = await Promise.all(
-    tables.map(async (table) => {
-      const { rows } = await sql<{
-        h: string
-      }>`select md5(coalesce(string_agg(t::text, '|' order by t::text), '')) as h from ${sql.table(table)} t`.execute(app.db)
-      return rows[0]!.h
-    }),
-  )
-  return parts.join(',')
-}
+const fingerprint = (app: FastifyInstance, tables = TABLES) => tablesFingerprint(app.db, tables)
 
 const { app, api } = await serve()
 const member = await signUp(app, { name: 'Batch Member' })

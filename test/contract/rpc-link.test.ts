@@ -8,10 +8,10 @@ import { createORPCClient, ORPCError } from '@orpc/client'
 import { RPCLink } from '@orpc/client/fetch'
 import { type ContractRouterClient, inferRPCMethodFromContractRouter } from '@orpc/contract'
 import { traverseContractProcedures } from '@orpc/server'
-import { sql } from 'kysely'
 import t, { type Test } from 'tap'
 import { contract } from '../helpers/contract.js'
 import { buildTestApp, signUp, signUpWithRole, type TestUser, WEB_ORIGIN } from '../helpers/app.js'
+import { tablesFingerprint } from '../helpers/expect.js'
 
 const EVIL = 'https://evil.example'
 const app = await buildTestApp({
@@ -69,17 +69,7 @@ const TABLES = [
   'consent_record',
   'audit_event',
 ]
-async function fingerprint(): Promise<string> {
-  const parts = await Promise.all(
-    TABLES.map(async (table) => {
-      const { rows } = await sql<{
-        h: string
-      }>`select md5(coalesce(string_agg(t::text, '|' order by t::text), '')) as h from ${sql.table(table)} t`.execute(app.db)
-      return rows[0]!.h
-    }),
-  )
-  return parts.join(',')
-}
+const fingerprint = () => tablesFingerprint(app.db, TABLES)
 
 const member = await signUp(app, { name: 'Rpc Member' })
 const other = await signUp(app, { name: 'Rpc Other' })

@@ -27,6 +27,7 @@ const manifest = JSON.parse(readFileSync(join(PACKAGE, 'package.json'), 'utf8'))
 const example = JSON.parse(readFileSync(join(EXAMPLE, 'package.json'), 'utf8'))
 const TARBALL = `${manifest.name}-${manifest.version}.tgz`
 const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
+const frontEndDoc = readFileSync(join(ROOT, 'docs/front-end.md'), 'utf8')
 /** The README's line that installs the client packages and the contract into an app. */
 const installLine = /^npm install (better-auth@\S+(?: \S+)*)$/m.exec(readme)?.[1]?.split(' ') ?? []
 
@@ -105,8 +106,8 @@ t.test("the README's install line is the example's dependencies, exactly", async
   }
 })
 
-t.test("the README's snippets are the example's files", async (t) => {
-  const snippets = [...readme.matchAll(/```ts\n\/\/ (src\/[\w-]+\.ts)\n[\s\S]*?```/g)]
+t.test("docs/front-end.md's snippets are the example's files", async (t) => {
+  const snippets = [...frontEndDoc.matchAll(/```ts\n\/\/ (src\/[\w-]+\.ts)\n[\s\S]*?```/g)]
   t.same(
     snippets.map(([, name]) => name),
     ['src/auth-client.ts', 'src/api.ts'],

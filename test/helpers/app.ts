@@ -29,6 +29,23 @@ export async function buildTestApp(
   return app
 }
 
+/**
+ * A clock for an app's `deps.clock` that the tests move: `set(ms)` puts it `ms` ahead of the real
+ * time. Every test of the file starts on the real time again.
+ */
+export function movableClock() {
+  let offsetMs = 0
+  t.afterEach(() => {
+    offsetMs = 0
+  })
+  return {
+    now: () => new Date(Date.now() + offsetMs),
+    set: (ms: number) => {
+      offsetMs = ms
+    },
+  }
+}
+
 let counter = 0
 export const uniqueEmail = (prefix = 'user') => `${prefix}-${process.pid}-${Date.now()}-${counter++}@example.com`
 

@@ -108,3 +108,19 @@ export async function auditedModerationRead(
     details: { ownerId: read.ownerId, role: read.role },
   })
 }
+
+/**
+ * Every row of `tables`, hashed, one hash a table: equal before and after a refused request proves
+ * it wrote nothing to them.
+ */
+export async function tablesFingerprint(db: Executor, tables: readonly string[]): Promise<string> {
+  const parts = await Promise.all(
+    tables.map(async (table) => {
+      const { rows } = await sql<{
+        h: string
+      }>`select md5(coalesce(string_agg(t::text, '|' order by t::text), '')) as h from ${sql.table(table)} t`.execute(db)
+      return rows[0]!.h
+    }),
+  )
+  return parts.join(',')
+}

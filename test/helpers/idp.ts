@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto'
 import { createServer, type IncomingMessage } from 'node:http'
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose'
 import Provider from 'oidc-provider'
+import { freePort } from './port.js'
 import { listenUntilEnd } from './serve.js'
 
 export const CLIENT_ID = 'insight-test-client'
@@ -76,6 +77,17 @@ export async function startOidcProvider(redirectUri: string) {
   return { issuer, accounts, provider }
 }
 
+/**
+ * The provider on loopback for an API that is to listen on a free port: that port, the API's URL,
+ * the provider, and the app's environment that points its sign-in at the provider.
+ */
+export async function providerForApi() {
+  const apiPort = await freePort()
+  const API = `http://127.0.0.1:${apiPort}`
+  const idp = await startOidcProvider(`${API}/api/auth/callback/idp`)
+  const env = { AUTH_URL: API, IDP_ISSUER: idp.issuer, IDP_CLIENT_ID: CLIENT_ID, IDP_CLIENT_SECRET: CLIENT_SECRET }
+  return { apiPort, API, idp, env }
+}
 /**
  * An issuer whose discovery and keys are real but whose token endpoint answers the ID token the
  * test puts in `nextIdToken` (or an OAuth error for code "used"): for the token checks.

@@ -32,5 +32,12 @@ export async function writePgliteSnapshot(): Promise<void> {
  * still run on top) or, with none, an empty PGlite.
  */
 export function readPgliteSnapshot(): Blob | undefined {
-  return existsSync(PGLITE_SNAPSHOT) ? new Blob([readFileSync(PGLITE_SNAPSHOT)]) : undefined
+  if (!existsSync(PGLITE_SNAPSHOT)) return undefined
+  // PGlite reads the snapshot only through arrayBuffer() (and its type, to tell a gzip): handing it
+  // the file's own bytes spares a copy into a Blob and Node's chunked read back out of it, about
+  // 0.1 CPU s of every test file's start.
+  const bytes = readFileSync(PGLITE_SNAPSHOT)
+  const whole = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength
+  const buffer = (whole ? bytes.buffer : bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength)) as ArrayBuffer
+  return { type: '', size: bytes.byteLength, arrayBuffer: async () => buffer } as Blob
 }

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import type { AddressInfo } from 'node:net'
 import { SMTPServer } from 'smtp-server'
 import t from 'tap'
-import { call } from './app.js'
+import { buildTestApp, call, movableClock } from './app.js'
 
 export interface ReceivedMail {
   to: string[]
@@ -106,6 +106,17 @@ export async function startSmtpServer(): Promise<{ url: string; inbox: Inbox }> 
   return { url: `smtp://127.0.0.1:${port}`, inbox }
 }
 
+/**
+ * The app mailing through an SMTP server of its own, on a clock the tests move (movableClock),
+ * listening on a free loopback port for better-auth's client and the mailed links.
+ */
+export async function mailingApp(env: Record<string, string> = {}) {
+  const smtp = await startSmtpServer()
+  const clock = movableClock()
+  const app = await buildTestApp({ env: { SMTP_URL: smtp.url, ...env }, deps: { clock } })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  return { smtp, clock, app }
+}
 /** The first http(s) link in a mail body. */
 export function linkIn(mail: ReceivedMail): URL {
   const match = /https?:\/\/\S+/.exec(mail.text)

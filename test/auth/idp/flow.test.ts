@@ -1,7 +1,7 @@
 // The whole redirect dance against a real OpenID Connect provider (oidc-provider) on loopback,
 // over real sockets: the API listens, the provider listens, a fetch-driven browser goes between.
 import t from 'tap'
-import { buildTestApp, call, signUp, uniqueEmail, WEB_ORIGIN } from '../../helpers/app.js'
+import { buildTestApp, call, movableClock, signUp, uniqueEmail, WEB_ORIGIN } from '../../helpers/app.js'
 import { Browser, CLIENT_ID, CLIENT_SECRET, drive, startOidcProvider } from '../../helpers/idp.js'
 import { freePort } from '../../helpers/port.js'
 
@@ -9,7 +9,7 @@ const OWNER_EMAIL = `owner-${process.pid}-${Date.now()}@example.com`
 const apiPort = await freePort()
 const API = `http://127.0.0.1:${apiPort}`
 const idp = await startOidcProvider(`${API}/api/auth/callback/idp`)
-let clockOffsetMs = 0
+const clock = movableClock()
 const app = await buildTestApp({
   env: {
     AUTH_URL: API,
@@ -18,7 +18,7 @@ const app = await buildTestApp({
     IDP_CLIENT_ID: CLIENT_ID,
     IDP_CLIENT_SECRET: CLIENT_SECRET,
   },
-  deps: { clock: { now: () => new Date(Date.now() + clockOffsetMs) } },
+  deps: { clock },
 })
 await app.listen({ port: apiPort, host: '127.0.0.1' })
 
@@ -310,9 +310,9 @@ t.test('a flow older than ten minutes is state_mismatch', async (t) => {
   const browser = new Browser()
   const first = await browser.request(startUrl({ errorCallbackURL: '/signin-failed' }))
   const callback = await driveUntilCallback(browser, first.headers.get('location')!, sub)
-  clockOffsetMs = 11 * 60 * 1000
+  clock.set(11 * 60 * 1000)
   t.teardown(() => {
-    clockOffsetMs = 0
+    clock.set(0)
   })
   const res = await browser.request(callback)
   const landed = new URL(res.headers.get('location')!)

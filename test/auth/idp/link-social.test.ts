@@ -6,14 +6,11 @@ import t from 'tap'
 import { newId } from '../../../src/shared/ids.js'
 import { buildTestApp, call, signUp, WEB_ORIGIN } from '../../helpers/app.js'
 import { auditEvents } from '../../helpers/expect.js'
-import { Browser, CLIENT_ID, CLIENT_SECRET, drive, startOidcProvider } from '../../helpers/idp.js'
-import { freePort } from '../../helpers/port.js'
+import { Browser, drive, providerForApi } from '../../helpers/idp.js'
 
-const apiPort = await freePort()
-const API = `http://127.0.0.1:${apiPort}`
-const idp = await startOidcProvider(`${API}/api/auth/callback/idp`)
+const { apiPort, API, idp, env: idpEnv } = await providerForApi()
 const app = await buildTestApp({
-  env: { AUTH_URL: API, IDP_ISSUER: idp.issuer, IDP_CLIENT_ID: CLIENT_ID, IDP_CLIENT_SECRET: CLIENT_SECRET },
+  env: idpEnv,
 })
 await app.listen({ port: apiPort, host: '127.0.0.1' })
 

@@ -3,14 +3,11 @@
 // lower-casing turns into "k", must not reach Kate's account; the real provider on loopback sends it.
 import t from 'tap'
 import { buildTestApp, signUp, WEB_ORIGIN } from '../../helpers/app.js'
-import { Browser, CLIENT_ID, CLIENT_SECRET, drive, startOidcProvider } from '../../helpers/idp.js'
-import { freePort } from '../../helpers/port.js'
+import { Browser, drive, providerForApi } from '../../helpers/idp.js'
 
-const apiPort = await freePort()
-const API = `http://127.0.0.1:${apiPort}`
-const idp = await startOidcProvider(`${API}/api/auth/callback/idp`)
+const { apiPort, API, idp, env: idpEnv } = await providerForApi()
 const app = await buildTestApp({
-  env: { AUTH_URL: API, IDP_ISSUER: idp.issuer, IDP_CLIENT_ID: CLIENT_ID, IDP_CLIENT_SECRET: CLIENT_SECRET },
+  env: idpEnv,
 })
 await app.listen({ port: apiPort, host: '127.0.0.1' })
 
