@@ -8,33 +8,11 @@ import { openDatabase, type DatabaseHandle, type DB } from '../db/index.js'
 import { migrateToLatest } from '../db/migrate.js'
 import adminRoutes from './admin/routes.js'
 import adminAuthRoutes from './admin/auth-routes.js'
-import accountRoutes from './auth/account/routes.js'
-import { reportBootstrapOwner } from './auth/account/bootstrap.js'
-import emailRoutes from './auth/email/routes.js'
-import idpRoutes from './auth/idp/routes.js'
-import mailboxRoutes from './auth/mailbox/routes.js'
-import twoFactorRoutes from './auth/two-factor/routes.js'
-import passkeyRoutes from './auth/passkey/routes.js'
-import securityNotices from './auth/security/plugin.js'
-import securityRoutes from './auth/security/routes.js'
+import auth from './auth/plugin.js'
 import mailer from './plugins/mailer.js'
 import purge from './maintenance/purge.js'
-import { SessionCookie } from './auth/session/cookies.js'
-import { SignInCookies } from './auth/session/sign-in.js'
-import { DeviceCookie } from './auth/security/devices.js'
-import { TwoFactorCookies } from './auth/two-factor/cookies.js'
-import { TwoFactorKeys } from './auth/two-factor/crypto.js'
-import type { TwoFactorDeps } from './auth/two-factor/service.js'
 import compatibilityRoutes from './compatibility/routes.js'
 import paymentRoutes from './payment/routes.js'
-import { HashAdmission } from './auth/password/admission.js'
-import { HashPool } from './auth/password/hash-pool.js'
-import { PasswordHasher } from './auth/password/password.js'
-import sessionRoutes from './auth/session/routes.js'
-import tokenRoutes from './auth/tokens/routes.js'
-import guestRoutes from './auth/guests/routes.js'
-import { SessionManager } from './auth/session/sessions.js'
-import { SessionCache } from './auth/session/cache.js'
 import type { Config } from './config.js'
 import { systemClock, type Clock } from './shared/clock.js'
 import consentRoutes from './consent/routes.js'
@@ -50,7 +28,6 @@ import { serializerCompiler } from './plugins/serializer.js'
 import openapi from './plugins/openapi.js'
 import rateLimits from './plugins/rate-limit.js'
 import routePolicy from './plugins/route-policy.js'
-import { sessionLoader } from './auth/session/request.js'
 import redisConnection from './plugins/redis.js'
 import profileRoutes from './profile/routes.js'
 import usageRoutes from './usage/routes.js'
@@ -73,14 +50,6 @@ declare module 'fastify' {
     database: DatabaseHandle
     db: DB
     clock: Clock
-    hasher: PasswordHasher
-    sessions: SessionManager
-    sessionCache: SessionCache
-    sessionCookie: SessionCookie
-    /** The cookies of a sign-in's outcome (auth/session/sign-in.ts). */
-    signInCookies: SignInCookies
-    /** Two-factor's dependencies and cookies, shared by its routes and the sign-in routes. */
-    twoFactor: { deps: TwoFactorDeps; cookies: TwoFactorCookies }
     /** True once shutdown began: new requests get 503. */
     closing: boolean
     /** Runs work after the reply is sent (running-handlers.ts); `settled()` waits for it and the mail it sends. */
@@ -149,20 +118,6 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   app.decorate('database', database)
   app.decorate('db', database.db)
   app.decorate('clock', deps.clock ?? systemClock)
-  const sessionCache = new SessionCache(config.auth.sessionCacheSize)
-  sessionCache.listen(database.listen, {
-    listening: () => app.log.info('session cache listener: listening, the cache is in use'),
-    lost: (err) =>
-      app.log.warn({ err: { message: err.message } }, 'session cache listener: connection lost, the cache is bypassed'),
-  })
-  const sessions = new SessionManager(database.db, app.clock, config.auth.sessionTtlDays, sessionCache)
-  const sessionCookie = new SessionCookie(config.auth, app.clock)
-  const hashPool = new HashPool(config.hashing.maxConcurrency, config.hashing.maxQueue)
-  app.decorate('sessions', sessions)
-  app.decorate('sessionCache', sessionCache)
-  app.decorate('sessionCookie', sessionCookie)
-  const twoFactorCookies = new TwoFactorCookies(config.auth)
-  app.decorate('signInCookies', new SignInCookies(sessionCookie, twoFactorCookies, new DeviceCookie(config.auth), config.auth))
   app.decorate('closing', false)
   app.decorate('rpcFastPath', deps.rpcFastPath ?? true)
 
@@ -180,8 +135,6 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
     // Handlers and after-reply work first, then the mail they queued, then what they used.
     await app.settled()
     await app.mailer.close()
-    await hashPool.close()
-    await sessionCache.close()
     if (!deps.database) await database.close()
   })
 
@@ -195,12 +148,6 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   await app.register(errorHandling)
   await app.register(redisConnection, { url: config.redisUrl })
   await app.register(rateLimits)
-  // Every Argon2 operation takes from the budgets of its account and client address (admission.ts).
-  app.decorate('hasher', new PasswordHasher(hashPool, new HashAdmission(app.rateLimits.hashes)))
-  app.decorate('twoFactor', {
-    deps: { db: database.db, clock: app.clock, hasher: app.hasher, keys: new TwoFactorKeys(config.auth.secrets) },
-    cookies: twoFactorCookies,
-  })
   // Cookies are parsed when read (auth/session/cookie-attributes.ts), not on every request.
   await app.register(cookie, { secret: config.auth.secrets, hook: false })
   // request.user / request.session (declared in auth/session/request.ts), filled by the policy hook.
@@ -212,25 +159,16 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
     roleRoutesNeedSecondFactor: config.auth.requireAdminTwoFactor,
     impersonationAllowsWrites: config.auth.impersonationAllowsWrites,
     closing: () => app.closing,
-    loadSession: sessionLoader(sessions, sessionCookie),
+    // The session is auth's (auth/plugin.ts, registered below with the domains).
+    loadSession: (request, reply) => app.loadSession(request, reply),
   })
   await app.register(mailer)
-  await app.register(securityNotices)
   await app.register(purge)
   await app.register(openapi, { serverUrl: config.auth.baseUrl, serveDocs: config.apiDocs })
   await app.register(metrics, { requestLog })
 
   await app.register(healthRoutes)
-  await app.register(tokenRoutes)
-  await app.register(sessionRoutes)
-  await app.register(guestRoutes)
-  await app.register(emailRoutes)
-  await app.register(idpRoutes)
-  await app.register(accountRoutes)
-  await app.register(twoFactorRoutes)
-  await app.register(passkeyRoutes)
-  await app.register(mailboxRoutes)
-  await app.register(securityRoutes)
+  await app.register(auth)
   await app.register(profileRoutes)
   await app.register(usageRoutes)
   await app.register(journalRoutes)
@@ -242,7 +180,6 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   await app.register(personalDataRoutes)
   // Development only (NODE_ENV=development, `npm start`'s default): production and test have no such routes.
   if (app.mailer.inbox) await app.register(devMailRoutes, { inbox: app.mailer.inbox })
-  app.addHook('onReady', () => reportBootstrapOwner({ db: app.db, log: app.log }, config.auth.bootstrapOwnerEmail))
 
   return app
 }

@@ -6,7 +6,7 @@
 import type { FastifyInstance } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
-import { toSessionJson, toUserJson } from '../auth/schemas.js'
+import { toSessionJson, toUserJson } from '../auth/core/schemas.js'
 import { contextOf } from '../shared/context.js'
 import { AppError, type ErrorCode, ErrorSchema } from '../shared/errors.js'
 import type { RoutePolicy } from '../shared/route-policy.js'

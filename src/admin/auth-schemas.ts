@@ -1,7 +1,7 @@
 // better-auth's admin plugin's wire (/api/auth/admin/*): its bodies, queries and answers, as its
 // client `adminClient()` sends and reads them. The rules behind them are the admin procedures'.
 import { z } from 'zod'
-import { SessionSchema, toUserJson, UserSchema } from '../auth/schemas.js'
+import { SessionSchema, toUserJson, UserSchema } from '../auth/core/schemas.js'
 import { ManagedUserSchema } from './schemas.js'
 import { ROLES } from '../shared/roles.js'
 import { PLANS } from '../shared/plans.js'

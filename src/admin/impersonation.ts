@@ -10,10 +10,10 @@
 //   member's list-sessions, audited at its start and end, in the member's security activity
 //   (`impersonated`, by an administrator) and mailed to the member as a security notice.
 import type { DB } from '../../db/index.js'
-import { credentialEpochOf } from '../auth/queries.js'
+import { credentialEpochOf } from '../auth/core/queries.js'
 import type { SecurityNotices } from '../auth/security/notices.js'
 import type { SessionManager } from '../auth/session/sessions.js'
-import { hashToken } from '../auth/session/tokens.js'
+import { hashToken } from '../auth/core/tokens.js'
 import type { SessionState, SessionView } from '../auth/session/types.js'
 import { recordAudit } from '../shared/audit.js'
 import type { Clock } from '../shared/clock.js'

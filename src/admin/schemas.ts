@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { UserSchema } from '../auth/schemas.js'
+import { UserSchema } from '../auth/core/schemas.js'
 import { CursorParam, Limit } from '../shared/cursor.js'
 import { ROLES } from '../shared/roles.js'
 import { PlainText } from '../shared/validation.js'

@@ -2,7 +2,7 @@
 // changed. Nobody changes an owner through the API, grants owner, or changes their own role.
 // Who may call these is the routes' ADMIN policy; the acting admin is ctx.actorId.
 import type { DB, Executor } from '../../db/index.js'
-import { endSessionsOfUser } from '../auth/queries.js'
+import { endSessionsOfUser } from '../auth/core/queries.js'
 import { forgetKnownDevices } from '../auth/security/queries.js'
 import { PLANS, type Plan } from '../shared/plans.js'
 import type { Role } from '../shared/roles.js'
@@ -229,7 +229,7 @@ const banJson = (u: ManagedUser) => ({ banned: u.banned, banReason: u.banReason,
 
 /**
  * Suspends a user: every session ends in the same transaction, and no sign-in of any kind
- * succeeds (src/auth/account/ban.ts) until the ban is lifted or `expiresAt` passes. Banning again replaces
+ * succeeds (src/auth/core/ban.ts) until the ban is lifted or `expiresAt` passes. Banning again replaces
  * the reason and the expiry. Nobody bans an owner or themselves.
  */
 export async function banUser(

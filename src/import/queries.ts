@@ -2,7 +2,7 @@
 // multi-row writes (one statement per table and batch).
 import { sql } from 'kysely'
 import { json, type Database, type Executor, type Trx } from '../../db/index.js'
-import { CREDENTIAL } from '../auth/queries.js'
+import { CREDENTIAL } from '../auth/core/queries.js'
 import type { Plan } from '../shared/plans.js'
 import type { Role } from '../shared/roles.js'
 import type { ImportSection } from './tables.js'

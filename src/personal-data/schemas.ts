@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { CurrentPassword } from '../auth/schemas.js'
+import { CurrentPassword } from '../auth/core/schemas.js'
 
 /** The export's sections: every kind of record held about a user (queries.ts finds each one's rows). */
 export const SECTION_KEYS = [

@@ -1,7 +1,7 @@
 // The user's personal data (GDPR): everything held about them as one document, and erasure.
 import type { DB } from '../../db/index.js'
 import { forUser, type PasswordHasher } from '../auth/password/password.js'
-import { findPasswordHash } from '../auth/queries.js'
+import { findPasswordHash } from '../auth/core/queries.js'
 import { recordUserEvent } from '../shared/audit.js'
 import type { Clock } from '../shared/clock.js'
 import type { RequestContext } from '../shared/context.js'

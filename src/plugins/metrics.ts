@@ -144,7 +144,8 @@ export default fp(
 
     // The session cache (auth/session/cache.ts) counts in plain numbers on its hot path; they are
     // read here only when scraped.
-    const cache = app.sessionCache
+    // Read when scraped: the session cache is auth's, built after this plugin (auth/plugin.ts).
+    const cache = () => app.sessionCache
     for (const [name, stat, help] of [
       ['session_cache_hits_total', 'hits', 'Session lookups answered from memory'],
       ['session_cache_misses_total', 'misses', 'Session lookups that read the database while the cache was usable'],
@@ -157,8 +158,8 @@ export default fp(
         help,
         registers: [register],
         collect() {
-          this.inc(cache.stats[stat] - reported)
-          reported = cache.stats[stat]
+          this.inc(cache().stats[stat] - reported)
+          reported = cache().stats[stat]
         },
       })
     }
@@ -167,7 +168,7 @@ export default fp(
       help: 'Sessions held in memory now',
       registers: [register],
       collect() {
-        this.set(cache.size)
+        this.set(cache().size)
       },
     })
     new Gauge({
@@ -175,7 +176,7 @@ export default fp(
       help: '1 while the change listener is listening and hears its own heartbeat (the cache is used), else 0',
       registers: [register],
       collect() {
-        this.set(cache.listening ? 1 : 0)
+        this.set(cache().listening ? 1 : 0)
       },
     })
 

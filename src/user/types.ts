@@ -43,7 +43,7 @@ export interface Profile {
  */
 export interface SignedInUser extends SessionUser {
   profile: Profile
-  /** The suspension (src/auth/account/ban.ts): a session of a user whose ban holds is refused. */
+  /** The suspension (src/auth/core/ban.ts): a session of a user whose ban holds is refused. */
   banned: boolean
   banExpiresAt: Date | null
 }

@@ -215,7 +215,7 @@ t.test(
 
 t.test('whoever came first sets up no second factor the owner would be asked for', async (t) => {
   // The squatter tries to turn two-factor on with its own app: the address was proven without a
-  // session of the account, so it cannot (src/auth/account/second-factor.ts), and the owner's
+  // session of the account, so it cannot (src/auth/session/second-factor.ts), and the owner's
   // provider sign-in takes the account back and makes the owner, asked for nobody's code.
   const { app, userRow, OWNER } = await boot(t)
   const squatter = new Browser()

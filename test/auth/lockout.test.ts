@@ -5,7 +5,7 @@
 // me", a reset, a change of password and a ban. Real app, real SMTP server, a clock the test moves.
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import t, { type Test } from 'tap'
-import { hashToken } from '../../src/auth/session/tokens.js'
+import { hashToken } from '../../src/auth/core/tokens.js'
 import { buildTestApp, uniqueEmail, WEB_ORIGIN } from '../helpers/app.js'
 import { linkIn, type ReceivedMail, startSmtpServer } from '../helpers/smtp.js'
 

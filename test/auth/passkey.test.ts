@@ -6,7 +6,7 @@ import { passkeyClient } from '@better-auth/passkey/client'
 import { createAuthClient } from 'better-auth/client'
 import t from 'tap'
 import { issueToken } from '../../src/auth/links/verification.js'
-import { LAST_LOGIN_METHOD_COOKIE } from '../../src/auth/session/sign-in.js'
+import { LAST_LOGIN_METHOD_COOKIE } from '../../src/auth/sign-in/step.js'
 import type { Clock } from '../../src/shared/clock.js'
 import {
   buildTestApp,

@@ -10,7 +10,7 @@ import type { LightMyRequestResponse } from 'fastify'
 import t, { type Test } from 'tap'
 import { CodeStore } from '../../src/auth/links/codes.js'
 import { issueToken } from '../../src/auth/links/verification.js'
-import { hashToken } from '../../src/auth/session/tokens.js'
+import { hashToken } from '../../src/auth/core/tokens.js'
 import { newId } from '../../src/shared/ids.js'
 import {
   buildTestApp,

@@ -9,7 +9,7 @@ import { auditEvents, userRow } from '../helpers/expect.js'
 import { registerPasskey, registrationOf, signInWithPasskey } from '../helpers/passkey.js'
 import { linkIn, pressApprove, type ReceivedMail, startSmtpServer } from '../helpers/smtp.js'
 import { codeAt, enableTotp, twoFactorApp } from '../helpers/two-factor.js'
-import { ADDRESS_PROOF_MAX_AGE_MS } from '../../src/auth/account/second-factor.js'
+import { ADDRESS_PROOF_MAX_AGE_MS } from '../../src/auth/session/second-factor.js'
 
 const smtp = await startSmtpServer()
 const { app, clock } = await twoFactorApp({ SMTP_URL: smtp.url })

@@ -3,7 +3,7 @@
 // cookie attribute in development and production.
 import type { LightMyRequestResponse } from 'fastify'
 import t from 'tap'
-import { hashToken } from '../../src/auth/session/tokens.js'
+import { hashToken } from '../../src/auth/core/tokens.js'
 import { buildTestApp, call, sessionCookieOf, signUp, TEST_SECRET } from '../helpers/app.js'
 
 const app = await buildTestApp()

@@ -21,7 +21,7 @@ export function challengeCookieOf(res: LightMyRequestResponse): string {
 
 const withCookies = (...cookies: (string | undefined)[]) => cookies.filter(Boolean).join('; ') || undefined
 
-/** Proves the address of the account of `sessionCookie` (a passkey needs it: src/auth/account/second-factor.ts). */
+/** Proves the address of the account of `sessionCookie` (a passkey needs it: src/auth/session/second-factor.ts). */
 async function proveAddressOf(app: FastifyInstance, sessionCookie: string) {
   const session = await call(app, 'GET', '/api/auth/get-session', { cookie: sessionCookie })
   const id = (session.json() as { user?: { id: string } } | null)?.user?.id

@@ -12,7 +12,7 @@
 import type { FastifyBaseLogger } from 'fastify'
 import type { DB, Trx } from '../../../db/index.js'
 import { takeAccountBack } from './take-back.js'
-import { waysIn } from '../queries.js'
+import { waysIn } from '../core/queries.js'
 import { findUserByEmail, lockUser } from '../../user/queries.js'
 import { changeRole } from './roles.js'
 

@@ -4,7 +4,7 @@
 // change does is decided here, so the paths cannot disagree.
 import type { Trx } from '../../../db/index.js'
 import { recordAudit } from '../../shared/audit.js'
-import { endSessionsOfUser, raiseCredentialEpoch, replaceRole } from '../queries.js'
+import { endSessionsOfUser, raiseCredentialEpoch, replaceRole } from '../core/queries.js'
 import type { Role } from '../../shared/roles.js'
 
 /** The privileges of each role, lowest first. A Record, so a new role must be ranked here. */

@@ -5,7 +5,7 @@ import { updateProfile } from '../../profile/service.js'
 import { recordUserEvent } from '../../shared/audit.js'
 import type { RequestContext } from '../../shared/context.js'
 import { AppError } from '../../shared/errors.js'
-import type { EmailAuthDeps } from '../email/deps.js'
+import type { EmailAuthDeps } from './deps.js'
 import { maybeBootstrapOwner } from './bootstrap.js'
 import { addressChangedMail, approveAddressChangeMail, deletionMail, LINK_LIFETIME_MS, newAddressMail } from '../links/mails.js'
 import {
@@ -17,7 +17,7 @@ import {
   type VerificationRecord,
 } from '../links/verification.js'
 import { forUser } from '../password/password.js'
-import { findPasswordHash, lockSessionOf } from '../queries.js'
+import { findPasswordHash, lockSessionOf } from '../core/queries.js'
 import { findUserById, lockUser } from '../../user/queries.js'
 import { assertDeletable, eraseAccount } from '../../user/erase.js'
 import type { SessionUser, SignedInUser } from '../../user/types.js'

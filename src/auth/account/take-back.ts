@@ -5,13 +5,13 @@
 // emailed code or link (src/auth/mailbox/), and by the bootstrap owner's promotion. Never of an
 // account with a second factor (second-factor.ts): the mailbox alone does not beat one.
 import type { Trx } from '../../../db/index.js'
-import { deleteAccountsBut, endSessionsOfUser } from '../queries.js'
+import { deleteAccountsBut, endSessionsOfUser } from '../core/queries.js'
 import { lockUser } from '../../user/queries.js'
 import { revokeTokens } from '../links/verification.js'
 import { deleteChallenges } from '../links/challenges.js'
 import type { Role } from '../../shared/roles.js'
 import { changeRole } from './roles.js'
-import { secondFactorsOf, waysInUnproven } from './second-factor.js'
+import { secondFactorsOf, waysInUnproven } from '../session/second-factor.js'
 import { forgetKnownDevices } from '../security/queries.js'
 
 /**

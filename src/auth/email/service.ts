@@ -8,8 +8,8 @@ import type { PendingNotice } from '../security/notices.js'
 import type { RequestContext } from '../../shared/context.js'
 import { AppError, unauthorized } from '../../shared/errors.js'
 import { newId } from '../../shared/ids.js'
-import type { EmailAuthDeps } from './deps.js'
-import { banHolds, bannedUser } from '../account/ban.js'
+import type { EmailAuthDeps } from '../account/deps.js'
+import { banHolds, bannedUser } from '../core/ban.js'
 import { isBootstrapEmail, maybeBootstrapOwner } from '../account/bootstrap.js'
 import { LINK_LIFETIME_MS, passwordResetMail, verificationMail } from '../links/mails.js'
 import { forAddress, forUser, isWeakHash, needsRehash } from '../password/password.js'
@@ -26,12 +26,12 @@ import {
   replacePasswordHash,
   setPasswordHash,
   setWaysInUnproven,
-} from '../queries.js'
+} from '../core/queries.js'
 import { findUserByEmail, findUserById, lockUser } from '../../user/queries.js'
 import type { UserWithFlags } from '../../user/types.js'
 import { completeEmailChange } from '../account/service.js'
 import { takeAccountBack, takesBack } from '../account/take-back.js'
-import { waysInUnproven } from '../account/second-factor.js'
+import { waysInUnproven } from '../session/second-factor.js'
 import { deleteChallenges } from '../links/challenges.js'
 import { markSessionEmailProven } from '../session/queries.js'
 import {
@@ -327,7 +327,7 @@ export const inSessionOf = (
 /**
  * Marks the address `email` verified, when the account (its row locked) still has it; undefined when
  * it changed since the code or link was sent. Proven in `session`, a session of the account, that
- * session may set up a second factor for a while (account/second-factor.ts), and the account's ways
+ * session may set up a second factor for a while (session/second-factor.ts), and the account's ways
  * in count as proven; without one (a mail scanner, a phone's mail app, or an owner of the address
  * who never made the account) they count as unproven, unless a session of the account had proven
  * them already: a link opened late by a scanner takes nothing back.

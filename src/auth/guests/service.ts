@@ -2,7 +2,7 @@
 // address and no password, and uses the member's business operations within the free plan (the
 // route policy lets a guest in only where a route says `guests`). When that browser signs up or
 // signs in, by any way in, what the guest made moves to the account in the transaction that starts
-// the account's session (adopt.ts, called from session/sign-in.ts, the one place every sign-in
+// the account's session (sign-in/adopt-guest.ts, called from sign-in/step.ts, the one place every sign-in
 // births a session), and the guest ends. A guest nobody can reach any more is purged.
 import type { DB } from '../../../db/index.js'
 import { recordAudit } from '../../shared/audit.js'
@@ -11,9 +11,10 @@ import type { RequestContext } from '../../shared/context.js'
 import { AppError } from '../../shared/errors.js'
 import { newId } from '../../shared/ids.js'
 import type { SessionUser } from '../../user/types.js'
-import { type BrowserState, type SignInDeps, type SignInOutcome, signInWith } from '../session/sign-in.js'
-import { GUEST_METHOD } from './adopt.js'
-import { deleteGuest, insertGuest, lockGuest, lockUnreachableGuests } from './queries.js'
+import { GUEST_METHOD } from '../sign-in/adopt-guest.js'
+import { deleteGuest, lockGuest } from '../sign-in/guest-queries.js'
+import { type BrowserState, type SignInDeps, type SignInOutcome, signInWith } from '../sign-in/step.js'
+import { insertGuest, lockUnreachableGuests } from './queries.js'
 
 /** better-auth's anonymous plugin's name for a guest, and its error codes (its client knows them). */
 const GUEST_NAME = 'Anonymous'

@@ -1,11 +1,11 @@
 // The identity provider's callback as a service: the checks of the flow (state, issuer, the
 // provider's error, the code exchange), then linking to the signed-in user or signing in by the
-// account rules (service.ts) and the step after a first factor (session/sign-in.ts). The route
+// account rules (service.ts) and the step after a first factor (sign-in/step.ts). The route
 // only turns the result into cookies and a redirect.
 import { recordAudit } from '../../shared/audit.js'
 import type { RequestContext } from '../../shared/context.js'
 import { AppError } from '../../shared/errors.js'
-import { afterFirstFactor, type BrowserState, type SignInDeps, type SignInOutcome } from '../session/sign-in.js'
+import { afterFirstFactor, type BrowserState, type SignInDeps, type SignInOutcome } from '../sign-in/step.js'
 import type { IdpFlow } from './flow-cookie.js'
 import { type IdentityProvider, IdpError, type IdpIdentity, safeEqual } from './oauth.js'
 import { IDP } from './queries.js'

@@ -10,7 +10,7 @@ import {
   OAuth2RequestError,
 } from 'arctic'
 import { createRemoteJWKSet, jwtVerify, type JWTPayload } from 'jose'
-import { Email } from '../schemas.js'
+import { Email } from '../core/schemas.js'
 
 const IDP_SCOPES = ['openid', 'email', 'profile']
 const DISCOVERY_TTL_MS = 60 * 60 * 1000

@@ -5,13 +5,13 @@ import { recordAudit, recordUserEvent } from '../../shared/audit.js'
 import type { Clock } from '../../shared/clock.js'
 import type { RequestContext } from '../../shared/context.js'
 import { newId } from '../../shared/ids.js'
-import { banHolds } from '../account/ban.js'
+import { banHolds } from '../core/ban.js'
 import { maybeBootstrapOwner } from '../account/bootstrap.js'
-import { credentialEpochOf, insertAccount, insertUser, setEmailVerified } from '../queries.js'
+import { credentialEpochOf, insertAccount, insertUser, setEmailVerified } from '../core/queries.js'
 import { findUserByEmail, findUserById, lockUser } from '../../user/queries.js'
 import { takeAccountBack, takesBack } from '../account/take-back.js'
-import type { PendingLink } from '../account/provider-link.js'
-import { secondFactorsOf } from '../account/second-factor.js'
+import type { PendingLink } from '../links/challenges.js'
+import { secondFactorsOf } from '../session/second-factor.js'
 import type { PendingNotice, SecurityNotices } from '../security/notices.js'
 import type { IdpIdentity } from './oauth.js'
 import { findUserBySubject, IDP } from './queries.js'
@@ -43,7 +43,7 @@ export type IdpSignInOutcome =
   /**
    * `credentialEpoch`: read at the end of the transaction that judged the identity (sessions.ts).
    * `pendingLink`: the provider login of an account with a second factor, linked only once the
-   * second step passed (account/provider-link.ts).
+   * second step passed (sign-in/provider-link.ts).
    */
   | { ok: true; userId: string; isNewUser: boolean; credentialEpoch: number; pendingLink?: PendingLink }
   | { ok: false; error: 'email_not_verified' | 'email_missing' | 'BANNED_USER' }

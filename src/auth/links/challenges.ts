@@ -5,23 +5,32 @@
 import { sql } from 'kysely'
 import { json, type Executor, type Trx } from '../../../db/index.js'
 import { newId } from '../../shared/ids.js'
-import { hashToken, newToken } from '../session/tokens.js'
+import { hashToken, newToken } from '../core/tokens.js'
 import { claimToken, revokeTokens, tokenFor, type VerificationPurpose } from './verification.js'
-import type { PendingLink } from '../account/provider-link.js'
 
 const CHALLENGE = 'two-factor-challenge' satisfies VerificationPurpose
 const TRUSTED_DEVICE = 'two-factor-trusted-device' satisfies VerificationPurpose
 
 // --- Sign-in challenges: the first factor passed, the second is awaited ---
 
+/**
+ * The provider login to link once the second step passed, and the address the provider vouched for
+ * (src/auth/sign-in/provider-link.ts links it).
+ */
+export interface PendingLink {
+  providerId: string
+  subject: string
+  email: string
+}
+
 export interface Challenge {
   userId: string
   rememberMe: boolean
   /** The credential epoch read with the first factor: the session it leads to is born only while unchanged. */
   epoch: number
-  /** The first factor's login method (session/sign-in.ts), which the session will name. */
+  /** The first factor's login method (sign-in/step.ts), which the session will name. */
   method: string
-  /** A provider login to link once the second factor passed (account/provider-link.ts). */
+  /** A provider login to link once the second factor passed (sign-in/provider-link.ts). */
   link?: PendingLink
 }
 

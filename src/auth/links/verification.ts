@@ -7,7 +7,7 @@ import { json, type Executor, type Trx } from '../../../db/index.js'
 import type { Database } from '../../../db/schema.js'
 import { AppError } from '../../shared/errors.js'
 import { newId } from '../../shared/ids.js'
-import { hashToken, newToken } from '../session/tokens.js'
+import { hashToken, newToken } from '../core/tokens.js'
 import { countRows } from '../../shared/count-rows.js'
 
 /**

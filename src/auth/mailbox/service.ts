@@ -3,16 +3,16 @@
 // whoever uses them reads the address's mail. So they end the same way: an account nobody had
 // proven was its mailbox holder's, and that has no second factor, is taken back first
 // (take-back.ts), a new address gets a new account, and the session is born through the one sign-in
-// step (session/sign-in.ts), which asks for a second factor the account has, on the credential
+// step (sign-in/step.ts), which asks for a second factor the account has, on the credential
 // epoch read under the user row's lock.
 import type { Trx } from '../../../db/index.js'
 import { recordUserEvent } from '../../shared/audit.js'
 import type { RequestContext } from '../../shared/context.js'
 import { newId } from '../../shared/ids.js'
-import { banHolds, bannedUser } from '../account/ban.js'
+import { banHolds, bannedUser } from '../core/ban.js'
 import { maybeBootstrapOwner } from '../account/bootstrap.js'
 import { takeAccountBack, takesBack } from '../account/take-back.js'
-import type { EmailAuthDeps } from '../email/deps.js'
+import type { EmailAuthDeps } from '../account/deps.js'
 import { completeReset } from '../email/service.js'
 import { type CodePurpose, type CodeStore, invalidCode } from '../links/codes.js'
 import { codeMail, MAGIC_LINK_LIFETIME_MS, magicLinkMail } from '../links/mails.js'
@@ -20,7 +20,7 @@ import { consumeMagicLink, invalidToken, issueToken, peekMagicLink } from '../li
 import { forAddress } from '../password/password.js'
 import { findUserByEmail, findUserById, lockUser } from '../../user/queries.js'
 import type { UserWithFlags } from '../../user/types.js'
-import { insertUser } from '../queries.js'
+import { insertUser } from '../core/queries.js'
 import { addressProven, inSessionOf } from '../email/service.js'
 import type { PendingNotice } from '../security/notices.js'
 
@@ -101,7 +101,7 @@ export async function sendCode(deps: MailboxDeps, email: string, type: CodeType)
  * row locked first): a new, verified one when no account has it; one whose ways in nobody had
  * proven were its mailbox holder's, and without a second factor, is taken back: every way in but
  * this proof removed (better-auth does the same), the role lowered to member, the address mailed a
- * notice. One with a second factor is left as it is: the sign-in asks for it (session/sign-in.ts).
+ * notice. One with a second factor is left as it is: the sign-in asks for it (sign-in/step.ts).
  * A banned account gets nothing (the proof is not spent).
  */
 async function accountOfProvenAddress(

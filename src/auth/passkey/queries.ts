@@ -8,7 +8,6 @@ import { toUserWithFlags, userColumns, type UserWithFlagsRow } from '../../user/
 import type { UserWithFlags } from '../../user/types.js'
 import type { PasskeyTable } from './tables.js'
 import { ownRow } from '../../shared/own-row.js'
-import { countRows } from '../../shared/count-rows.js'
 
 /** A passkey as its owner sees it (better-auth's passkey model), and the user handle it was given. */
 export interface Passkey {
@@ -103,10 +102,6 @@ export async function findPasskeyForSignIn(
       .map(([k, v]) => [k.slice(2), v]),
   ) as unknown as UserWithFlagsRow
   return { passkey: toPasskey(row), user: toUserWithFlags(user) }
-}
-
-export async function countPasskeys(db: Executor, userId: string): Promise<number> {
-  return countRows(db.selectFrom('passkey').where('user_id', '=', userId))
 }
 
 export type NewPasskey = Omit<StoredPasskey, 'id' | 'lastUsedAt'>

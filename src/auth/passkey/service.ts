@@ -17,9 +17,9 @@ import { recordUserEvent } from '../../shared/audit.js'
 import type { Clock } from '../../shared/clock.js'
 import type { RequestContext } from '../../shared/context.js'
 import { AppError, unauthorized } from '../../shared/errors.js'
-import { bannedUser, banHolds } from '../account/ban.js'
-import { endSessionsOfUser, raiseCredentialEpoch } from '../queries.js'
-import { assertEmailProven, lockProvenSession } from '../account/second-factor.js'
+import { bannedUser, banHolds } from '../core/ban.js'
+import { countPasskeys, endSessionsOfUser, raiseCredentialEpoch } from '../core/queries.js'
+import { assertEmailProven, lockProvenSession } from '../session/second-factor.js'
 import { lockUser } from '../../user/queries.js'
 import { type Ceremony, type CeremonyChallenge, consumeCeremonyChallenge, issueCeremonyChallenge } from '../links/challenges.js'
 import type { UserWithFlags } from '../../user/types.js'
@@ -28,7 +28,6 @@ import type { CheckedCredential } from '../session/sessions.js'
 import { assertFresh } from '../session/fresh.js'
 import type { SessionState } from '../session/types.js'
 import {
-  countPasskeys,
   deletePasskeyOf,
   findPasskeyForSignIn,
   insertPasskey,

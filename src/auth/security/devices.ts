@@ -20,7 +20,7 @@ import type { Clock } from '../../shared/clock.js'
 import type { RequestContext } from '../../shared/context.js'
 import { findUserByEmail } from '../../user/queries.js'
 import { cookieAttributes, cookieName, readSignedCookie } from '../session/cookie-attributes.js'
-import { hashToken, newToken } from '../session/tokens.js'
+import { hashToken, newToken } from '../core/tokens.js'
 import type { SecurityNotices } from './notices.js'
 import { forgetKnownDevices, insertKnownDevice, knownDeviceOf, moveKnownDevice, signedInBefore } from './queries.js'
 

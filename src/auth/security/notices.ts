@@ -1,6 +1,6 @@
 // The security notices: a mail to the account's owner on each change to its ways in (password,
 // address, two-factor, provider links, passkeys) and on a sign-in from a device it had not used before, each
-// with a one-click "this wasn't me" link (secure.ts says what the link does).
+// with a one-click "this wasn't me" link (account/secure.ts says what the link does).
 //
 // The link's token is single-use, lives 7 days and is stored hashed (verification.ts, purpose
 // `security-notice`); it names the account it was issued for and the address it was mailed to, and
@@ -139,7 +139,7 @@ export class SecurityNotices {
 
   /**
    * The notice of an address change, to the address the account had before (`from`), whose link
-   * also puts that address back (secure.ts), as it was: verified or not. An unproven `from` is told
+   * also puts that address back (account/secure.ts), as it was: verified or not. An unproven `from` is told
    * too (issue 34): a stolen session of an unverified account would otherwise move it away in
    * silence. Its holder is perhaps a stranger (a typo at sign-up, fixed by this change); what the
    * link lets them do is what they could do a moment before (a reset to that address takes an

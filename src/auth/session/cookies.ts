@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Config } from '../../config.js'
 import type { Clock } from '../../shared/clock.js'
 import { cookieAttributes, cookieName, cookiesOf, readSignedCookie } from './cookie-attributes.js'
-import { hashToken } from './tokens.js'
+import { hashToken } from '../core/tokens.js'
 
 // better-auth's cookie name, so the web front end's middleware that looks for it keeps working.
 const BASE_NAME = 'better-auth.session_token'

@@ -5,7 +5,7 @@ import type { Executor } from '../../../db/index.js'
 import { preparedStatement } from '../../../db/prepared.js'
 import { signedInUserColumns, type SignedInUserRow, toSignedInUser } from '../../user/rows.js'
 import type { SignedInUser } from '../../user/types.js'
-import type { SessionTable } from '../tables.js'
+import type { SessionTable } from '../core/tables.js'
 import type { SessionState, SessionView } from './types.js'
 import { ownRow } from '../../shared/own-row.js'
 
@@ -155,7 +155,7 @@ export async function deleteExpiredSessions(db: Executor, now: Date): Promise<vo
   await db.deleteFrom('session').where('expires_at', '<=', now).execute()
 }
 
-/** What a session proved of its account (account/second-factor.ts judges it). */
+/** What a session proved of its account (session/second-factor.ts judges it). */
 export interface SessionProof {
   emailProvenAt: Date | null
   twoFactorVerified: boolean

@@ -4,8 +4,8 @@ import type { DB, Trx } from '../../../db/index.js'
 import { recordAudit, recordUserEvent } from '../../shared/audit.js'
 import type { RequestContext } from '../../shared/context.js'
 import { notFound } from '../../shared/errors.js'
-import { endSessionsOfUser } from '../queries.js'
-import { provesAddress } from '../account/second-factor.js'
+import { endSessionsOfUser } from '../core/queries.js'
+import { provesAddress } from './second-factor.js'
 import type { CheckedCredential, SessionManager } from './sessions.js'
 import type { SessionView } from './types.js'
 
@@ -23,7 +23,7 @@ export async function startSession<T = undefined>(
   ctx: RequestContext,
   input: {
     credential: CheckedCredential
-    /** How the credential was proven (sign-in.ts, LoginMethod): kept in the audit trail. */
+    /** How the credential was proven (sign-in/step.ts, LoginMethod): kept in the audit trail. */
     method: string
     rememberMe: boolean
     replacing: string | null

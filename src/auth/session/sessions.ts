@@ -14,12 +14,12 @@ import type { DB, Trx } from '../../../db/index.js'
 import type { Clock } from '../../shared/clock.js'
 import type { MaybePromise } from '../../shared/maybe-async.js'
 import { newId } from '../../shared/ids.js'
-import { bannedUser, isBanned } from '../account/ban.js'
+import { bannedUser, isBanned } from '../core/ban.js'
 import { unauthorized } from '../../shared/errors.js'
-import { endSessionsOfUser } from '../queries.js'
+import { endSessionsOfUser } from '../core/queries.js'
 import { lockUser } from '../../user/queries.js'
 import type { SignedInUser } from '../../user/types.js'
-import { hashToken, newToken } from './tokens.js'
+import { hashToken, newToken } from '../core/tokens.js'
 import type { CachedSession, SessionCache } from './cache.js'
 import {
   deleteExpiredSessions,
@@ -185,7 +185,7 @@ export class SessionManager {
       ipAddress: string | null
       userAgent: string | null
       twoFactorVerified?: boolean
-      /** The sign-in itself proved the address in this browser (account/second-factor.ts, provesAddress). */
+      /** The sign-in itself proved the address in this browser (session/second-factor.ts, provesAddress). */
       emailProven?: boolean
       impersonation?: { by: string; sessionId: string; expiresAt: Date }
     },

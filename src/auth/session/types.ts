@@ -18,3 +18,10 @@ export interface SessionState extends SessionView {
   rememberMe: boolean
   twoFactorVerified: boolean
 }
+
+/**
+ * How a sign-in proved who it is, as better-auth's last-login-method plugin names it: 'email'
+ * (password), 'passkey', 'email-otp', 'magic-link', or the identity provider's id. The front end
+ * reads it back from the `better-auth.last_used_login_method` cookie ("last time you used ...").
+ */
+export type LoginMethod = string

@@ -13,6 +13,9 @@ import type { SignedInUser } from '../../user/types.js'
 import type { SessionState } from '../session/types.js'
 import { ALG, type Signer, type SigningKeys } from './keys.js'
 
+/** The header get-session sends the token in (better-auth's jwt plugin). */
+export const TOKEN_HEADER = 'set-auth-jwt'
+
 /** A token issued this recently for the same session, user row and key is handed out again (get-session is called often). */
 const REUSE_MS = 30_000
 

@@ -1,5 +1,6 @@
-// Two-factor authentication (TOTP and backup codes): turning it on and off, the second step of a
-// sign-in, and the trusted devices that skip it. Rules in better-auth's twoFactor plugin's terms.
+// Two-factor authentication (TOTP and backup codes): turning it on and off, and the second step of a
+// sign-in, which answers the challenge the sign-in step issued (src/auth/sign-in/challenge.ts, with
+// the trusted devices that skip it). Rules in better-auth's twoFactor plugin's terms.
 import type { DB } from '../../../db/index.js'
 import { recordUserEvent } from '../../shared/audit.js'
 import type { PendingNotice, SecurityNotices } from '../security/notices.js'
@@ -8,19 +9,11 @@ import type { RequestContext } from '../../shared/context.js'
 import { AppError, unauthorized } from '../../shared/errors.js'
 import { forUser, type PasswordHasher } from '../password/password.js'
 import type { CheckedCredential } from '../session/sessions.js'
-import { findPasswordHash, lockSessionOf, raiseCredentialEpoch } from '../queries.js'
+import { findPasswordHash, lockSessionOf, raiseCredentialEpoch } from '../core/queries.js'
 import { findUserById, lockUser } from '../../user/queries.js'
 import type { UserWithFlags } from '../../user/types.js'
-import { assertEmailProven, lockProvenSession, secondFactorsOf, type SecondFactor } from '../account/second-factor.js'
-import {
-  claimChallengeAttempt,
-  consumeChallenge,
-  consumeTrustedDevice,
-  issueChallenge,
-  issueTrustedDevice,
-} from '../links/challenges.js'
-import type { PendingLink } from '../account/provider-link.js'
-import { CHALLENGE_TTL_MS, TRUSTED_DEVICE_TTL_MS } from './cookies.js'
+import { assertEmailProven, lockProvenSession } from '../session/second-factor.js'
+import { claimChallengeAttempt, consumeChallenge, type PendingLink } from '../links/challenges.js'
 import { matchingStep, newBackupCodes, newTotpSecret, totpUri, type TwoFactorKeys } from './crypto.js'
 import {
   acceptStep,
@@ -303,66 +296,4 @@ export async function verifyForSignIn(
     credential: { userId: user.id, epoch: challenge.epoch },
     ...(challenge.link ? { link: challenge.link } : {}),
   }
-}
-
-export type SignInStep =
-  /** Start the session; `trustedDevice`: the new trusted-device token (rotated), or null to clear a stale one. */
-  | { kind: 'session'; twoFactorVerified: boolean; trustedDevice?: string | null }
-  /**
-   * No session yet: the second factors that may follow (better-auth's `twoFactorMethods`), and the
-   * challenge token for the `two_factor` cookie (TOTP), or null when only a passkey sign-in can follow.
-   */
-  | { kind: 'challenge'; token: string | null; methods: SecondFactor[]; trustedDevice?: null }
-
-/**
- * What a correct first factor that was not a passkey leads to: a session at once when the account
- * has no second factor, or TOTP on and this browser is a trusted device of the user (its token is
- * replaced); else the second step (docs/http-contract.md, "Recovery"). The second factors are read
- * now: one added after this read raises the credential epoch, and the session is not born.
- */
-export async function beginSignIn(
-  deps: Pick<TwoFactorDeps, 'db' | 'clock'>,
-  ctx: RequestContext,
-  input: {
-    credential: CheckedCredential
-    method: string
-    rememberMe: boolean
-    trustedDevice: string | null
-    /** A provider login to link once the second factor passed: kept with the challenge. */
-    link?: PendingLink
-  },
-): Promise<SignInStep> {
-  const { userId } = input.credential
-  const user = await findUserById(deps.db, userId)
-  const methods = user ? await secondFactorsOf(deps.db, user) : []
-  if (methods.length === 0) return { kind: 'session', twoFactorVerified: false }
-  // A passkey is a sign-in of its own: nothing to carry from this one but the question.
-  if (!methods.includes('totp')) return { kind: 'challenge', token: null, methods }
-  const now = deps.clock.now()
-  if (input.trustedDevice) {
-    const token = input.trustedDevice
-    const renewed = await deps.db.transaction().execute(async (trx) => {
-      if (!(await consumeTrustedDevice(trx, token, userId, now))) return null
-      return issueTrustedDevice(trx, userId, new Date(now.getTime() + TRUSTED_DEVICE_TTL_MS))
-    })
-    if (renewed) {
-      await recordUserEvent(deps.db, ctx, userId, 'auth.two_factor.trusted_device_used')
-      // That browser passed a second factor earlier: the session counts as having passed one.
-      return { kind: 'session', twoFactorVerified: true, trustedDevice: renewed }
-    }
-  }
-  const challenge = {
-    userId,
-    rememberMe: input.rememberMe,
-    epoch: input.credential.epoch,
-    method: input.method,
-    ...(input.link ? { link: input.link } : {}),
-  }
-  const token = await issueChallenge(deps.db, challenge, new Date(now.getTime() + CHALLENGE_TTL_MS))
-  return { kind: 'challenge', token, methods, ...(input.trustedDevice ? { trustedDevice: null } : {}) }
-}
-
-/** A new trusted device for the user, after a second factor passed with `trustDevice: true`. */
-export function trustDevice(deps: Pick<TwoFactorDeps, 'db' | 'clock'>, userId: string): Promise<string> {
-  return issueTrustedDevice(deps.db, userId, new Date(deps.clock.now().getTime() + TRUSTED_DEVICE_TTL_MS))
 }

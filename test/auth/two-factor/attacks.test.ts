@@ -150,7 +150,7 @@ t.test('a sign-in waiting for its second factor ends when the password is reset 
 
 t.test('whoever registers an address first sets up no second factor; the owner takes the account back', async (t) => {
   // Whoever registers an address first (never verified) cannot turn two-factor on: a second factor
-  // of theirs would outlast the real owner's reset (src/auth/account/second-factor.ts).
+  // of theirs would outlast the real owner's reset (src/auth/session/second-factor.ts).
   const squatter = await signUp(app)
   const enable = await call(app, 'POST', '/api/auth/two-factor/enable', {
     cookie: squatter.cookie,

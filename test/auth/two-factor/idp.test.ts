@@ -96,7 +96,7 @@ t.test('the provider callback stops for two-factor: no session, the two_factor c
 
 t.test('an unverified account with a second factor is not claimed through the provider: the sign-in asks for it', async (t) => {
   // An account that turned two-factor on before the rule that a session must prove the address
-  // first (src/auth/account/second-factor.ts), its address unverified: the provider proves the
+  // first (src/auth/session/second-factor.ts), its address unverified: the provider proves the
   // mailbox, and a mailbox never beats a second factor.
   const holder = await signUp(app)
   const { confirmed } = await enableTotp(app, holder, clock.now())

@@ -1,8 +1,8 @@
 // The wire shapes of accounts and sessions. Only zod and the lists of roles and plans: the admin
 // operations' contract (src/contract/) reads the user's shape from here.
 import { z } from 'zod'
-import { ROLES } from '../shared/roles.js'
-import { PLANS } from '../shared/plans.js'
+import { ROLES } from '../../shared/roles.js'
+import { PLANS } from '../../shared/plans.js'
 
 /** A new password's length: better-auth's defaults. */
 export const PASSWORD_MIN = 8
@@ -132,7 +132,7 @@ export const TwoFactorRedirectSchema = z.object({
   /** 'totp': verify-totp or verify-backup-code on the two_factor cookie; 'passkey': a passkey sign-in. */
   twoFactorMethods: z.array(z.enum(['totp', 'passkey'])),
 })
-/** A second factor, as better-auth's `twoFactorMethods` names it (account/second-factor.ts). */
+/** A second factor, as better-auth's `twoFactorMethods` names it (session/second-factor.ts). */
 export type SecondFactor = 'totp' | 'passkey'
 
 export const twoFactorRedirect = (methods: SecondFactor[]) => ({ twoFactorRedirect: true as const, twoFactorMethods: methods })

@@ -22,13 +22,13 @@ import { recordUserEvent } from '../../shared/audit.js'
 import type { Clock } from '../../shared/clock.js'
 import type { RequestContext } from '../../shared/context.js'
 import { AppError } from '../../shared/errors.js'
-import { emailTaken, replaceEmail } from '../account/queries.js'
-import { deleteAccountsBut, endSessionsOfUser } from '../queries.js'
+import { emailTaken, replaceEmail } from './queries.js'
+import { deleteAccountsBut, endSessionsOfUser } from '../core/queries.js'
 import { findUserById, lockUser } from '../../user/queries.js'
 import type { UserWithFlags } from '../../user/types.js'
 import { consumeToken, invalidToken, peekToken, revokeTokens, type VerificationRecord } from '../links/verification.js'
-import { NOTICE_PURPOSE, type NoticeData, type NoticeEvent } from './notices.js'
-import { forgetKnownDevices, requirePasswordReset } from './queries.js'
+import { NOTICE_PURPOSE, type NoticeData, type NoticeEvent } from '../security/notices.js'
+import { forgetKnownDevices, requirePasswordReset } from '../security/queries.js'
 
 export interface SecureAccountDeps {
   db: DB

@@ -3,11 +3,11 @@
 // has one, no proof of the mailbox alone signs in or takes the account back.
 import type { Executor, Trx } from '../../../db/index.js'
 import { AppError, unauthorized } from '../../shared/errors.js'
-import type { SecondFactor } from '../schemas.js'
-import { countPasskeys } from '../passkey/queries.js'
-import { findSessionProof, type SessionProof } from '../session/queries.js'
-import { FRESH_AGE_MS } from '../session/fresh.js'
-import type { LoginMethod } from '../session/sign-in.js'
+import type { SecondFactor } from '../core/schemas.js'
+import { countPasskeys } from '../core/queries.js'
+import { findSessionProof, type SessionProof } from './queries.js'
+import { FRESH_AGE_MS } from './fresh.js'
+import type { LoginMethod } from './types.js'
 import { findUserById } from '../../user/queries.js'
 
 /**
@@ -47,7 +47,7 @@ export const emailNotProven = () =>
 
 /**
  * How long a session's proof counts for setting up a second factor: a day, better-auth's freshAge
- * (session/fresh.ts). Long enough to verify, then scan a code or touch a key; short enough that a
+ * (fresh.ts). Long enough to verify, then scan a code or touch a key; short enough that a
  * session cookie copied later from the owner's browser is refused like any other session.
  */
 export const ADDRESS_PROOF_MAX_AGE_MS = FRESH_AGE_MS

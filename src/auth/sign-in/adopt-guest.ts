@@ -1,11 +1,11 @@
 // Where a guest becomes an account: called by the one place every sign-in births a session
-// (src/auth/session/sign-in.ts, signInWith), in that session's transaction.
+// (step.ts, signInWith), in that session's transaction.
 import type { Trx } from '../../../db/index.js'
 import { recordAudit } from '../../shared/audit.js'
 import type { RequestContext } from '../../shared/context.js'
-import { deleteGuest, lockGuest, moveGuestData } from './queries.js'
+import { deleteGuest, lockGuest, moveGuestData } from './guest-queries.js'
 
-/** The login method a guest's session names: never written to the last-login-method cookie (sign-in.ts). */
+/** The login method a guest's session names: never written to the last-login-method cookie (step.ts). */
 export const GUEST_METHOD = 'anonymous'
 
 /**

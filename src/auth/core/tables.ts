@@ -15,7 +15,7 @@ export interface SessionTable {
   user_agent: string | null
   /** The session was started after a second factor (migration 0009). */
   two_factor_verified: Generated<boolean>
-  /** When this session itself proved the account's address (migration 0018_session_address_proof; account/second-factor.ts). */
+  /** When this session itself proved the account's address (migration 0018_session_address_proof; session/second-factor.ts). */
   email_proven_at: ColumnType<Date | null, Date | null | undefined, Date | null>
   /** The administrator who opened this session of the user, and from which session of theirs (migration 0021). */
   impersonated_by: string | null

@@ -1,5 +1,5 @@
 // What the email flows (sign-up, sign-in, reset, verification, change of address) and the account's
-// own flows need: one set, built once from the app's decorations (src/app.ts).
+// own flows need: one set, built once from the app's decorations (src/auth/plugin.ts).
 import type { FastifyInstance } from 'fastify'
 import type { DB } from '../../../db/index.js'
 import type { Config } from '../../config.js'

@@ -7,17 +7,17 @@ import type { Config } from '../../config.js'
 import type { Clock } from '../../shared/clock.js'
 import type { RequestContext } from '../../shared/context.js'
 import type { DeviceCookie, KnownDevices } from '../security/devices.js'
-import type { SecondFactor } from '../account/second-factor.js'
-import { completePendingLink, type PendingLink } from '../account/provider-link.js'
+import type { SecondFactor } from '../session/second-factor.js'
+import { completePendingLink, type PendingLink } from './provider-link.js'
 import type { SecurityNotices } from '../security/notices.js'
-import type { TwoFactorCookies } from '../two-factor/cookies.js'
-import { beginSignIn } from '../two-factor/service.js'
-import { adoptGuest, GUEST_METHOD } from '../guests/adopt.js'
-import { cookieAttributes } from './cookie-attributes.js'
-import type { SessionCookie } from './cookies.js'
-import { startSession } from './service.js'
-import type { CheckedCredential, SessionManager } from './sessions.js'
-import type { SessionView } from './types.js'
+import type { TwoFactorCookies } from './two-factor-cookies.js'
+import { beginSignIn } from './challenge.js'
+import { adoptGuest, GUEST_METHOD } from './adopt-guest.js'
+import { cookieAttributes } from '../session/cookie-attributes.js'
+import type { SessionCookie } from '../session/cookies.js'
+import { startSession } from '../session/service.js'
+import type { CheckedCredential, SessionManager } from '../session/sessions.js'
+import type { LoginMethod, SessionView } from '../session/types.js'
 
 export interface SignInDeps {
   db: DB
@@ -25,11 +25,11 @@ export interface SignInDeps {
   sessions: SessionManager
   /** A browser the account has not used before is mailed about (src/auth/security/devices.ts). */
   devices: KnownDevices
-  /** A provider login linked at the session's birth is mailed about (account/provider-link.ts). */
+  /** A provider login linked at the session's birth is mailed about (sign-in/provider-link.ts). */
   notices: SecurityNotices
 }
 
-/** The sign-in step's dependencies, from the app's decorations (src/app.ts). */
+/** The sign-in step's dependencies, from the app's decorations (src/auth/plugin.ts). */
 export const signInDepsOf = (app: FastifyInstance): SignInDeps => ({
   db: app.db,
   clock: app.clock,
@@ -51,12 +51,7 @@ export interface BrowserState {
   guest: string | null
 }
 
-/**
- * How a sign-in proved who it is, as better-auth's last-login-method plugin names it: 'email'
- * (password), 'passkey', 'email-otp', 'magic-link', or the identity provider's id. The front end
- * reads it back from the `better-auth.last_used_login_method` cookie ("last time you used ...").
- */
-export type LoginMethod = string
+export type { LoginMethod }
 
 export type SignInOutcome =
   /** Signed in. `trustedDevice`: the rotated trusted-device token, or null to clear a stale one. */
@@ -126,7 +121,7 @@ export async function afterFirstFactor(
     method: LoginMethod
     rememberMe: boolean
     browser: BrowserState
-    /** A provider login to link once the second factor passed (account/provider-link.ts). */
+    /** A provider login to link once the second factor passed (sign-in/provider-link.ts). */
     link?: PendingLink
   },
 ): Promise<SignInOutcome> {

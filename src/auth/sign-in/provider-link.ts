@@ -1,21 +1,17 @@
 // A provider login that waits for the second factor. The identity provider vouches for an address;
 // for an account with a second factor that is a proof of the mailbox and no more (second-factor.ts),
 // so its provider login is linked only once the second step passed, in the transaction that births
-// the session (session/sign-in.ts). A sign-in abandoned at the second step leaves no link behind.
+// the session (sign-in/step.ts). A sign-in abandoned at the second step leaves no link behind.
 import type { Trx } from '../../../db/index.js'
 import { recordUserEvent } from '../../shared/audit.js'
 import type { RequestContext } from '../../shared/context.js'
-import { linkProviderLogin } from '../queries.js'
+import { linkProviderLogin } from '../core/queries.js'
+import type { PendingLink } from '../links/challenges.js'
 import type { PendingNotice, SecurityNotices } from '../security/notices.js'
 import { staleSignIn } from '../session/sessions.js'
 import { findUserById } from '../../user/queries.js'
 
-/** The provider login to link once the second step passed, and the address the provider vouched for. */
-export interface PendingLink {
-  providerId: string
-  subject: string
-  email: string
-}
+export type { PendingLink }
 
 /**
  * Links the provider login to `userId` in the session's transaction (the user row share-locked

@@ -7,7 +7,7 @@ import { recordAudit } from '../../shared/audit.js'
 import type { RequestContext } from '../../shared/context.js'
 import { iso } from '../../shared/dates.js'
 import { AppError } from '../../shared/errors.js'
-import { findBan, liftExpiredBan } from '../queries.js'
+import { findBan, liftExpiredBan } from './queries.js'
 import type { Ban } from '../../user/types.js'
 
 /** better-auth's admin plugin's code and default message. */

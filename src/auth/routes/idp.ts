@@ -1,32 +1,91 @@
 // Sign-in through the identity provider (docs/http-contract.md, "Sign-in with the identity
 // provider"): start (redirect or JSON for better-auth's client) and the callback. Every callback
 // failure is a redirect to the error URL, never a page of ours.
-import type { FastifyInstance, FastifyReply } from 'fastify'
-import type { ZodTypeProvider } from 'fastify-type-provider-zod'
+import type { FastifyReply } from 'fastify'
 import { z } from 'zod'
 import { PUBLIC, PUBLIC_ACTS_ON_GET } from '../../shared/route-policy.js'
 import { contextOf } from '../../shared/context.js'
 import { AppError, serviceUnavailable } from '../../shared/errors.js'
 import { resolveRedirect, withQuery } from '../../shared/redirect.js'
 import { currentUser } from '../../user/signed-in.js'
-import { CallbackUrl } from '../schemas.js'
-import { ErrorSchema } from '../../shared/errors.js'
-import { completeCallback } from './callback.js'
-import { signInDepsOf } from '../session/sign-in.js'
-import { FlowCookie } from './flow-cookie.js'
-import { IdentityProvider, IdpError, type AuthorizationRequest } from './oauth.js'
-import type { IdpDeps } from './service.js'
-
-const tags = ['auth']
+import { CallbackUrl } from '../core/schemas.js'
+import { completeCallback } from '../idp/callback.js'
+import { FlowCookie } from '../idp/flow-cookie.js'
+import { IdentityProvider, IdpError, type AuthorizationRequest } from '../idp/oauth.js'
+import type { IdpDeps } from '../idp/service.js'
+import { signInDepsOf } from '../sign-in/step.js'
+import { declareRoutes, serveRoutes } from './serve.js'
 
 const callbackFields = {
   callbackURL: CallbackUrl.optional(),
   errorCallbackURL: CallbackUrl.optional(),
   newUserCallbackURL: CallbackUrl.optional(),
 }
+/** What starting a flow may fail with: a hostile redirect, a cross-site call, the provider unreachable or not configured. */
+const startErrors = [400, 403, 502, 503]
+const Started = z.object({ url: z.string(), redirect: z.boolean() })
 
-export default async function idpRoutes(fastify: FastifyInstance) {
-  const app = fastify.withTypeProvider<ZodTypeProvider>()
+export const idpRoutes = declareRoutes({
+  signInIdp: {
+    method: 'GET',
+    path: '/api/auth/sign-in/idp',
+    policy: PUBLIC,
+    summary: 'Start sign-in with the identity provider: 302 to its authorization page',
+    query: z.strictObject(callbackFields),
+    response: { 302: z.null().describe('Redirect to the identity provider') },
+    errors: startErrors,
+  },
+  signInSocial: {
+    method: 'POST',
+    path: '/api/auth/sign-in/social',
+    policy: PUBLIC,
+    summary: "Start sign-in with the identity provider, answering the URL (better-auth's client)",
+    body: z.strictObject({
+      provider: z.string().min(1).max(64),
+      ...callbackFields,
+      disableRedirect: z.boolean().optional(),
+    }),
+    response: { 200: Started },
+    errors: [404, ...startErrors],
+  },
+  linkSocialAccount: {
+    method: 'POST',
+    path: '/api/auth/link-social',
+    summary: "Link the identity provider's account to the signed-in user: answers its authorization URL (better-auth's client)",
+    body: z.strictObject({
+      provider: z.string().min(1).max(64),
+      callbackURL: CallbackUrl.optional(),
+      errorCallbackURL: CallbackUrl.optional(),
+      disableRedirect: z.boolean().optional(),
+    }),
+    response: { 200: Started },
+    errors: [401, 404, ...startErrors],
+  },
+  callbackIdp: {
+    method: 'GET',
+    path: '/api/auth/callback/idp',
+    policy: PUBLIC_ACTS_ON_GET,
+    summary: 'Where the identity provider sends the browser back; 302 to the callback or error URL',
+    // Not strict: providers add their own parameters (scope, authuser, session_state, ...).
+    query: z.looseObject({
+      code: z.string().max(4096).optional(),
+      state: z.string().max(1024).optional(),
+      error: z.string().max(256).optional(),
+      iss: z.string().max(2048).optional(),
+    }),
+    response: {
+      302: z
+        .null()
+        .describe(
+          'To callbackURL (or newUserCallbackURL) with the session cookie; with two-factor on, to ' +
+            '{web_origin}/two-factor?callbackURL= with the two_factor cookie; or to the error URL with ?error=',
+        ),
+    },
+    errors: [503],
+  },
+})
+
+export default serveRoutes(idpRoutes, (app) => {
   const { webOrigin, baseUrl } = app.config.auth
   const deps: IdpDeps = { db: app.db, clock: app.clock, config: app.config.auth, notices: app.securityNotices }
   const flowCookie = new FlowCookie(app.config.auth, app.clock)
@@ -75,102 +134,24 @@ export default async function idpRoutes(fastify: FastifyInstance) {
     return url
   }
 
-  const startErrors = { 400: ErrorSchema, 403: ErrorSchema, 502: ErrorSchema, 503: ErrorSchema }
+  /** A provider other than ours: better-auth's 404. */
+  const ours = (provider: string) => {
+    if (provider !== 'idp') throw new AppError(404, 'PROVIDER_NOT_FOUND', `Provider "${provider}" is not configured; use "idp"`)
+  }
 
-  app.get(
-    '/api/auth/sign-in/idp',
-    {
-      config: { policy: PUBLIC },
-      schema: {
-        operationId: 'signInIdp',
-        tags,
-        summary: 'Start sign-in with the identity provider: 302 to its authorization page',
-        querystring: z.strictObject(callbackFields),
-        response: { 302: z.null().describe('Redirect to the identity provider'), ...startErrors },
-      },
-    },
-    async (request, reply) => reply.redirect(await start(reply, request.query), 302),
-  )
-
-  app.post(
-    '/api/auth/sign-in/social',
-    {
-      config: { policy: PUBLIC },
-      schema: {
-        operationId: 'signInSocial',
-        tags,
-        summary: "Start sign-in with the identity provider, answering the URL (better-auth's client)",
-        body: z.strictObject({
-          provider: z.string().min(1).max(64),
-          ...callbackFields,
-          disableRedirect: z.boolean().optional(),
-        }),
-        response: { 200: z.object({ url: z.string(), redirect: z.boolean() }), 404: ErrorSchema, ...startErrors },
-      },
-    },
-    async (request, reply) => {
+  return {
+    signInIdp: async (request, reply) => reply.redirect(await start(reply, request.query), 302),
+    signInSocial: async (request, reply) => {
       const { provider, disableRedirect, ...q } = request.body
-      if (provider !== 'idp') throw new AppError(404, 'PROVIDER_NOT_FOUND', `Provider "${provider}" is not configured; use "idp"`)
+      ours(provider)
       return { url: await start(reply, q), redirect: !disableRedirect }
     },
-  )
-
-  app.post(
-    '/api/auth/link-social',
-    {
-      schema: {
-        operationId: 'linkSocialAccount',
-        tags,
-        summary:
-          "Link the identity provider's account to the signed-in user: answers its authorization URL (better-auth's client)",
-        body: z.strictObject({
-          provider: z.string().min(1).max(64),
-          callbackURL: CallbackUrl.optional(),
-          errorCallbackURL: CallbackUrl.optional(),
-          disableRedirect: z.boolean().optional(),
-        }),
-        response: {
-          200: z.object({ url: z.string(), redirect: z.boolean() }),
-          401: ErrorSchema,
-          404: ErrorSchema,
-          ...startErrors,
-        },
-      },
-    },
-    async (request, reply) => {
+    linkSocialAccount: async (request, reply) => {
       const { provider, disableRedirect, ...q } = request.body
-      if (provider !== 'idp') throw new AppError(404, 'PROVIDER_NOT_FOUND', `Provider "${provider}" is not configured; use "idp"`)
+      ours(provider)
       return { url: await start(reply, q, currentUser(request).id), redirect: !disableRedirect }
     },
-  )
-
-  app.get(
-    '/api/auth/callback/idp',
-    {
-      config: { policy: PUBLIC_ACTS_ON_GET },
-      schema: {
-        operationId: 'callbackIdp',
-        tags,
-        summary: 'Where the identity provider sends the browser back; 302 to the callback or error URL',
-        // Not strict: providers add their own parameters (scope, authuser, session_state, ...).
-        querystring: z.looseObject({
-          code: z.string().max(4096).optional(),
-          state: z.string().max(1024).optional(),
-          error: z.string().max(256).optional(),
-          iss: z.string().max(2048).optional(),
-        }),
-        response: {
-          302: z
-            .null()
-            .describe(
-              'To callbackURL (or newUserCallbackURL) with the session cookie; with two-factor on, to ' +
-                '{web_origin}/two-factor?callbackURL= with the two_factor cookie; or to the error URL with ?error=',
-            ),
-          503: ErrorSchema,
-        },
-      },
-    },
-    async (request, reply) => {
+    callbackIdp: async (request, reply) => {
       const provider = configured()
       const result = await completeCallback(
         { ...deps, ...signInDepsOf(app), provider, issuer: app.config.idp.issuer, webOrigin },
@@ -189,5 +170,5 @@ export default async function idpRoutes(fastify: FastifyInstance) {
       if (result.kind === 'signed-in') app.signInCookies.set(request, reply, result.outcome)
       return reply.redirect(result.to, 302)
     },
-  )
-}
+  }
+})

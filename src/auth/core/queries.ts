@@ -1,13 +1,14 @@
 // The account rows and auth's writes to the user row. The user itself (its types, columns, mapper
 // and lock) lives in its home, src/user/.
-import type { Executor, Trx } from '../../db/index.js'
-import { newId } from '../shared/ids.js'
-import type { Role } from '../shared/roles.js'
-import { banColumns, fieldsOf, toUserWithFlags, userColumns } from '../user/rows.js'
-import type { Ban, UserWithFlags } from '../user/types.js'
-import { ownRow } from '../shared/own-row.js'
+import type { Executor, Trx } from '../../../db/index.js'
+import { newId } from '../../shared/ids.js'
+import type { Role } from '../../shared/roles.js'
+import { banColumns, fieldsOf, toUserWithFlags, userColumns } from '../../user/rows.js'
+import type { Ban, UserWithFlags } from '../../user/types.js'
+import { ownRow } from '../../shared/own-row.js'
+import { countRows } from '../../shared/count-rows.js'
 import type { ExpressionBuilder } from 'kysely'
-import type { Database } from '../../db/schema.js'
+import type { Database } from '../../../db/schema.js'
 
 export const CREDENTIAL = 'credential'
 
@@ -259,4 +260,9 @@ export async function liftExpiredBan(db: Executor, userId: string, now: Date): P
     .where('ban_expires', '<=', now)
     .executeTakeFirst()
   return result.numUpdatedRows === 1n
+}
+
+/** The user's passkeys, counted: a passkey is a second factor (second-factor.ts), and at most so many are kept. */
+export async function countPasskeys(db: Executor, userId: string): Promise<number> {
+  return countRows(db.selectFrom('passkey').where('user_id', '=', userId))
 }

@@ -1,0 +1,48 @@
+// A guest's rows as its adoption needs them (adopt-guest.ts): lock the guest, move what it made to
+// the account, delete it. A guest is a `user` row with `is_anonymous` (migration 0020_guests); the
+// guests' way in (src/auth/guests/) locks and deletes guests through these too.
+import { sql } from 'kysely'
+import type { Executor, Trx } from '../../../db/index.js'
+
+/** Locks the guest's row; false when it is no guest (any more): moved, purged, or never one. */
+export async function lockGuest(trx: Trx, guestId: string): Promise<boolean> {
+  const row = await trx
+    .selectFrom('user')
+    .select('id')
+    .where('id', '=', guestId)
+    .where('is_anonymous', '=', true)
+    .forUpdate()
+    .executeTakeFirst()
+  return row !== undefined
+}
+
+/**
+ * Moves what the guest made to the account, under the guest's lock: its journal entries,
+ * compatibility results (and any deep insights of them), consents, and its usage, added to the
+ * account's counters of the same periods (each act was counted once, by the guest: moved, it stays
+ * counted once). Returns how many rows of each moved.
+ */
+export async function moveGuestData(trx: Trx, guestId: string, userId: string) {
+  const moved = async (table: 'journal_entry' | 'compatibility_result' | 'deep_insights_purchase' | 'consent_record') =>
+    Number(
+      (await trx.updateTable(table).set({ user_id: userId }).where('user_id', '=', guestId).executeTakeFirst()).numUpdatedRows,
+    )
+  const entries = await moved('journal_entry')
+  const results = await moved('compatibility_result')
+  await moved('deep_insights_purchase')
+  const consents = await moved('consent_record')
+  const usage = await sql`
+    insert into usage_counter (user_id, metric, period_start, used, updated_at)
+    select ${userId}, metric, period_start, used, updated_at from usage_counter where user_id = ${guestId}
+    on conflict (user_id, metric, period_start)
+      do update set used = usage_counter.used + excluded.used, updated_at = greatest(usage_counter.updated_at, excluded.updated_at)`.execute(
+    trx,
+  )
+  return { entries, results, consents, counters: Number(usage.numAffectedRows ?? 0) }
+}
+
+/** Deletes the guest (its sessions, devices and counters with it); its consents are deleted, not kept as an account's are. */
+export async function deleteGuest(db: Executor, guestId: string): Promise<void> {
+  await db.deleteFrom('consent_record').where('user_id', '=', guestId).execute()
+  await db.deleteFrom('user').where('id', '=', guestId).where('is_anonymous', '=', true).execute()
+}
