@@ -18,6 +18,7 @@ import * as m0015 from './0015_passkey.js'
 import * as m0016 from './0016_consent_order.js'
 import * as m0017 from './0017_payment_grant_order.js'
 import * as m0018 from './0018_session_address_proof.js'
+import * as m0022 from './0022_phone_number.js'
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -38,4 +39,5 @@ export const migrations: Record<string, Migration> = {
   '0016_consent_order': m0016,
   '0017_payment_grant_order': m0017,
   '0018_session_address_proof': m0018,
+  '0022_phone_number': m0022,
 }

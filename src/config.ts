@@ -88,6 +88,8 @@ const envSchema = z.object({
       .optional(),
   ),
   PASSKEY_ORIGINS: originList.default([]),
+  PHONE_SIGN_IN: bool.default(false),
+  PHONE_SENDER: z.enum(['log']).default('log'),
 
   IDP_ISSUER: httpUrl.default('https://accounts.google.com'),
   IDP_CLIENT_ID: optionalString,
@@ -159,6 +161,8 @@ export interface Config {
     requireAdminTwoFactor: boolean
     /** WebAuthn's relying party (src/auth/passkey/): its id, and the page origins its ceremonies may run on. */
     passkey: { rpId: string; origins: string[] }
+    /** Sign-in by a code sent to a phone number (src/auth/phone/): its routes exist only when on; the module that sends. */
+    phone: { signIn: boolean; sender: 'log' }
   }
   /** Seconds between purges of expired sessions and verification tokens; 0 disables them. */
   purge: { intervalSeconds: number }
@@ -273,6 +277,11 @@ export function loadConfig(
 
   const passkey = relyingParty(e.PASSKEY_RP_ID, e.PASSKEY_ORIGINS, webOrigin, trustedOrigins)
 
+  if (e.PHONE_SIGN_IN && e.PHONE_SENDER === 'log' && production) {
+    throw new ConfigError(
+      'Invalid PHONE_SENDER: the log sender writes the codes to the log and is refused when NODE_ENV=production',
+    )
+  }
   if (e.PAYMENT_GATEWAY === 'sandbox' && production) {
     throw new ConfigError('Invalid PAYMENT_GATEWAY: the sandbox gateway is refused when NODE_ENV=production')
   }
@@ -298,6 +307,7 @@ export function loadConfig(
       bootstrapOwnerEmail: e.BOOTSTRAP_OWNER_EMAIL?.toLowerCase(),
       requireAdminTwoFactor: e.REQUIRE_ADMIN_TWO_FACTOR,
       passkey,
+      phone: { signIn: e.PHONE_SIGN_IN, sender: e.PHONE_SENDER },
     },
     purge: { intervalSeconds: e.PURGE_INTERVAL_SECONDS },
     idp: { issuer: e.IDP_ISSUER, clientId: e.IDP_CLIENT_ID, clientSecret: e.IDP_CLIENT_SECRET },

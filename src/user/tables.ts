@@ -54,6 +54,9 @@ export interface UserTable extends ProfileColumns {
   credential_epoch: Generated<number>
   /** The address was proven by a link opened without the account's session (migration 0013). */
   ways_in_unproven: Generated<boolean>
+  /** A number in E.164, unique (migration 0022); it signs in only once verified (src/auth/phone/). */
+  phone_number: string | null
+  phone_number_verified: Generated<boolean>
   created_at: CreatedAt
   updated_at: Timestamp
 }
