@@ -8,7 +8,7 @@ import { buildTestApp, call, sessionCookieOf, signUp, type TestUser } from '../h
 import { cookieJarFetch } from '../helpers/auth-client.js'
 import { auditEvents } from '../helpers/expect.js'
 import { logLines } from '../helpers/log-lines.js'
-import { CHALLENGE, enableTotp, SESSION } from '../helpers/two-factor.js'
+import { CHALLENGE, enableTotp, SESSION, verificationIds } from '../helpers/two-factor.js'
 
 let offsetMs = 0
 const clock = { now: () => new Date(Date.now() + offsetMs) }
@@ -78,13 +78,7 @@ t.test('a signed-in member attaches a number with a code sent to it; it shows in
     events.items.some((e: { kind: string }) => e.kind === 'phone_number_added'),
     'shown as phone_number_added',
   )
-  const row2 = await app.db
-    .selectFrom('verification')
-    .select('id')
-    .where('purpose', '=', 'phone-code')
-    .where('user_id', '=', user.id)
-    .execute()
-  t.same(row2, [], 'the code is spent')
+  t.same(await verificationIds(app, user.id, 'phone-code'), [], 'the code is spent')
 })
 
 t.test('send-otp and verify sign in through phoneNumberClient: one session, born through the sign-in step', async (t) => {

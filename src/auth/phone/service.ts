@@ -6,7 +6,7 @@
 // step completes (sign-in/step.ts: the second factor, the session's birth). A take-back and "this
 // wasn't me" remove the number with the other ways in (core/queries.ts, forgetPhoneNumber).
 import { z } from 'zod'
-import type { DB, Trx } from '../../../db/index.js'
+import type { DB, Executor, Trx } from '../../../db/index.js'
 import { recordUserEvent } from '../../shared/audit.js'
 import type { Clock } from '../../shared/clock.js'
 import type { RequestContext } from '../../shared/context.js'
@@ -42,7 +42,7 @@ export function e164(phoneNumber: string): string {
 }
 
 /** The account whose verified number this is. */
-async function ownerOf(db: DB | Trx, phoneNumber: string): Promise<string | undefined> {
+async function ownerOf(db: Executor, phoneNumber: string): Promise<string | undefined> {
   const row = await db
     .selectFrom('user')
     .select('id')
