@@ -44,7 +44,7 @@ export const phoneRoutes = declareRoutes({
     path: '/api/auth/phone-number/verify',
     policy: SIGN_IN_WITH_CODE,
     summary:
-      'Sign in with the code sent to a verified number (with two-factor on, the second step is asked for as after a password); with updatePhoneNumber, in a fresh session, make the number the account’s',
+      "Sign in with the code sent to a verified number (with two-factor on, the second step is asked for as after a password); with updatePhoneNumber, in a fresh session, make the number the account's",
     body: z.strictObject({
       phoneNumber: GivenNumber,
       code: Otp,
