@@ -282,22 +282,48 @@ t.test('… by an emailed code', async (t) => {
   await adopted(t, made, signedIn.data!.user.id)
 })
 
-t.test('… by a sign-in link pressed in that browser; opened in another browser, nothing moves', async (t) => {
+t.test('… by a sign-in link it asked for, pressed in that browser; opened in another browser, nothing moves', async (t) => {
   const owner = await signUp(app)
   const b = browser()
   const made = await guestMakes(t, b)
-  const tokenOf = async () => {
-    await call(app, 'POST', '/api/auth/sign-in/magic-link', { body: { email: owner.email } })
+  const linkAskedBy = async (asker: { send: TestBrowser['send'] }) => {
+    t.equal((await asker.send('POST', '/api/auth/sign-in/magic-link', { email: owner.email })).status, 200)
     return linkIn(await smtp.inbox.next(owner.email)).searchParams.get('token')!
   }
   // The link pressed in another browser (a phone): that browser is signed in, the guest stays a guest.
   const phone = browser()
-  const elsewhere = await phone.send('POST', '/api/auth/magic-link/verify', { token: await tokenOf() })
+  const elsewhere = await phone.send('POST', '/api/auth/magic-link/verify', { token: await linkAskedBy(b) })
   t.equal(elsewhere.status, 200)
   await untouched(t, made)
-  const here = await b.send('POST', '/api/auth/magic-link/verify', { token: await tokenOf() })
+  const here = await b.send('POST', '/api/auth/magic-link/verify', { token: await linkAskedBy(b) })
   t.equal(here.status, 200, JSON.stringify(here.json))
   await adopted(t, made, owner.id)
+})
+
+t.test('login CSRF: a link someone else asked for, pressed in a guest’s browser, is refused and moves nothing', async (t) => {
+  const attacker = await signUp(app)
+  const victim = browser()
+  const made = await guestMakes(t, victim)
+  const linkOf = async (asker: { send: TestBrowser['send'] } | null) => {
+    const body = { email: attacker.email }
+    if (asker) t.equal((await asker.send('POST', '/api/auth/sign-in/magic-link', body)).status, 200)
+    else await call(app, 'POST', '/api/auth/sign-in/magic-link', { body })
+    return linkIn(await smtp.inbox.next(attacker.email)).searchParams.get('token')!
+  }
+  // The attacker's own link, asked for without a guest (their device) or as another guest.
+  const otherGuest = browser()
+  await signInAsGuest(otherGuest)
+  for (const token of [await linkOf(null), await linkOf(otherGuest)]) {
+    const pressed = await victim.send('POST', '/api/auth/magic-link/verify', { token })
+    t.same([pressed.status, pressed.json?.code], [403, 'FORBIDDEN'], 'refused in the guest’s browser')
+    t.match(pressed.json?.message, /asked for in another browser/)
+    await untouched(t, made)
+    const who = await victim.send('GET', '/api/auth/get-session')
+    t.equal(who.json?.user.id, made.guestId, 'the browser is still the guest')
+    // Refused before use: the link still signs in the browser that asked for it, or one with no guest.
+    t.equal((await browser().send('POST', '/api/auth/magic-link/verify', { token })).status, 200)
+  }
+  t.equal(await ownerOf('journal_entry', made.entryId), made.guestId, 'the attacker never gets the diary')
 })
 
 t.test('… by a passkey', async (t) => {

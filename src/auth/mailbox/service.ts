@@ -225,12 +225,13 @@ export interface MagicLinkUrls {
  */
 export async function requestMagicLink(
   deps: MailboxDeps,
-  input: { email: string; name?: string; urls: MagicLinkUrls },
+  input: { email: string; name?: string; urls: MagicLinkUrls; guest: string | null },
 ): Promise<void> {
   const user = await findUserByEmail(deps.db, input.email)
+  const { email, name, urls, guest } = input
   const token = await issueToken(deps.db, 'magic-link', user?.id ?? null, {
     expiresAt: new Date(now(deps).getTime() + MAGIC_LINK_LIFETIME_MS),
-    data: { email: input.email, ...(input.name ? { name: input.name } : {}), urls: input.urls },
+    data: { email, ...(name ? { name } : {}), urls, ...(guest ? { guest } : {}) },
   })
   deps.mailer.sendInBackground(magicLinkMail(deps.config, input.email, token))
 }
@@ -239,6 +240,12 @@ export async function requestMagicLink(
 export async function magicLinkAddress(deps: MailboxDeps, token: string): Promise<string | null> {
   const record = await peekMagicLink(deps.db, token, now(deps))
   return record ? String(record.data.email) : null
+}
+
+/** The guest whose browser asked for a live sign-in link, or null (none did, or the link is dead). */
+export async function magicLinkGuest(deps: MailboxDeps, token: string): Promise<string | null> {
+  const record = await peekMagicLink(deps.db, token, now(deps))
+  return typeof record?.data.guest === 'string' ? record.data.guest : null
 }
 
 /** Uses a sign-in link (its page's button): single use; throws INVALID_TOKEN. */

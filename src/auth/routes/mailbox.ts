@@ -4,6 +4,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { z } from 'zod'
 import { contextOf } from '../../shared/context.js'
+import { forbidden } from '../../shared/errors.js'
 import { resolveOptionalRedirect, resolveRedirect, withQuery } from '../../shared/redirect.js'
 import { type RoutePolicy, SIGN_IN_PER_IP, SIGN_IN_WITH_CODE } from '../../shared/route-policy.js'
 import { SingleLine } from '../../shared/validation.js'
@@ -27,6 +28,7 @@ import {
   type MailboxDeps,
   type MailboxMethod,
   magicLinkAddress,
+  magicLinkGuest,
   requestMagicLink,
   resetPasswordWithCode,
   sendCode,
@@ -38,6 +40,9 @@ import { afterFirstFactor, signInDepsOf } from '../sign-in/step.js'
 import { linkPage, pageOfLink } from './link-page.js'
 import { mailing, mailsAfterReply } from './mail-route.js'
 import { declareRoutes, serveRoutes } from './serve.js'
+
+const guestAskedElsewhere = () =>
+  forbidden('This sign-in link was asked for in another browser: ask for a new one here, or open it where you asked for it')
 
 /** A route that mails a link: per IP like a sign-in, per address and client like every mail. */
 const MAILS_LINK: RoutePolicy = { access: 'public', rateLimit: { perIp: 'signIn', perEmail: 'mail' } }
@@ -197,7 +202,10 @@ export default serveRoutes(mailboxRoutes, (app) => {
     signInWithMagicLink: mailsAfterReply(
       app,
       { status: true as const },
-      (body: { email: string; name?: string; callbackURL?: string; newUserCallbackURL?: string; errorCallbackURL?: string }) => {
+      (
+        body: { email: string; name?: string; callbackURL?: string; newUserCallbackURL?: string; errorCallbackURL?: string },
+        request,
+      ) => {
         const { email, name } = body
         // Resolved now, by the one redirect rule: a hostile target is refused here and never mailed.
         // errorCallbackURL is checked like the others; a link that fails says so on its own page.
@@ -206,7 +214,9 @@ export default serveRoutes(mailboxRoutes, (app) => {
           callbackURL: resolveRedirect(body.callbackURL ?? '/', app.redirectRules, 'callbackURL'),
           newUserCallbackURL: redirect(body.newUserCallbackURL, 'newUserCallbackURL'),
         }
-        return { what: 'sign-in link', mail: () => requestMagicLink(deps, { email, name, urls }) }
+        // A guest's browser that asks for a link is the one guest the link may adopt (confirmMagicLink).
+        const guest = request.user?.isAnonymous ? request.user.id : null
+        return { what: 'sign-in link', mail: () => requestMagicLink(deps, { email, name, urls, guest }) }
       },
     ),
     verifyMagicLink: pageOfLink({
@@ -215,6 +225,11 @@ export default serveRoutes(mailboxRoutes, (app) => {
       dead: renderUsedLinkPage,
     }),
     confirmMagicLink: async (request, reply) => {
+      // A link is pressed wherever it is opened, and anyone may send a guest their own (login CSRF):
+      // in a guest's browser it signs in, and adopts what the guest made, only if that browser asked
+      // for it. Refused before the link is used: nothing moves, nothing is lost, the guest stays.
+      const guest = app.signInCookies.browserOf(request).guest
+      if (guest && guest !== (await magicLinkGuest(deps, request.body.token))) throw guestAskedElsewhere()
       const { user, isNewUser, urls } = await signInWithMagicLink(deps, contextOf(request), request.body.token)
       const outcome = await signIn(request, reply, user, 'magic-link', true)
       if (outcome.kind === 'challenge') {
