@@ -313,7 +313,8 @@ t.test('login CSRF: a link someone else asked for, pressed in a guest’s browse
   // The attacker's own link, asked for without a guest (their device) or as another guest.
   const otherGuest = browser()
   await signInAsGuest(otherGuest)
-  for (const token of [await linkOf(null), await linkOf(otherGuest)]) {
+  for (const asker of [null, otherGuest]) {
+    const token = await linkOf(asker)
     const pressed = await victim.send('POST', '/api/auth/magic-link/verify', { token })
     t.same([pressed.status, pressed.json?.code], [403, 'FORBIDDEN'], 'refused in the guest’s browser')
     t.match(pressed.json?.message, /asked for in another browser/)
