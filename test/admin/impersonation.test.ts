@@ -53,6 +53,15 @@ t.test("an impersonation session's token names the member as subject and the adm
   const session = await call(app, 'GET', '/api/auth/get-session', { cookie: admin.cookie() })
   const header = (await jwtVerify(String(session.headers['set-auth-jwt']), keys)).payload
   t.same([header.sub, header.act], [member.id, { sub: admin.user.id }], 'set-auth-jwt on get-session too')
+  // Five minutes before the impersonation's hour is up, a new token ends with it, not 15 minutes later.
+  const end = Math.floor(new Date(session.json().session.expiresAt).getTime() / 1000)
+  offsetMs = 55 * 60 * 1000
+  try {
+    const late = await call(app, 'GET', '/api/auth/token', { cookie: admin.cookie() })
+    t.equal((await jwtVerify(late.json().token, keys, { currentDate: clock.now() })).payload.exp, end, 'no token outlives it')
+  } finally {
+    offsetMs = 0
+  }
 
   t.equal((await admin.client.admin.stopImpersonating()).error, null)
   const after = await call(app, 'GET', '/api/auth/token', { cookie: admin.cookie() })

@@ -28,11 +28,19 @@ export function actorClaim(impersonatedBy: string | null | undefined): { act?: {
   return impersonatedBy ? { act: { sub: impersonatedBy } } : {}
 }
 
-/** The session as the token needs it: its public id and, for an impersonation, the administrator. */
+/**
+ * The session as the token needs it: its public id, its end (no token outlives it: an impersonation's
+ * hour is the token's bound too) and, for an impersonation, the administrator.
+ */
 export interface TokenSession {
   id: SessionState['id']
+  expiresAt?: Date
   impersonatedBy?: string | null
 }
+
+/** The session's end in seconds (rounded down: a token never outlives it), or `fallback` when unknown. */
+const endOf = (session: TokenSession, fallback: number) =>
+  session.expiresAt ? Math.floor(session.expiresAt.getTime() / 1000) : fallback
 
 export class TokenIssuer {
   private readonly issued = new WeakMap<SignedInUser, { sessionId: string; kid: string; at: number; token: string }>()
@@ -81,7 +89,7 @@ export class TokenIssuer {
       .setIssuer(this.config.issuer)
       .setAudience(this.config.audience)
       .setIssuedAt(now)
-      .setExpirationTime(now + this.config.ttlSeconds)
+      .setExpirationTime(Math.min(now + this.config.ttlSeconds, endOf(session, now + this.config.ttlSeconds)))
       .sign(signer.key)
   }
 }
