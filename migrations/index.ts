@@ -21,6 +21,7 @@ import * as m0018 from './0018_session_address_proof.js'
 import * as m0019 from './0019_jwks.js'
 import * as m0020 from './0020_guests.js'
 import * as m0021 from './0021_impersonation.js'
+import * as m0022 from './0022_phone_number.js'
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -44,4 +45,5 @@ export const migrations: Record<string, Migration> = {
   '0019_jwks': m0019,
   '0020_guests': m0020,
   '0021_impersonation': m0021,
+  '0022_phone_number': m0022,
 }

@@ -96,6 +96,8 @@ const envSchema = z.object({
       .optional(),
   ),
   PASSKEY_ORIGINS: originList.default([]),
+  PHONE_SIGN_IN: bool.default(false),
+  PHONE_SENDER: z.enum(['log']).default('log'),
 
   IDP_ISSUER: httpUrl.default('https://accounts.google.com'),
   IDP_CLIENT_ID: optionalString,
@@ -172,6 +174,8 @@ export interface Config {
     impersonationAllowsWrites: boolean
     /** WebAuthn's relying party (src/auth/passkey/): its id, and the page origins its ceremonies may run on. */
     passkey: { rpId: string; origins: string[] }
+    /** Sign-in by a code sent to a phone number (src/auth/phone/): its routes exist only when on; the module that sends. */
+    phone: { signIn: boolean; sender: 'log' }
   }
   /** Seconds between purges of expired sessions and verification tokens; 0 disables them. */
   purge: { intervalSeconds: number }
@@ -299,6 +303,11 @@ export function loadConfig(
 
   const passkey = relyingParty(e.PASSKEY_RP_ID, e.PASSKEY_ORIGINS, webOrigin, trustedOrigins)
 
+  if (e.PHONE_SIGN_IN && e.PHONE_SENDER === 'log' && production) {
+    throw new ConfigError(
+      'Invalid PHONE_SENDER: the log sender writes the codes to the log and is refused when NODE_ENV=production',
+    )
+  }
   if (e.PAYMENT_GATEWAY === 'sandbox' && production) {
     throw new ConfigError('Invalid PAYMENT_GATEWAY: the sandbox gateway is refused when NODE_ENV=production')
   }
@@ -326,6 +335,7 @@ export function loadConfig(
       impersonationAllowsWrites: e.IMPERSONATION_ALLOWS_WRITES,
       passkey,
       guestTtlDays: e.GUEST_TTL_DAYS,
+      phone: { signIn: e.PHONE_SIGN_IN, sender: e.PHONE_SENDER },
     },
     purge: { intervalSeconds: e.PURGE_INTERVAL_SECONDS },
     // better-auth's jwt plugin defaults both to the base URL.

@@ -14,6 +14,7 @@ import emailRoutes from './routes/email.js'
 import idpRoutes from './routes/idp.js'
 import mailboxRoutes from './routes/mailbox.js'
 import passkeyRoutes from './routes/passkey.js'
+import phoneRoutes from './routes/phone.js'
 import securityRoutes from './routes/security.js'
 import type { RouteFamily } from './routes/serve.js'
 import sessionRoutes from './routes/session.js'
@@ -44,6 +45,7 @@ export const AUTH_ROUTES: readonly RouteFamily[] = [
   twoFactorRoutes,
   passkeyRoutes,
   mailboxRoutes,
+  phoneRoutes,
   securityRoutes,
 ]
 

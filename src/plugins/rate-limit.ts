@@ -220,8 +220,11 @@ export function clientKey(ip: string): string {
 export const rateLimited = (retryAfter: number) =>
   new AppError(429, 'RATE_LIMITED', 'Too many requests, try again later', { retryAfter: Math.max(1, retryAfter) })
 
-export const emailOf = (request: FastifyRequest) =>
-  String((request.body as { email?: unknown } | undefined)?.email ?? '').toLowerCase()
+/** The address a per-address budget is keyed by: the body's email, or its phone number (src/auth/phone/). */
+export const emailOf = (request: FastifyRequest) => {
+  const body = request.body as { email?: unknown; phoneNumber?: unknown } | undefined
+  return String(body?.email ?? body?.phoneNumber ?? '').toLowerCase()
+}
 
 export default fp(
   async function rateLimits(app: FastifyInstance) {

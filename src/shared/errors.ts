@@ -62,6 +62,9 @@ export type ErrorCode =
   | 'INVALID_OTP'
   | 'OTP_EXPIRED'
   | 'TOO_MANY_ATTEMPTS'
+  // Phone numbers, in better-auth's phoneNumber plugin's names (its codes are the ones above)
+  | 'INVALID_PHONE_NUMBER'
+  | 'PHONE_NUMBER_EXIST'
   // oRPC's own, on the RPC surface: a GET on a procedure that changes state, a call without the
   // CSRF header when RPC_REQUIRE_CSRF_HEADER is on
   | 'METHOD_NOT_SUPPORTED'

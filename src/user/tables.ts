@@ -54,8 +54,11 @@ export interface UserTable extends ProfileColumns {
   credential_epoch: Generated<number>
   /** The address was proven by a link opened without the account's session (migration 0013). */
   ways_in_unproven: Generated<boolean>
-  /** A guest (migration 0019): made by sign-in/anonymous, no way in but its session (src/auth/guests/). */
+  /** A guest (migration 0020_guests): made by sign-in/anonymous, no way in but its session (src/auth/guests/). */
   is_anonymous: Generated<boolean>
+  /** A number in E.164, unique (migration 0022); it signs in only once verified (src/auth/phone/). */
+  phone_number: string | null
+  phone_number_verified: Generated<boolean>
   created_at: CreatedAt
   updated_at: Timestamp
 }

@@ -31,7 +31,7 @@ import { codeAt, secretOf } from '../helpers/two-factor.js'
 // Many Argon2 operations in a row: under a loaded 2-core machine the file can pass tap's 120 s.
 t.setTimeout(300_000)
 const app = await buildTestApp({
-  env: { RATE_LIMIT_PASSWORD_CHECKS_PER_MINUTE: '1000000', HASH_MAX_QUEUE: '10000' },
+  env: { RATE_LIMIT_PASSWORD_CHECKS_PER_MINUTE: '1000000', HASH_MAX_QUEUE: '10000', PHONE_SIGN_IN: 'true' },
 })
 const TRIALS = Number(process.env.RACE_TRIALS ?? 1)
 const HOUR = 3_600_000
@@ -281,9 +281,21 @@ t.test('a session is born only under the credential epoch it was checked with', 
   await t.rejects(app.sessions.create({ userId: gone.id, epoch: 0 }, options), { code: 'UNAUTHORIZED' })
 })
 
-t.test('a sign-in by mailed code or link racing a ban or a deletion leaves no session', async (t) => {
+t.test('a sign-in by mailed code or link, or by phone, racing a ban or a deletion leaves no session', async (t) => {
   const codes = new CodeStore(TEST_SECRET)
+  let phones = 0
   const mailboxSignIns: Record<string, Op> = {
+    phone: async (w) => {
+      // The account's verified number (src/auth/phone/), and a code sent to it.
+      const phoneNumber = `+6299${String(process.pid % 100_000).padStart(5, '0')}${String(phones++).padStart(4, '0')}`
+      await app.db
+        .updateTable('user')
+        .set({ phone_number: phoneNumber, phone_number_verified: true })
+        .where('id', '=', w.user.id)
+        .execute()
+      const code = await codes.issue(app.db, 'phone-code', phoneNumber, w.user.id, new Date())
+      return call(app, 'POST', '/api/auth/phone-number/verify', { body: { phoneNumber, code } })
+    },
     code: async (w) => {
       const otp = await codes.issue(app.db, 'sign-in-code', w.user.email, w.user.id, new Date())
       return call(app, 'POST', '/api/auth/sign-in/email-otp', { body: { email: w.user.email, otp } })

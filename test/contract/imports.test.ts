@@ -96,7 +96,7 @@ interface Layer {
 const AUTH_LAYERS: readonly Layer[] = [
   { name: 'the front door', members: ['plugin.ts'] },
   { name: 'routes', members: ['routes'] },
-  { name: 'ways in', members: ['account', 'email', 'guests', 'idp', 'mailbox', 'passkey', 'two-factor'] },
+  { name: 'ways in', members: ['account', 'email', 'guests', 'idp', 'mailbox', 'passkey', 'phone', 'two-factor'] },
   { name: 'the sign-in step', members: ['sign-in'] },
   { name: 'sessions, cookies, emailed links and mail', members: ['session', 'links', 'security', 'password', 'tokens'] },
   { name: 'core', members: ['core'] },

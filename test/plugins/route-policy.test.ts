@@ -11,7 +11,8 @@ import { errorCodeOf, otherSpellings, routeTable, type TableRoute } from '../hel
 const EVIL = 'https://evil.example'
 
 // Sandbox payments so its confirm page is registered too; an identity provider so its routes answer;
-// development, so its mail inbox (/api/dev, absent elsewhere: test/dev/mail-inbox.test.ts) is walked too.
+// development, so its mail inbox (/api/dev, absent elsewhere: test/dev/mail-inbox.test.ts) is walked too;
+// sign-in by phone, off by default, so its routes are walked too.
 const app = await buildTestApp({
   env: {
     NODE_ENV: 'development',
@@ -19,6 +20,7 @@ const app = await buildTestApp({
     IDP_CLIENT_ID: 'client',
     IDP_CLIENT_SECRET: 'secret',
     IDP_ISSUER: 'http://127.0.0.1:9/issuer',
+    PHONE_SIGN_IN: 'true',
     // The walk sends every password-checking route (REST and procedure, every method) the member's
     // cookie several times; the per-account budget is tested in password-recheck.test.ts.
     RATE_LIMIT_PASSWORD_CHECKS_PER_MINUTE: '1000000',
@@ -72,6 +74,8 @@ const PUBLIC_ROUTES = [
   'POST /api/auth/sign-in/magic-link',
   'GET /api/auth/magic-link/verify',
   'POST /api/auth/magic-link/verify',
+  'POST /api/auth/phone-number/send-otp',
+  'POST /api/auth/phone-number/verify',
   'GET /api/auth/change-email/approve',
   'POST /api/auth/change-email/approve',
   'POST /api/v1/payments/webhook/:provider',

@@ -129,8 +129,8 @@ export async function lockSessionOf(trx: Trx, userId: string, id: string): Promi
 }
 
 /**
- * Removes every way into the user's account but one: the password, or the account `accountId`;
- * returns the kinds removed. For an address proven by someone else than whoever holds it now: a
+ * Removes every way into the user's account but one: the password, or the account `accountId`
+ * (a phone number never stays); returns the kinds removed. For an address proven by someone else than whoever holds it now: a
  * reset that proves an address nobody had proven (a link made from an identity whose address the
  * provider did not vouch for may be whoever registered the address first), or the provider vouching
  * for the address (only the identity just linked stays).
@@ -152,7 +152,15 @@ export async function deleteAccountsBut(
     )
     .returning('provider_id')
     .execute()
-  return removed.map((r) => r.provider_id)
+  // A verified phone number is a way in too (src/auth/phone/): it never stays.
+  const phone = await trx
+    .updateTable('user')
+    .set({ phone_number: null, phone_number_verified: false })
+    .where('id', '=', userId)
+    .where('phone_number', 'is not', null)
+    .returning('id')
+    .executeTakeFirst()
+  return [...removed.map((r) => r.provider_id), ...(phone ? ['phone-number'] : [])]
 }
 
 /** The account's ways in: its password (`credential`) and its provider logins. */

@@ -1,4 +1,5 @@
-// Emailed one-time codes (better-auth's email-otp): six digits, five minutes, three wrong tries.
+// One-time codes, emailed (better-auth's email-otp) or sent to a phone number (its phoneNumber plugin,
+// src/auth/phone/; the `email` below is then the number): six digits, five minutes, three wrong tries.
 // A row of the `verification` table like every emailed link, keyed by the purpose and the address:
 // its `token_hash` is HMAC(AUTH_SECRET, purpose and address), so one address has at most one live
 // code per purpose and a new code replaces the last. The code itself is stored as an HMAC under
@@ -11,7 +12,10 @@ import { AppError } from '../../shared/errors.js'
 import { newId } from '../../shared/ids.js'
 import type { VerificationPurpose } from './verification.js'
 
-export type CodePurpose = Extract<VerificationPurpose, 'sign-in-code' | 'verify-email-code' | 'reset-password-code'>
+export type CodePurpose = Extract<
+  VerificationPurpose,
+  'sign-in-code' | 'verify-email-code' | 'reset-password-code' | 'phone-code'
+>
 
 export const CODE_LIFETIME_MS = 5 * 60 * 1000
 export const CODE_ATTEMPTS = 3

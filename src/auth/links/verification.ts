@@ -39,6 +39,8 @@ export type VerificationPurpose =
   | 'sign-in-code'
   | 'verify-email-code'
   | 'reset-password-code'
+  /** A code sent to a phone number (src/auth/phone/), keyed by the number. */
+  | 'phone-code'
   /** Not mailed (challenges.ts): a sign-in awaiting its second factor, a trusted device, a passkey ceremony. */
   | 'two-factor-challenge'
   | 'two-factor-trusted-device'

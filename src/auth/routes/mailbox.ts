@@ -47,7 +47,7 @@ const MAILS_CODE: RoutePolicy = { access: 'public', rateLimit: { perIp: 'signIn'
 // address in the request, are SIGN_IN_PER_IP.
 
 /** Six digits, as mailed: anything else cannot be a code and spends no try. */
-const Otp = z.string().regex(/^\d{6}$/, 'six digits')
+export const Otp = z.string().regex(/^\d{6}$/, 'six digits')
 const Success = z.object({ success: z.literal(true) })
 const CodeTypes = Object.keys(CODE_TYPES) as [CodeType, ...CodeType[]]
 

@@ -12,7 +12,7 @@ export interface SecurityEvent {
   at: Date
   ip: string | null
   userAgent: string | null
-  /** How a sign-in (or a failed one) was made, when it was recorded: 'email', 'email-otp', 'magic-link', 'passkey', 'idp'. */
+  /** How a sign-in (or a failed one) was made, when it was recorded: 'email', 'email-otp', 'magic-link', 'passkey', 'phone-number', 'idp'. */
   method: string | null
   byAdministrator: boolean
 }
@@ -41,6 +41,7 @@ const ABOUT_USER = {
   'auth.passkey.added': 'passkey_added',
   'auth.passkey.renamed': 'passkey_renamed',
   'auth.passkey.removed': 'passkey_removed',
+  'auth.phone_number_added': 'phone_number_added',
   'auth.other_sessions_revoked': 'other_sessions_revoked',
   'auth.all_sessions_revoked': 'all_sessions_revoked',
   'auth.account_secured': 'account_secured',

@@ -23,6 +23,7 @@ export const SECURITY_EVENT_KINDS = [
   'passkey_added',
   'passkey_renamed',
   'passkey_removed',
+  'phone_number_added',
   'session_revoked',
   'other_sessions_revoked',
   'all_sessions_revoked',
