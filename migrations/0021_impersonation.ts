@@ -14,18 +14,9 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('impersonator_session_id', 'text', (c) => c.references('session.id').onDelete('cascade'))
     .execute()
   // The cascades look these up; partial, since nearly every session is nobody's impersonation.
-  await db.schema
-    .createIndex('session_impersonator_session_id_idx')
-    .on('session')
-    .column('impersonator_session_id')
-    .where('impersonator_session_id', 'is not', null)
-    .execute()
-  await db.schema
-    .createIndex('session_impersonated_by_idx')
-    .on('session')
-    .column('impersonated_by')
-    .where('impersonated_by', 'is not', null)
-    .execute()
+  for (const column of ['impersonator_session_id', 'impersonated_by']) {
+    await db.schema.createIndex(`session_${column}_idx`).on('session').column(column).where(column, 'is not', null).execute()
+  }
 }
 
 export async function down(db: Kysely<any>): Promise<void> {

@@ -34,15 +34,7 @@ import { takeAccountBack, takesBack } from '../account/take-back.js'
 import { waysInUnproven } from '../session/second-factor.js'
 import { deleteChallenges } from '../links/challenges.js'
 import { markSessionEmailProven } from '../session/queries.js'
-import {
-  consumeToken,
-  consumeTokenOf,
-  invalidToken,
-  issueToken,
-  peekToken,
-  peekTokenOf,
-  revokeTokens,
-} from '../links/verification.js'
+import { consumeToken, invalidToken, issueToken, peekToken, revokeTokens } from '../links/verification.js'
 
 type Recipient = Pick<UserWithFlags, 'id' | 'email'>
 
@@ -281,7 +273,7 @@ export async function verifyEmail(
 ): Promise<void> {
   // Looked at first, without spending it: whose account (its row is locked before the token is
   // spent, so two links of one account serialise), and a new address's link needs that account's session.
-  const peeked = await peekTokenOf(deps.db, VERIFY_LINK_PURPOSES, token, deps.clock.now())
+  const peeked = await peekToken(deps.db, VERIFY_LINK_PURPOSES, token, deps.clock.now())
   if (!peeked) throw invalidToken()
   if (peeked.purpose === 'change-email-verification' && peeked.userId !== signedInAs) throw signInToConfirm()
   let mail: (() => void) | null
@@ -289,7 +281,7 @@ export async function verifyEmail(
     mail = await deps.db.transaction().execute(async (trx) => {
       const now = deps.clock.now()
       await lockUser(trx, { id: peeked.userId }, ['id'])
-      const record = await consumeTokenOf(trx, VERIFY_LINK_PURPOSES, token, now)
+      const record = await consumeToken(trx, VERIFY_LINK_PURPOSES, token, now)
       if (!record || record.userId !== peeked.userId) throw invalidToken()
       if (record.purpose === 'change-email-verification') return completeEmailChange(deps, ctx, trx, record)
       const user = await findUserById(trx, record.userId)

@@ -81,27 +81,20 @@ export async function issueToken(
   return token
 }
 
-/** The live record of a token without using it (to refuse a bad token before costly work). */
+/**
+ * The live record of a token without using it (to refuse a bad token before costly work); a link
+ * that may serve any of `purposes` (the one verify-email link of better-auth's mails) names them all.
+ */
 export async function peekToken(
   db: Executor,
-  purpose: VerificationPurpose,
-  token: string,
-  now: Date,
-): Promise<VerificationRecord | null> {
-  return peekTokenOf(db, [purpose], token, now)
-}
-
-/** `peekToken` for a link that may serve any of `purposes`. */
-export async function peekTokenOf(
-  db: Executor,
-  purposes: readonly VerificationPurpose[],
+  purpose: VerificationPurpose | readonly VerificationPurpose[],
   token: string,
   now: Date,
 ): Promise<PurposedRecord | null> {
   const row = await db
     .selectFrom('verification')
     .select(['purpose', 'user_id', 'data'])
-    .where(tokenFor(token, purposes))
+    .where(tokenFor(token, purpose))
     .where('expires_at', '>', now)
     .executeTakeFirst()
   return row?.user_id ? { purpose: row.purpose as VerificationPurpose, userId: row.user_id, data: row.data } : null
@@ -110,27 +103,15 @@ export async function peekTokenOf(
 /**
  * Deletes the token and returns its record when it was live. The delete is the claim: of two
  * concurrent uses only one gets the row back. An expired token is deleted too, and yields null.
+ * The token says which of `purposes` it serves.
  */
 export async function consumeToken(
   trx: Trx,
-  purpose: VerificationPurpose,
-  token: string,
-  now: Date,
-): Promise<VerificationRecord | null> {
-  return consumeTokenOf(trx, [purpose], token, now)
-}
-
-/**
- * `consumeToken` for a link that may serve any of `purposes` (the one verify-email link of
- * better-auth's mails): the token says which it is.
- */
-export async function consumeTokenOf(
-  trx: Trx,
-  purposes: readonly VerificationPurpose[],
+  purpose: VerificationPurpose | readonly VerificationPurpose[],
   token: string,
   now: Date,
 ): Promise<PurposedRecord | null> {
-  const row = await claimToken(trx, token, purposes, now)
+  const row = await claimToken(trx, token, purpose, now)
   return row?.userId ? { purpose: row.purpose, userId: row.userId, data: row.data } : null
 }
 
