@@ -7,7 +7,7 @@ import type { SectionKey } from './schemas.js'
  * user data adds one line here (test/personal-data/personal-data.test.ts lists the tables it expects).
  */
 const SECTIONS = [
-  // An impersonation's `impersonator_session_id` is the administrator's session (migration 0018): not theirs to read.
+  // An impersonation's `impersonator_session_id` is the administrator's session (migration 0021_impersonation): not theirs to read.
   { key: 'sessions', table: 'session', owner: 'user_id', order: 'created_at', internal: 'impersonator_session_id' },
   { key: 'accounts', table: 'account', owner: 'user_id', order: 'created_at' },
   { key: 'verifications', table: 'verification', owner: 'user_id', order: 'created_at' },
