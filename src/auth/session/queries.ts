@@ -14,7 +14,7 @@ export interface StoredSession extends SessionView {
   tokenHash: string
   rememberMe: boolean
   twoFactorVerified: boolean
-  /** An impersonation: the administrator's session it was opened from (ends with it, migration 0018). */
+  /** An impersonation: the administrator's session it was opened from (ends with it, migration 0021_impersonation). */
   impersonatorSessionId?: string | null
 }
 
