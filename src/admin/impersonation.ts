@@ -4,7 +4,7 @@
 // - Only a member is impersonated: nobody opens an administrator's or an owner's account this way.
 // - The session is the member's, marked with who opened it (`impersonatedBy`) and the
 //   administrator's own session it was opened from; it ends after an hour at most (never renewed),
-//   with that session (the cascade of migration 0018: a revocation, a ban or a demotion of the
+//   with that session (the cascade of migration 0021_impersonation: a revocation, a ban or a demotion of the
 //   administrator ends it at once, on every instance), and with stop-impersonating.
 // - It is read-only unless IMPERSONATION_ALLOWS_WRITES (plugins/route-policy.ts), never among the
 //   member's list-sessions, audited at its start and end, in the member's security activity
@@ -81,7 +81,7 @@ export async function impersonate(
     created.alongside?.()
     return { token: created.token, session: created.session, user }
   } catch (err) {
-    // The administrator's session ended while this one was being opened (the foreign key of 0018).
+    // The administrator's session ended while this one was being opened (the foreign key of 0021_impersonation).
     if ((err as { code?: string }).code === '23503') throw unauthorized()
     throw err
   }
