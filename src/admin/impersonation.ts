@@ -20,7 +20,7 @@ import type { Clock } from '../shared/clock.js'
 import type { RequestContext } from '../shared/context.js'
 import { AppError, unauthorized } from '../shared/errors.js'
 import type { SignedInUser } from '../user/types.js'
-import { findManagedUser, type ManagedUser } from './queries.js'
+import { findManagedUser, lockImpersonation, type ManagedUser } from './queries.js'
 
 /** better-auth's default `impersonationSessionDuration`. */
 export const IMPERSONATION_MS = 60 * 60 * 1000
@@ -95,8 +95,10 @@ export interface Restored {
 
 /**
  * Ends the impersonation the request came with (audited) and gives back the administrator's own
- * session, kept aside in the admin_session cookie: null when that session has ended meanwhile, or
- * is not the session of the administrator who opened this one.
+ * session kept aside in the admin_session cookie, only when it is the very session this
+ * impersonation was opened from (`impersonator_session_id`, read and checked under the
+ * impersonation's lock in the transaction that ends it): null when the kept cookie is missing, is
+ * another session (of this administrator or anyone), or that session has ended meanwhile.
  */
 export async function stopImpersonating(
   deps: ImpersonationDeps,
@@ -106,20 +108,26 @@ export async function stopImpersonating(
 ): Promise<Restored | null> {
   const adminId = current.session.impersonatedBy
   if (!adminId) throw notImpersonating()
-  await deps.db.transaction().execute(async (trx) => {
-    const { id: userId } = current.user
-    if (!(await deps.sessions.revokeById(userId, current.session.id, trx))) throw unauthorized()
+  const { id: userId } = current.user
+  const keptHash = keptToken === null ? null : hashToken(keptToken)
+  const restoring = await deps.db.transaction().execute(async (trx) => {
+    const opened = await lockImpersonation(trx, { userId, sessionId: current.session.id, adminId, keptTokenHash: keptHash })
+    if (!opened) throw unauthorized()
+    const restoring = opened.kept === true
+    await deps.sessions.revokeById(userId, current.session.id, trx)
     await recordAudit(trx, {
       actorId: adminId,
       action: 'admin.user.impersonation_ended',
       targetType: 'user',
       targetId: userId,
       ip: ctx.ip,
-      details: { sessionId: current.session.id, via: 'stop-impersonating' },
+      details: { sessionId: current.session.id, via: 'stop-impersonating', restored: restoring },
     })
+    return restoring ? opened.adminSessionId : null
   })
-  if (!keptToken) return null
-  const kept = await deps.sessions.validateHash(hashToken(keptToken))
-  if (!kept || kept.user.id !== adminId) return null
+  if (restoring === null || keptToken === null || keptHash === null) return null
+  // Still live (not expired, not banned) as the session validation says; the same row, by its id.
+  const kept = await deps.sessions.validateHash(keptHash)
+  if (!kept || kept.session.id !== restoring || kept.user.id !== adminId) return null
   return { token: keptToken, session: kept.session, user: kept.user }
 }

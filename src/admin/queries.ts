@@ -86,6 +86,27 @@ export async function ownerOfSession(db: Executor, sessionId: string): Promise<s
   return row?.user_id
 }
 
+/**
+ * Locks the member's impersonation session `sessionId` opened by `adminId` with the administrator's
+ * session it was opened from, and tells whether `keptTokenHash` is that session's; undefined when
+ * there is no such impersonation any more (ended, or with the administrator's session).
+ */
+export function lockImpersonation(
+  trx: Trx,
+  impersonation: { userId: string; sessionId: string; adminId: string; keptTokenHash: string | null },
+): Promise<{ adminSessionId: string; kept: boolean | null } | undefined> {
+  return trx
+    .selectFrom('session as i')
+    .innerJoin('session as a', 'a.id', 'i.impersonator_session_id')
+    .select(['a.id as adminSessionId', sql<boolean | null>`a.token_hash = ${impersonation.keptTokenHash}`.as('kept')])
+    .where('i.id', '=', impersonation.sessionId)
+    .where('i.user_id', '=', impersonation.userId)
+    .where('i.impersonated_by', '=', impersonation.adminId)
+    .where('a.user_id', '=', impersonation.adminId)
+    .forUpdate()
+    .executeTakeFirst()
+}
+
 /** Locks the row: concurrent acts on one user (the admin API, the command line) apply one after the other. */
 export function findUserForUpdate(trx: Trx, by: UserKey): Promise<ManagedUser | undefined> {
   return lockUser(trx, by, managedUserColumns)

@@ -232,6 +232,33 @@ t.test('stop-impersonating: its unhappy paths', async (t) => {
   t.equal(after.json(), null, 'the impersonation ended')
 })
 
+t.test('stop-impersonating restores only the very session the impersonation was opened from', async (t) => {
+  const admin = await signedIn('admin')
+  // The same administrator's other session (another browser), and one of another administrator.
+  const sameAdminElsewhere = adminBrowser(baseURL)
+  t.equal((await sameAdminElsewhere.client.signIn.email({ email: admin.user.email, password: admin.user.password })).error, null)
+  const otherAdmin = await signedIn('admin')
+  for (const [who, kept] of [
+    ['another session of the same administrator', sameAdminElsewhere],
+    ['another administrator’s session', otherAdmin],
+  ] as const) {
+    const member = await signUp(app)
+    const { data } = await admin.client.admin.impersonateUser({ userId: member.id })
+    // The kept cookie swapped for another signed session cookie: it is not the one to give back.
+    const keptToken = kept.jar.get('better-auth.session_token')!
+    const cookie = `${admin.cookie()}; better-auth.admin_session=${keptToken}`
+    const res = await call(app, 'POST', '/api/auth/admin/stop-impersonating', { cookie, body: {} })
+    t.same([res.statusCode, res.json().code], [401, 'UNAUTHORIZED'], who)
+    t.notOk(String(res.headers['set-cookie']).includes(keptToken), `${who} is not handed back`)
+    t.notOk((await liveSessionIds(member.id)).includes(data!.session.id), 'the impersonation ended')
+    t.equal((await kept.client.getSession()).data?.session.impersonatedBy, null, `${who} is untouched`)
+    // The administrator's own session, kept aside, still comes back with its own cookie.
+    admin.jar.set('better-auth.session_token', admin.jar.get('better-auth.admin_session')!)
+    admin.jar.delete('better-auth.admin_session')
+  }
+  t.equal((await admin.client.getSession()).data?.user.id, admin.user.id)
+})
+
 t.test('an impersonation lasts an hour at most and is never renewed', async (t) => {
   const admin = await signedIn('admin')
   const member = await signUp(app)
