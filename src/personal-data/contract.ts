@@ -4,7 +4,7 @@ import { z } from 'zod'
 import { ListSecurityEventsQuery, SecurityEventPageSchema } from '../auth/security/schemas.js'
 import { NoInput, operation } from '../shared/operation.js'
 import { ErrorSchema } from '../shared/errors.js'
-import { AUDITED_READ, REVERIFIES_PASSWORD } from '../shared/route-policy.js'
+import { DATA_EXPORT, REVERIFIES_PASSWORD } from '../shared/route-policy.js'
 import { DeleteAccountInput, PersonalDataSchema } from './schemas.js'
 
 const tags = ['personal data']
@@ -18,7 +18,7 @@ export const personalDataContract = {
         tags,
         summary: 'Every record held about the current user, as one JSON document (no secrets, no hashes)',
       })
-      .meta({ download: 'personal-data.json', policy: AUDITED_READ, errors: { 403: ErrorSchema } })
+      .meta({ download: 'personal-data.json', policy: DATA_EXPORT, errors: { 403: ErrorSchema } })
       .input(NoInput)
       .output(PersonalDataSchema),
 

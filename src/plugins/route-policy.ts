@@ -127,7 +127,7 @@ function checkPolicy(route: RegisteredRoute): void {
     throw new Error(`Route ${where}: no role may call it`)
   if (policy.guests && policy.access !== undefined && policy.access !== 'session')
     throw new Error(`Route ${where}: guests are let in only where any session may call`)
-  if (policy.actsOnGet && policy.whileImpersonating)
+  if (policy.actsOnGet && policy.whileImpersonating === 'allowed')
     throw new Error(`Route ${where}: a route that acts cannot be allowed in support mode`)
   // Their hooks are attached when the route is added; a policy given later would go unenforced.
   const registered = route.registeredPolicy
@@ -243,12 +243,21 @@ const READS = new Set(['GET', 'HEAD', 'OPTIONS'])
  * Support mode is read-only: a session an administrator opened as a member (impersonation) reads
  * what the member reads, and changes nothing in their name (a password, an address, a payment, a
  * journal entry), on any route, public ones included, unless IMPERSONATION_ALLOWS_WRITES is set.
- * Decided here, on the matched route, so that no route can forget it.
+ * Nor does it take anything away: a read declared `whileImpersonating: 'refused'` (the whole data
+ * export, a token) is refused whatever IMPERSONATION_ALLOWS_WRITES says. Decided here, on the
+ * matched route, so that no route can forget it.
  */
 const refuseWritesWhileImpersonating =
   (allowWrites: boolean): Step =>
   (request, _reply, { policy, acts }) => {
-    if (allowWrites || !request.session?.impersonatedBy || policy.whileImpersonating === 'allowed') return
+    if (!request.session?.impersonatedBy || policy.whileImpersonating === 'allowed') return
+    if (policy.whileImpersonating === 'refused')
+      throw new AppError(
+        403,
+        'IMPERSONATION_REFUSED',
+        "Support mode shows the member's account; it hands out no copy of their data and no token",
+      )
+    if (allowWrites) return
     if (acts === 'never' || (acts === 'by-method' && READS.has(request.method))) return
     throw new AppError(403, 'IMPERSONATION_READ_ONLY', 'Support mode is read-only: stop impersonating to make changes')
   }

@@ -82,6 +82,7 @@ export type ErrorCode =
   | 'YOU_ARE_NOT_ALLOWED_TO_IMPERSONATE_USERS'
   | 'YOU_CANNOT_IMPERSONATE_ADMINS'
   | 'IMPERSONATION_READ_ONLY'
+  | 'IMPERSONATION_REFUSED'
 
 export class AppError extends Error {
   readonly code: ErrorCode

@@ -52,8 +52,11 @@ export interface RoutePolicy {
   /**
    * `'allowed'`: the route may be called in read-only support mode whatever its method: it ends the
    * impersonation itself (stop-impersonating, sign-out), or carries calls each judged on its own (a batch).
+   * `'refused'`: a read that an impersonation may never make, IMPERSONATION_ALLOWS_WRITES or not: it
+   * hands out something to take away, a copy of the member's whole data (the export) or a credential
+   * that outlives the support session or acts outside it (a token). The agent sees what the member sees.
    */
-  whileImpersonating?: 'allowed'
+  whileImpersonating?: 'allowed' | 'refused'
 }
 
 export const PUBLIC: RoutePolicy = Object.freeze({ access: 'public' })
@@ -86,5 +89,8 @@ export const ADMIN_AUDITED_READ: RoutePolicy = Object.freeze({ ...ADMIN, refuses
 export const ACTS_ON_GET: RoutePolicy = Object.freeze({ actsOnGet: true as const })
 /** A public GET that changes state: an emailed link's, a provider's callback (support mode refuses it). */
 export const PUBLIC_ACTS_ON_GET: RoutePolicy = Object.freeze({ access: 'public' as const, actsOnGet: true as const })
-/** A signed-in user's read that records an event (the data export): no cross-site request reaches it. */
-export const AUDITED_READ: RoutePolicy = Object.freeze({ refusesCrossSite: true as const })
+/**
+ * The user's whole data in one download: a read that records an event, so no cross-site request
+ * reaches it, and never an impersonation's (support sees, never takes away).
+ */
+export const DATA_EXPORT: RoutePolicy = Object.freeze({ refusesCrossSite: true as const, whileImpersonating: 'refused' as const })

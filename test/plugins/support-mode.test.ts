@@ -1,10 +1,13 @@
 // Read-only support mode, proven on every route the router holds: with a session an administrator
 // opened as a member (impersonation), every route that changes state answers 403
 // IMPERSONATION_READ_ONLY before its handler runs, whatever it is (public, a role's, a procedure by
-// any method), and every read answers as it would for the member.
+// any method), the few reads that would hand the agent something to take away (the whole data
+// export, a token) answer 403 IMPERSONATION_REFUSED, and every other read answers as it would for
+// the member.
 import t from 'tap'
 import { buildTestApp, signUp, signUpWithRole, WEB_ORIGIN } from '../helpers/app.js'
 import { adminBrowser } from '../helpers/auth-client.js'
+import { auditEvents } from '../helpers/expect.js'
 import { errorCodeOf, routeTable } from '../helpers/routes.js'
 
 const app = await buildTestApp()
@@ -31,10 +34,56 @@ t.test('only the routes that end the impersonation, and batches of calls, are al
   )
 })
 
+/** The agent sees what the member sees on screen; nothing leaves with them: no whole-data download, no credential. */
+const TAKEN_AWAY = ['/api/auth/token', '/api/v1/me/export', '/api/v1/me/exportMyData']
+
+t.test('the reads that hand out a copy to take away or a credential are refused, and only they', async (t) => {
+  const refusedRoutes = routes.filter((r) => r.policy.whileImpersonating === 'refused' && !r.batch)
+  t.same([...new Set(refusedRoutes.map((r) => r.pattern))].sort(), TAKEN_AWAY)
+  for (const route of refusedRoutes) {
+    if (route.method === 'OPTIONS') continue
+    const res = await app.inject({
+      method: route.method as 'GET',
+      url: route.url,
+      headers: { origin: WEB_ORIGIN, cookie, 'content-type': 'application/json' },
+      ...(route.method === 'GET' || route.method === 'HEAD' ? {} : { payload: route.procedure ? '{"json":{}}' : '{}' }),
+    })
+    const code = route.method === 'HEAD' ? undefined : errorCodeOf(res.json(), route)
+    t.same(
+      [res.statusCode, code],
+      [403, route.method === 'HEAD' ? undefined : 'IMPERSONATION_REFUSED'],
+      `${route.method} ${route.pattern}`,
+    )
+  }
+  // Through a batch of calls, each judged by its own procedure's route.
+  const batch = await app.inject({
+    method: 'POST',
+    url: '/api/v1/me/exportMyData/__batch__',
+    headers: { origin: WEB_ORIGIN, cookie, 'x-orpc-batch': 'buffered' },
+    payload: [{ url: 'http://api.example/api/v1/me/exportMyData', method: 'GET' }],
+  })
+  t.same(
+    batch.json().map((a: { status: number; body: { json: { code: string } } }) => [a.status, a.body.json.code]),
+    [[403, 'IMPERSONATION_REFUSED']],
+  )
+  // get-session answers as for the member, without the token header.
+  const session = await app.inject({ method: 'GET', url: '/api/auth/get-session', headers: { cookie } })
+  t.same([session.json()?.user.id, session.headers['set-auth-jwt']], [member.id, undefined])
+  const own = await app.inject({ method: 'GET', url: '/api/auth/get-session', headers: { cookie: member.cookie } })
+  t.ok(own.headers['set-auth-jwt'], 'the member’s own session gets its token')
+  t.equal(
+    (await app.inject({ method: 'GET', url: '/api/v1/me/export', headers: { origin: WEB_ORIGIN, cookie: member.cookie } }))
+      .statusCode,
+    200,
+  )
+  // Nothing was exported in the member's name: the one export recorded is the member's own.
+  t.equal((await auditEvents(app.db, { action: 'personal_data.exported', targetId: member.id })).length, 1)
+})
+
 t.test('every route that changes state is 403 IMPERSONATION_READ_ONLY; every read answers', async (t) => {
   let refused = 0
   for (const route of routes) {
-    if (route.policy.whileImpersonating === 'allowed' || route.method === 'OPTIONS') continue
+    if (route.policy.whileImpersonating !== undefined || route.method === 'OPTIONS') continue
     const acts = route.procedure ? !route.procedureReads : route.stateChanging || route.policy.actsOnGet === true
     const res = await app.inject({
       method: route.method as 'GET',

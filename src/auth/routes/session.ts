@@ -88,9 +88,10 @@ export default serveRoutes(sessionRoutes, (app) => {
         reply.send(null)
         return undefined
       }
-      // better-auth's jwt plugin: the session's token for other services, in a header (CORS exposes it).
-      const send = (token: string) => {
-        reply.header(TOKEN_HEADER, token)
+      // better-auth's jwt plugin: the session's token for other services, in a header (CORS exposes
+      // it); none for an impersonation, as the token route refuses it (support takes no credential away).
+      const send = (token: string | null) => {
+        if (token !== null) reply.header(TOKEN_HEADER, token)
         // Kept with the cached user object; the expiry is the one part a renewal changes.
         getSessionJson.send(reply, user, session.expiresAt.getTime(), () => ({
           session: toSessionJson(session),
@@ -98,6 +99,7 @@ export default serveRoutes(sessionRoutes, (app) => {
         }))
         return undefined
       }
+      if (session.impersonatedBy !== null) return send(null)
       const token = app.tokens.issue(user, session)
       if (token instanceof Promise) return token.then(send)
       return send(token)

@@ -26,11 +26,12 @@ export const tokenRoutes = declareRoutes({
   getJSONWebToken: {
     method: 'GET',
     path: '/api/auth/token',
-    // A guest's token too: the AI backend serves guests within the free plan.
-    policy: SESSION_OR_GUEST,
+    // A guest's token too: the AI backend serves guests within the free plan. Never an
+    // impersonation's: a bearer credential outlives stop-impersonating and acts outside support mode.
+    policy: { ...SESSION_OR_GUEST, whileImpersonating: 'refused' },
     summary: (config) => `A token for other services: EdDSA, ${config.jwt.ttlSeconds} s, sub = the user id, role and plan claims`,
     response: { 200: z.object({ token: z.string() }) },
-    errors: [401],
+    errors: [401, 403],
   },
   getJSONWebKeySet: {
     method: 'GET',
