@@ -27,6 +27,7 @@ import { SessionCache } from './session/cache.js'
 import { SessionCookie } from './session/cookies.js'
 import { sessionLoader } from './session/request.js'
 import { SessionManager } from './session/sessions.js'
+import { GuestCookie } from './sign-in/guest-cookie.js'
 import { SignInCookies } from './sign-in/step.js'
 import { TwoFactorCookies } from './sign-in/two-factor-cookies.js'
 import { TokenIssuer } from './tokens/issuer.js'
@@ -85,7 +86,16 @@ export default fp(
     app.decorate('sessionCookie', sessionCookie)
     app.decorate('loadSession', sessionLoader(sessions, sessionCookie))
     const twoFactorCookies = new TwoFactorCookies(config.auth)
-    app.decorate('signInCookies', new SignInCookies(sessionCookie, twoFactorCookies, new DeviceCookie(config.auth), config.auth))
+    app.decorate(
+      'signInCookies',
+      new SignInCookies(
+        sessionCookie,
+        twoFactorCookies,
+        new DeviceCookie(config.auth),
+        new GuestCookie(config.auth),
+        config.auth,
+      ),
+    )
     // Every Argon2 operation takes from the budgets of its account and client address (admission.ts).
     app.decorate('hasher', new PasswordHasher(hashPool, new HashAdmission(app.rateLimits.hashes)))
     app.decorate('twoFactor', {

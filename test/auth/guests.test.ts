@@ -2,7 +2,8 @@
 // client with anonymousClient() (and the plugins of each way in) over a real socket: a guest gets a
 // session at once, uses the member's operations within the free plan, never payments, two-factor,
 // passkeys or admin; when its browser signs up or signs in, by any way in, what it made moves to the
-// account in the session's transaction, and a guest nobody can reach is purged.
+// account in the session's transaction (never its consents, and only in the browser that made the
+// guest: a planted guest cookie moves nothing), and a guest nobody can reach is purged.
 import { passkeyClient } from '@better-auth/passkey/client'
 import { createAuthClient } from 'better-auth/client'
 import { anonymousClient, emailOTPClient, jwtClient, magicLinkClient, twoFactorClient } from 'better-auth/client/plugins'
@@ -112,10 +113,16 @@ const userExists = async (id: string) =>
   (await app.db.selectFrom('user').select('id').where('id', '=', id).executeTakeFirst()) !== undefined
 
 /** Everything the guest made is the account's, counted once; the guest and its sessions are gone. */
-async function adopted(t: Test, made: GuestMade, accountId: string, before = { journalEntries: 0, aiMessages: 0 }) {
+async function adopted(
+  t: Test,
+  made: GuestMade,
+  accountId: string,
+  b: { send: TestBrowser['send'] },
+  before = { journalEntries: 0, aiMessages: 0 },
+) {
   t.equal(await ownerOf('journal_entry', made.entryId), accountId, 'the entry is the account’s')
   t.equal(await ownerOf('compatibility_result', made.resultId), accountId, 'the result is the account’s')
-  t.equal(await ownerOf('consent_record', made.consentId), accountId, 'the consent is the account’s')
+  t.equal(await ownerOf('consent_record', made.consentId), undefined, 'the guest’s consent is not the account holder’s: it goes')
   t.equal(await usageOf(accountId, 'journalEntries'), before.journalEntries + 1, 'the entry counted once')
   t.equal(await usageOf(accountId, 'aiMessages'), before.aiMessages + 2, 'the AI messages counted once')
   t.notOk(await userExists(made.guestId), 'the guest is gone')
@@ -125,7 +132,16 @@ async function adopted(t: Test, made: GuestMade, accountId: string, before = { j
     'its sessions too',
   )
   const [event] = await auditEvents(app.db, { action: 'auth.guest_adopted', actorId: accountId })
-  t.match(event?.details, { guestId: made.guestId, entries: 1, results: 1, consents: 1 })
+  t.match(event?.details, { guestId: made.guestId, entries: 1, results: 1 })
+  t.notOk(event?.details && 'consents' in event.details, 'no consent moved')
+  // The owner sees it in the account's security activity.
+  const activity = await b.send('GET', '/api/v1/me/security-events')
+  t.ok(
+    activity.json.items.some(
+      (e: { kind: string; byAdministrator: boolean }) => e.kind === 'guest_data_adopted' && !e.byAdministrator,
+    ),
+    'in the security activity',
+  )
 }
 
 /** Nothing moved: the guest still holds what it made. */
@@ -159,6 +175,31 @@ t.test('sign-in/anonymous makes a guest and its session; a guest signed in alrea
   t.equal((await call(app, 'GET', '/api/auth/get-session', { cookie: member.cookie })).json(), null, 'the member’s session ended')
   t.ok(await userExists(member.id), 'the member is untouched')
 })
+
+t.test(
+  'over HTTPS a guest’s browser is bound by a __Host- cookie, which no sibling subdomain or plain http can plant',
+  async (t) => {
+    const secure = await buildTestApp({ env: { AUTH_URL: 'https://accounts.example.com', AUTH_COOKIE_DOMAIN: 'example.com' } })
+    const res = await secure.inject({
+      method: 'POST',
+      url: '/api/auth/sign-in/anonymous',
+      headers: { origin: WEB_ORIGIN },
+      payload: {},
+    })
+    t.equal(res.statusCode, 200)
+    const cookies = [res.headers['set-cookie'] ?? []].flat()
+    const binding = cookies.find((c) => c.startsWith('__Host-insight.guest='))
+    t.match(binding, /; Path=\/(;|$)/)
+    t.match(binding, /; Secure/)
+    t.match(binding, /; HttpOnly/)
+    t.notMatch(binding, /Domain=/i, 'host-only, whatever AUTH_COOKIE_DOMAIN says')
+    t.match(
+      cookies.find((c) => c.startsWith('__Secure-better-auth.session_token=')),
+      /Domain=example\.com/,
+      'the session cookie itself may be shared with subdomains: it proves nothing about the browser',
+    )
+  },
+)
 
 t.test('a guest is made on a per-IP budget of its own', async (t) => {
   const limited = await buildTestApp({ env: { RATE_LIMIT_GUEST_IP_PER_MINUTE: '2' } })
@@ -249,7 +290,7 @@ t.test('a guest’s data moves to the account its browser signs up for by passwo
   const up = await b.client.signUp.email({ name: 'Real Person', email: uniqueEmail('guest-up'), password: PASSWORD })
   t.equal(up.error, null, JSON.stringify(up.error))
   t.equal(up.data?.user.isAnonymous, false)
-  await adopted(t, made, up.data!.user.id)
+  await adopted(t, made, up.data!.user.id, b)
   const entries = await b.send('GET', '/api/v1/journal/entries')
   t.same(
     entries.json.items.map((e: { id: string }) => e.id),
@@ -268,7 +309,7 @@ t.test('… and to an account its browser signs in to by password, counted with 
   await untouched(t, made)
   const signedIn = await b.client.signIn.email({ email: owner.email, password: PASSWORD })
   t.equal(signedIn.error, null, JSON.stringify(signedIn.error))
-  await adopted(t, made, owner.id, { journalEntries: 1, aiMessages: 0 })
+  await adopted(t, made, owner.id, b, { journalEntries: 1, aiMessages: 0 })
 })
 
 t.test('… by an emailed code', async (t) => {
@@ -279,7 +320,7 @@ t.test('… by an emailed code', async (t) => {
   const code = /\b(\d{6})\b/.exec((await smtp.inbox.next(email)).text)![1]!
   const signedIn = await b.client.signIn.emailOtp({ email, otp: code })
   t.equal(signedIn.error, null, JSON.stringify(signedIn.error))
-  await adopted(t, made, signedIn.data!.user.id)
+  await adopted(t, made, signedIn.data!.user.id, b)
 })
 
 t.test('… by a sign-in link it asked for, pressed in that browser; opened in another browser, nothing moves', async (t) => {
@@ -297,7 +338,7 @@ t.test('… by a sign-in link it asked for, pressed in that browser; opened in a
   await untouched(t, made)
   const here = await b.send('POST', '/api/auth/magic-link/verify', { token: await linkAskedBy(b) })
   t.equal(here.status, 200, JSON.stringify(here.json))
-  await adopted(t, made, owner.id)
+  await adopted(t, made, owner.id, b)
 })
 
 t.test('login CSRF: a link someone else asked for, pressed in a guest’s browser, is refused and moves nothing', async (t) => {
@@ -327,6 +368,36 @@ t.test('login CSRF: a link someone else asked for, pressed in a guest’s browse
   t.equal(await ownerOf('journal_entry', made.entryId), made.guestId, 'the attacker never gets the diary')
 })
 
+t.test('cookie tossing: a guest cookie planted in a browser moves nothing into the account signed in there', async (t) => {
+  for (const way of ['password', 'emailed code'] as const) {
+    const victim = await signUp(app)
+    const declined = { type: 'marketing', version: '1', granted: false }
+    t.equal((await call(app, 'POST', '/api/v1/consent', { cookie: victim.cookie, body: declined })).statusCode, 201)
+    // The attacker makes a guest in their own browser (an entry, a result, marketing consent given)…
+    const attacker = browser()
+    const made = await guestMakes(t, attacker)
+    // … and plants its session cookie in the victim's browser (from a sibling subdomain, or over plain http).
+    const b = browser()
+    b.jar.set('better-auth.session_token', attacker.jar.get('better-auth.session_token')!)
+    t.equal((await b.client.getSession()).data?.user.id, made.guestId, `${way}: the browser now holds the attacker’s guest`)
+    if (way === 'password') {
+      t.equal((await b.client.signIn.email({ email: victim.email, password: victim.password })).error, null)
+    } else {
+      await b.client.emailOtp.sendVerificationOtp({ email: victim.email, type: 'sign-in' })
+      const code = /\b(\d{6})\b/.exec((await smtp.inbox.next(victim.email)).text)![1]!
+      t.equal((await b.client.signIn.emailOtp({ email: victim.email, otp: code })).error, null)
+    }
+    t.equal((await b.client.getSession()).data?.user.id, victim.id, `${way}: the victim is signed in`)
+    await untouched(t, made)
+    t.equal(await ownerOf('consent_record', made.consentId), made.guestId, `${way}: the attacker’s consent is not the victim’s`)
+    const consents = await b.send('GET', '/api/v1/consent')
+    t.equal(consents.json.current.marketing.granted, false, `${way}: the victim’s own answer stands`)
+    t.same(await auditEvents(app.db, { action: 'auth.guest_adopted', actorId: victim.id }), [], `${way}: nothing adopted`)
+    t.equal(await usageOf(victim.id, 'aiMessages'), 0, `${way}: the attacker’s usage is not the victim’s`)
+    t.equal((await attacker.client.getSession()).data, null, `${way}: the planted session ended, as any a sign-in replaces`)
+  }
+})
+
 t.test('… by a passkey', async (t) => {
   const owner = await signUp(app)
   const authenticator = new SoftAuthenticator(WEB_ORIGIN)
@@ -337,7 +408,7 @@ t.test('… by a passkey', async (t) => {
   const signedIn = await b.client.signIn.passkey()
   t.equal(signedIn.error, null, JSON.stringify(signedIn.error))
   t.equal(signedIn.data?.user.id, owner.id)
-  await adopted(t, made, owner.id)
+  await adopted(t, made, owner.id, b)
 })
 
 t.test('… by the identity provider', async (t) => {
@@ -358,7 +429,7 @@ t.test('… by the identity provider', async (t) => {
   })
   const session = (await send('GET', '/api/auth/get-session')).json
   t.equal(session?.user.email, email, 'signed in through the provider')
-  await adopted(t, made, session.user.id)
+  await adopted(t, made, session.user.id, { send })
 })
 
 t.test('a sign-in with a second step moves the data only when the second step passes', async (t) => {
@@ -376,7 +447,7 @@ t.test('a sign-in with a second step moves the data only when the second step pa
   // The next time step: the current one was spent turning two-factor on.
   const right = await b.client.twoFactor.verifyTotp({ code: codeAt(secret, clock.now(), 1) })
   t.equal(right.error, null, JSON.stringify(right.error))
-  await adopted(t, made, owner.id)
+  await adopted(t, made, owner.id, b)
 })
 
 t.test('a guest ends itself with delete-anonymous-user; an account cannot', async (t) => {
@@ -422,7 +493,7 @@ t.test(
     for (const [i, { made }] of racers.entries()) {
       const up = outcomes[i + 1] as { data: { user: { id: string } } | null; error: unknown }
       t.equal(up.error, null, JSON.stringify(up.error))
-      await adopted(t, made, up.data!.user.id)
+      await adopted(t, made, up.data!.user.id, racers[i]!.b)
     }
     offset -= 3 * DAY
   },

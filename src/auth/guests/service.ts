@@ -1,9 +1,10 @@
 // Guests (better-auth 1.6's anonymous plugin): a visitor gets a user and a session at once, with no
 // address and no password, and uses the member's business operations within the free plan (the
 // route policy lets a guest in only where a route says `guests`). When that browser signs up or
-// signs in, by any way in, what the guest made moves to the account in the transaction that starts
-// the account's session (sign-in/adopt-guest.ts, called from sign-in/step.ts, the one place every sign-in
-// births a session), and the guest ends. A guest nobody can reach any more is purged.
+// signs in, by any way in, what the guest made (never its consents) moves to the account in the
+// transaction that starts the account's session (sign-in/adopt-guest.ts, called from sign-in/step.ts,
+// the one place every sign-in births a session), and the guest ends; only in the browser that made
+// the guest (its guest cookie, sign-in/guest-cookie.ts). A guest nobody can reach any more is purged.
 import type { DB } from '../../../db/index.js'
 import { recordAudit } from '../../shared/audit.js'
 import type { Clock } from '../../shared/clock.js'

@@ -215,7 +215,7 @@ export default serveRoutes(mailboxRoutes, (app) => {
           newUserCallbackURL: redirect(body.newUserCallbackURL, 'newUserCallbackURL'),
         }
         // A guest's browser that asks for a link is the one guest the link may adopt (confirmMagicLink).
-        const guest = request.user?.isAnonymous ? request.user.id : null
+        const { guest } = app.signInCookies.browserOf(request)
         return { what: 'sign-in link', mail: () => requestMagicLink(deps, { email, name, urls, guest }) }
       },
     ),

@@ -46,6 +46,7 @@ const ABOUT_USER = {
   'auth.all_sessions_revoked': 'all_sessions_revoked',
   'auth.account_secured': 'account_secured',
   'personal_data.exported': 'data_exported',
+  'auth.guest_adopted': 'guest_data_adopted',
   'admin.user.banned': 'banned',
   'admin.user.unbanned': 'unbanned',
   'admin.user.role_changed': 'role_changed',

@@ -29,6 +29,7 @@ export const SECURITY_EVENT_KINDS = [
   'all_sessions_revoked',
   'account_secured',
   'data_exported',
+  'guest_data_adopted',
   'banned',
   'unbanned',
   'role_changed',

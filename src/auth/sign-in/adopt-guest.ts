@@ -10,9 +10,11 @@ export const GUEST_METHOD = 'anonymous'
 
 /**
  * In the transaction that starts the session of `userId` for a browser signed in as `guestId`:
- * moves the guest's data to the account and deletes the guest (its sessions with it). The browser
- * just proved `userId` (this is the session's birth, after every factor), and `guestId` is its
- * validated session's user. A guest moved or purged meanwhile has nothing left to move.
+ * moves the guest's data to the account and deletes the guest (its sessions and consents with it).
+ * The browser just proved `userId` (this is the session's birth, after every factor), and `guestId`
+ * is its validated session's user, made in this browser (guest-cookie.ts). Audited, and shown in the
+ * account's security activity: the owner sees that data came in. A guest moved or purged meanwhile
+ * has nothing left to move.
  */
 export async function adoptGuest(trx: Trx, ctx: RequestContext, guestId: string, userId: string): Promise<void> {
   if (guestId === userId || !(await lockGuest(trx, guestId))) return

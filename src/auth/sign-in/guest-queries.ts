@@ -18,19 +18,19 @@ export async function lockGuest(trx: Trx, guestId: string): Promise<boolean> {
 
 /**
  * Moves what the guest made to the account, under the guest's lock: its journal entries,
- * compatibility results (and any deep insights of them), consents, and its usage, added to the
- * account's counters of the same periods (each act was counted once, by the guest: moved, it stays
- * counted once). Returns how many rows of each moved.
+ * compatibility results (and any deep insights of them), and its usage, added to the account's
+ * counters of the same periods (each act was counted once, by the guest: moved, it stays counted
+ * once). Never its consents: a guest's answers are not the account holder's, whose own stand; they
+ * go with the guest (deleteGuest). Returns how many rows of each moved.
  */
 export async function moveGuestData(trx: Trx, guestId: string, userId: string) {
-  const moved = async (table: 'journal_entry' | 'compatibility_result' | 'deep_insights_purchase' | 'consent_record') =>
+  const moved = async (table: 'journal_entry' | 'compatibility_result' | 'deep_insights_purchase') =>
     Number(
       (await trx.updateTable(table).set({ user_id: userId }).where('user_id', '=', guestId).executeTakeFirst()).numUpdatedRows,
     )
   const entries = await moved('journal_entry')
   const results = await moved('compatibility_result')
   await moved('deep_insights_purchase')
-  const consents = await moved('consent_record')
   const usage = await sql`
     insert into usage_counter (user_id, metric, period_start, used, updated_at)
     select ${userId}, metric, period_start, used, updated_at from usage_counter where user_id = ${guestId}
@@ -38,7 +38,7 @@ export async function moveGuestData(trx: Trx, guestId: string, userId: string) {
       do update set used = usage_counter.used + excluded.used, updated_at = greatest(usage_counter.updated_at, excluded.updated_at)`.execute(
     trx,
   )
-  return { entries, results, consents, counters: Number(usage.numAffectedRows ?? 0) }
+  return { entries, results, counters: Number(usage.numAffectedRows ?? 0) }
 }
 
 /** Deletes the guest (its sessions, devices and counters with it); its consents are deleted, not kept as an account's are. */

@@ -11,6 +11,7 @@ import type { SecondFactor } from '../session/second-factor.js'
 import { completePendingLink, type PendingLink } from './provider-link.js'
 import type { SecurityNotices } from '../security/notices.js'
 import type { TwoFactorCookies } from './two-factor-cookies.js'
+import type { GuestCookie } from './guest-cookie.js'
 import { beginSignIn } from './challenge.js'
 import { adoptGuest, GUEST_METHOD } from './adopt-guest.js'
 import { cookieAttributes } from '../session/cookie-attributes.js'
@@ -45,8 +46,10 @@ export interface BrowserState {
   /** The ids of its `insight.device` cookie (one per account it signed in to; none without one). */
   devices: string[]
   /**
-   * The guest it is signed in as (its session validated on this request), or null: what the guest
-   * made moves to the account this sign-in proves, in the session's own transaction (src/auth/guests/).
+   * The guest it is signed in as (its session validated on this request) when this browser made it
+   * (guest-cookie.ts), or null: what the guest made moves to the account this sign-in proves, in the
+   * session's own transaction (src/auth/guests/). A guest session the browser holds without having
+   * made it (planted) is ended as any other session a sign-in replaces, and nothing moves.
    */
   guest: string | null
 }
@@ -163,6 +166,7 @@ export class SignInCookies {
     private readonly session: SessionCookie,
     private readonly twoFactor: TwoFactorCookies,
     private readonly device: DeviceCookie,
+    private readonly guest: GuestCookie,
     private readonly config: Config['auth'],
   ) {}
 
@@ -171,8 +175,14 @@ export class SignInCookies {
       replacing: this.session.read(request),
       trustedDevice: this.twoFactor.trustedDevice.read(request),
       devices: this.device.read(request),
-      guest: request.user?.isAnonymous ? request.user.id : null,
+      guest: this.guestOf(request),
     }
+  }
+
+  /** The guest the request's session is, when this browser made it (its guest cookie names it); else null. */
+  private guestOf(request: FastifyRequest): string | null {
+    const user = request.user
+    return user?.isAnonymous && this.guest.read(request) === user.id ? user.id : null
   }
 
   /** The browser that just proved the mailbox or the password is the account's one known device (devices.ts). */
@@ -187,7 +197,11 @@ export class SignInCookies {
       this.session.set(reply, outcome.token, { rememberMe: outcome.rememberMe, expiresAt: outcome.session.expiresAt })
       this.device.set(reply, outcome.devices)
       // A guest proved no way in: "last time you used ..." keeps the browser's last real one.
-      if (outcome.method === GUEST_METHOD) return
+      if (outcome.method === GUEST_METHOD) {
+        this.guest.set(reply, outcome.session.userId)
+        return
+      }
+      if (this.guest.read(request) !== null) this.guest.clear(reply)
       reply.setCookie(LAST_LOGIN_METHOD_COOKIE, outcome.method, {
         ...cookieAttributes(this.config),
         httpOnly: false,
@@ -195,8 +209,8 @@ export class SignInCookies {
       })
       return
     }
-    // A guest's cookie stays for the second step (afterFirstFactor).
-    if (this.session.present(request) && !request.user?.isAnonymous) this.session.clear(reply)
+    // A guest's cookie stays for the second step (afterFirstFactor), when the guest is this browser's.
+    if (this.session.present(request) && !this.guestOf(request)) this.session.clear(reply)
     if (outcome.token) this.twoFactor.challenge.set(reply, outcome.token)
     else if (this.twoFactor.challenge.present(request)) this.twoFactor.challenge.clear(reply)
   }
