@@ -11,15 +11,8 @@ export interface ConsentRecord {
   createdAt: Date
 }
 
-const columns = ['id', 'type', 'version', 'granted', 'created_at'] as const
-
-const toRecord = (r: { id: string; type: ConsentType; version: string; granted: boolean; created_at: Date }): ConsentRecord => ({
-  id: r.id,
-  type: r.type,
-  version: r.version,
-  granted: r.granted,
-  createdAt: r.created_at,
-})
+// Returned under the fields' names, so a row is a ConsentRecord as it comes.
+const columns = ['id', 'type', 'version', 'granted', 'created_at as createdAt'] as const
 
 export async function insertConsents(
   db: Executor,
@@ -28,7 +21,7 @@ export async function insertConsents(
   source: { ip: string | null; userAgent: string | null },
 ): Promise<ConsentRecord[]> {
   if (items.length === 0) return []
-  const rows = await db
+  return db
     .insertInto('consent_record')
     .values(
       items.map((c) => ({
@@ -43,7 +36,6 @@ export async function insertConsents(
     )
     .returning(columns)
     .execute()
-  return rows.map(toRecord)
 }
 
 /**
@@ -52,12 +44,11 @@ export async function insertConsents(
  * is the decision in force.
  */
 export async function listConsents(db: Executor, userId: string): Promise<ConsentRecord[]> {
-  const rows = await db
+  return db
     .selectFrom('consent_record')
     .select(columns)
     .where('user_id', '=', userId)
     .orderBy('created_at', 'desc')
     .orderBy('seq', 'desc')
     .execute()
-  return rows.map(toRecord)
 }

@@ -10,20 +10,18 @@ export interface StoredKey {
   expiresAt: Date
 }
 
-const columns = ['id', 'public_key', 'private_key', 'created_at', 'expires_at'] as const
-
-const toKey = (r: { id: string; public_key: string; private_key: string; created_at: Date; expires_at: Date }): StoredKey => ({
-  id: r.id,
-  publicKey: r.public_key,
-  privateKey: r.private_key,
-  createdAt: r.created_at,
-  expiresAt: r.expires_at,
-})
+// Selected under the fields' names, so a row is a StoredKey as it comes.
+const columns = [
+  'id',
+  'public_key as publicKey',
+  'private_key as privateKey',
+  'created_at as createdAt',
+  'expires_at as expiresAt',
+] as const
 
 /** The keys that sign or signed tokens still alive after `since`, newest first. */
 export async function keysServedAfter(db: Executor, since: Date): Promise<StoredKey[]> {
-  const rows = await db.selectFrom('jwks').select(columns).where('expires_at', '>', since).orderBy('created_at', 'desc').execute()
-  return rows.map(toKey)
+  return db.selectFrom('jwks').select(columns).where('expires_at', '>', since).orderBy('created_at', 'desc').execute()
 }
 
 export async function insertKey(db: Executor, key: StoredKey): Promise<void> {
