@@ -70,6 +70,12 @@ ${onAnswer}
 })
 </script>`
 
+/** A page's button colours (its `css`): blue for the act its link was sent for, red for securing an account. */
+export const BUTTON_CSS = {
+  act: 'button { background: #1d4ed8; color: #fff; }',
+  alarm: 'button { background: #b42318; color: #fff; }',
+} as const
+
 /**
  * The page of a live emailed link: it asks before it acts. `intro` (HTML) says what the button does;
  * the button posts the token to `post.url`, and `post.onAnswer` is as in tokenButtonScript.

@@ -1,10 +1,9 @@
 // The page a change of address's approval link opens (the mail to the account's current, proven
 // address): opening it approves nothing, since mail scanners open every link; its button posts the token.
-import { deadLinkPage, escapeHtml, type Page, tokenButtonPage } from '../../shared/html-page.js'
+import { BUTTON_CSS, deadLinkPage, escapeHtml, type Page, tokenButtonPage } from '../../shared/html-page.js'
 import { APPROVE_ADDRESS_CHANGE_PATH } from '../links/emailed-link.js'
 
 const TITLE = 'Approve the change of your email address'
-const APPROVE = 'button { background: #1d4ed8; color: #fff; }'
 
 /** The page of a live link: fixed words and the new address (its owner's mail already showed it). */
 export function renderApprovalPage(newEmail: string, token: string): Page {
@@ -21,10 +20,10 @@ export function renderApprovalPage(newEmail: string, token: string): Page {
       ? 'Approved: a link to confirm the new address was sent there.'
       : 'This link is invalid, used or expired.'`,
     },
-    APPROVE,
+    BUTTON_CSS.act,
   )
 }
 
 /** The page of a link that is unknown, used, expired, or no longer the account's address. */
 export const renderDeadApprovalPage = (): Page =>
-  deadLinkPage(TITLE, 'Ask for the change again from your account settings.', APPROVE)
+  deadLinkPage(TITLE, 'Ask for the change again from your account settings.', BUTTON_CSS.act)

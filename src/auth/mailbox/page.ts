@@ -1,10 +1,9 @@
 // The page a sign-in link opens: opening it signs nobody in and spends nothing (mail scanners open
 // every link); its button posts the token, and the browser that pressed it is the one signed in.
-import { deadLinkPage, escapeHtml, type Page, tokenButtonPage } from '../../shared/html-page.js'
+import { BUTTON_CSS, deadLinkPage, escapeHtml, type Page, tokenButtonPage } from '../../shared/html-page.js'
 
 export const MAGIC_LINK_VERIFY_PATH = '/api/auth/magic-link/verify'
 const TITLE = 'Sign in'
-const SIGN_IN = 'button { background: #1d4ed8; color: #fff; }'
 
 /**
  * The page of a live link: fixed words and the address it signs in to (whoever was sent someone
@@ -27,9 +26,9 @@ export function renderSignInPage(token: string, email: string): Page {
       message.textContent = res.status === 403 ? 'This account cannot sign in.' : 'This link is invalid, used or expired.'
     }`,
     },
-    SIGN_IN,
+    BUTTON_CSS.act,
   )
 }
 
 /** The page of a link that is unknown, used or expired. */
-export const renderUsedLinkPage = (): Page => deadLinkPage(TITLE, 'Ask for a new sign-in link.', SIGN_IN)
+export const renderUsedLinkPage = (): Page => deadLinkPage(TITLE, 'Ask for a new sign-in link.', BUTTON_CSS.act)

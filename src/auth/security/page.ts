@@ -1,11 +1,10 @@
 // The page a security notice's link opens: it says what the notice was about and asks before it
 // acts. Opening it changes nothing (mail scanners open every link); its button posts the token.
-import { deadLinkPage, type Page, tokenButtonPage } from '../../shared/html-page.js'
+import { BUTTON_CSS, deadLinkPage, type Page, tokenButtonPage } from '../../shared/html-page.js'
 import { type NoticeData, noticeHappened, printedTime } from './notices.js'
 
 export const SECURE_ACCOUNT_PATH = '/api/auth/secure-account'
 const TITLE = 'Secure your account'
-const ALARM = 'button { background: #b42318; color: #fff; }'
 
 /** The confirmation page of a live link. Only fixed words and the notice's time are printed; the token travels as JSON data. */
 export function renderConfirmPage(notice: NoticeData, token: string): Page {
@@ -24,7 +23,7 @@ export function renderConfirmPage(notice: NoticeData, token: string): Page {
         ? 'The address to put back now belongs to another account: nothing was changed. Please contact support.'
         : 'This link is invalid, used or expired.'`,
     },
-    ALARM,
+    BUTTON_CSS.alarm,
   )
 }
 
