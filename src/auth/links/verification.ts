@@ -14,7 +14,7 @@ import { countRows } from '../../shared/count-rows.js'
  * `(token_hash = H(token) and purpose …)`: the row of `token` when it serves `purpose` (or one of
  * `purposes`). How every peek at or use of a token finds it; only the hash of a token is stored.
  */
-export function tokenFor(token: string, purpose: VerificationPurpose | readonly VerificationPurpose[]) {
+export function tokenFor(token: string, purpose: Purposes) {
   return (eb: ExpressionBuilder<Database, 'verification'>) =>
     eb.and([
       eb('token_hash', '=', hashToken(token)),
@@ -46,6 +46,9 @@ export type VerificationPurpose =
   | 'two-factor-trusted-device'
   | 'passkey-registration'
   | 'passkey-authentication'
+
+/** What a token may serve: one purpose, or any of several. */
+export type Purposes = VerificationPurpose | readonly VerificationPurpose[]
 
 /** An emailed link whose token is unknown, used or expired; 404 where better-auth answers so (the deletion link). */
 export const invalidToken = (status = 400) => new AppError(status, 'INVALID_TOKEN', 'The link is invalid, used or expired')
@@ -85,12 +88,7 @@ export async function issueToken(
  * The live record of a token without using it (to refuse a bad token before costly work); a link
  * that may serve any of `purposes` (the one verify-email link of better-auth's mails) names them all.
  */
-export async function peekToken(
-  db: Executor,
-  purpose: VerificationPurpose | readonly VerificationPurpose[],
-  token: string,
-  now: Date,
-): Promise<PurposedRecord | null> {
+export async function peekToken(db: Executor, purpose: Purposes, token: string, now: Date): Promise<PurposedRecord | null> {
   const row = await db
     .selectFrom('verification')
     .select(['purpose', 'user_id', 'data'])
@@ -105,12 +103,7 @@ export async function peekToken(
  * concurrent uses only one gets the row back. An expired token is deleted too, and yields null.
  * The token says which of `purposes` it serves.
  */
-export async function consumeToken(
-  trx: Trx,
-  purpose: VerificationPurpose | readonly VerificationPurpose[],
-  token: string,
-  now: Date,
-): Promise<PurposedRecord | null> {
+export async function consumeToken(trx: Trx, purpose: Purposes, token: string, now: Date): Promise<PurposedRecord | null> {
   const row = await claimToken(trx, token, purpose, now)
   return row?.userId ? { purpose: row.purpose, userId: row.userId, data: row.data } : null
 }
@@ -123,7 +116,7 @@ export async function consumeToken(
 export async function claimToken(
   db: Executor,
   token: string,
-  purpose: VerificationPurpose | readonly VerificationPurpose[],
+  purpose: Purposes,
   now: Date,
 ): Promise<{ purpose: VerificationPurpose; userId: string | null; data: Record<string, unknown> } | null> {
   const row = await db
@@ -136,11 +129,7 @@ export async function claimToken(
 }
 
 /** Ends the user's pending tokens of those purposes, or of every purpose; returns how many ended. */
-export async function revokeTokens(
-  trx: Trx,
-  userId: string,
-  purpose?: VerificationPurpose | readonly VerificationPurpose[],
-): Promise<number> {
+export async function revokeTokens(trx: Trx, userId: string, purpose?: Purposes): Promise<number> {
   let query = trx.deleteFrom('verification').where('user_id', '=', userId)
   if (typeof purpose === 'string') query = query.where('purpose', '=', purpose)
   else if (purpose !== undefined) query = query.where('purpose', 'in', purpose)
