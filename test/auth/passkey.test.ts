@@ -20,7 +20,7 @@ import {
 } from '../helpers/app.js'
 import { apiUrl, cookieJarFetch } from '../helpers/auth-client.js'
 import { credentialJson, SoftAuthenticator } from '../helpers/authenticator.js'
-import { auditEvents, eachIsUnauthorized, eachIsValidationError } from '../helpers/expect.js'
+import { auditEvents, eachIsUnauthorized, eachIsValidationError, verificationsOf } from '../helpers/expect.js'
 import {
   assertionOf,
   CHALLENGE_COOKIE,
@@ -61,14 +61,7 @@ async function member(authenticator = new SoftAuthenticator(WEB_ORIGIN)) {
 const passkeyRows = (userId: string) => app.db.selectFrom('passkey').selectAll().where('user_id', '=', userId).execute()
 const sessionsOf = (userId: string) => app.db.selectFrom('session').selectAll().where('user_id', '=', userId).execute()
 const noticesOf = async (userId: string) =>
-  (
-    await app.db
-      .selectFrom('verification')
-      .select('data')
-      .where('purpose', '=', 'security-notice')
-      .where('user_id', '=', userId)
-      .execute()
-  ).map((r) => r.data.event)
+  (await verificationsOf(app.db, userId).where('purpose', '=', 'security-notice').execute()).map((r) => r.data.event)
 
 t.test('register, sign out, sign in with the passkey, list, rename, delete; refused after deletion', async (t) => {
   const alice = await member()
