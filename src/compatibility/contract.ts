@@ -1,7 +1,6 @@
 // Compatibility results and their paid deep insights: procedures compatibility.<name>, REST under
 // /api/v1/compatibility/results.
-import { operation } from '../shared/operation.js'
-import { ErrorSchema } from '../shared/errors.js'
+import { failsWith, operation } from '../shared/operation.js'
 import { IdParams } from '../shared/validation.js'
 import {
   CreateResultBody,
@@ -12,21 +11,16 @@ import {
   UnlockInput,
 } from './schemas.js'
 
-const tags = ['compatibility']
-const notFound = { 404: ErrorSchema }
-const notPaid = { 402: ErrorSchema }
-
-export const compatibilityContract = {
+export const compatibilityContract = operation.tag('compatibility').router({
   compatibility: {
     createResult: operation
       .route({
         method: 'POST',
         path: '/compatibility/results',
         successStatus: 201,
-        tags,
         summary: 'Store a compatibility result and its free lite summary (counts compatibilityChecks)',
       })
-      .meta({ errors: { ...notPaid, ...notFound, 413: ErrorSchema } })
+      .meta({ errors: failsWith(402, 404, 413) })
       .input(CreateResultBody)
       .output(ResultSchema),
 
@@ -34,10 +28,9 @@ export const compatibilityContract = {
       .route({
         method: 'GET',
         path: '/compatibility/results/{id}',
-        tags,
         summary: 'One result of the user (admins and owners: any result, audited)',
       })
-      .meta({ errors: notFound })
+      .meta({ errors: failsWith(404) })
       .input(IdParams)
       .output(ResultSchema),
 
@@ -45,7 +38,6 @@ export const compatibilityContract = {
       .route({
         method: 'GET',
         path: '/compatibility/results',
-        tags,
         summary: "The user's results, newest first, by cursor (without deep insights)",
       })
       .input(ListResultsQuery)
@@ -55,10 +47,9 @@ export const compatibilityContract = {
       .route({
         method: 'POST',
         path: '/compatibility/results/{id}/unlock',
-        tags,
         summary: 'Unlock deep insights with a deep_insights purchase or the premium_plus plan (idempotent)',
       })
-      .meta({ errors: { ...notPaid, ...notFound } })
+      .meta({ errors: failsWith(402, 404) })
       .input(UnlockInput)
       .output(ResultSchema),
 
@@ -66,12 +57,11 @@ export const compatibilityContract = {
       .route({
         method: 'PUT',
         path: '/compatibility/results/{id}/deep-insights',
-        tags,
         summary: 'Store the deep insights the client produced for an unlocked result',
       })
       // Deep insights may be up to 128 KiB of JSON, above the default body limit.
-      .meta({ errors: { ...notPaid, ...notFound, 413: ErrorSchema }, bodyLimit: 200 * 1024 })
+      .meta({ errors: failsWith(402, 404, 413), bodyLimit: 200 * 1024 })
       .input(SaveDeepInsightsInput)
       .output(ResultSchema),
   },
-}
+})

@@ -1,7 +1,6 @@
 // The journal: procedures journal.<name> at /api/v1/journal/<name>, REST under /api/v1/journal.
 import { z } from 'zod'
-import { operation } from '../shared/operation.js'
-import { ErrorSchema } from '../shared/errors.js'
+import { failsWith, operation } from '../shared/operation.js'
 import { IdParams } from '../shared/validation.js'
 import {
   CreateEntryBody,
@@ -13,20 +12,16 @@ import {
   UpdateEntryInput,
 } from './schemas.js'
 
-const tags = ['journal']
-const notFound = { 404: ErrorSchema }
-
-export const journalContract = {
+export const journalContract = operation.tag('journal').router({
   journal: {
     createEntry: operation
       .route({
         method: 'POST',
         path: '/journal/entries',
         successStatus: 201,
-        tags,
         summary: 'Write a journal entry with a mood (counts journalEntries)',
       })
-      .meta({ errors: { 402: ErrorSchema, ...notFound } })
+      .meta({ errors: failsWith(402, 404) })
       .input(CreateEntryBody)
       .output(EntrySchema),
 
@@ -34,21 +29,20 @@ export const journalContract = {
       .route({
         method: 'GET',
         path: '/journal/entries/{id}',
-        tags,
         summary: 'One entry of the user (admins and owners: any entry, audited)',
       })
-      .meta({ errors: notFound })
+      .meta({ errors: failsWith(404) })
       .input(IdParams)
       .output(EntrySchema),
 
     listEntries: operation
-      .route({ method: 'GET', path: '/journal/entries', tags, summary: "The user's entries, newest first, by cursor" })
+      .route({ method: 'GET', path: '/journal/entries', summary: "The user's entries, newest first, by cursor" })
       .input(ListEntriesQuery)
       .output(EntryPageSchema),
 
     updateEntry: operation
-      .route({ method: 'PATCH', path: '/journal/entries/{id}', tags, summary: "Change some fields of the user's entry" })
-      .meta({ errors: notFound })
+      .route({ method: 'PATCH', path: '/journal/entries/{id}', summary: "Change some fields of the user's entry" })
+      .meta({ errors: failsWith(404) })
       .input(UpdateEntryInput)
       .output(EntrySchema),
 
@@ -58,10 +52,9 @@ export const journalContract = {
         path: '/journal/entries/{id}',
         successStatus: 204,
         successDescription: 'Deleted',
-        tags,
         summary: "Delete the user's entry",
       })
-      .meta({ errors: notFound })
+      .meta({ errors: failsWith(404) })
       .input(IdParams)
       .output(z.void()),
 
@@ -69,10 +62,9 @@ export const journalContract = {
       .route({
         method: 'GET',
         path: '/journal/prompt/today',
-        tags,
         summary: 'The prompt of the day: the same for everybody on a date and locale',
       })
       .input(TodayPromptQuery)
       .output(PromptSchema),
   },
-}
+})

@@ -3,14 +3,11 @@
 import { NoInput, operation } from '../shared/operation.js'
 import { ProfileSchema, UpdateProfileInput } from './schemas.js'
 
-const tags = ['profile']
-
-export const profileContract = {
+export const profileContract = operation.tag('profile').router({
   getProfile: operation
     .route({
       method: 'GET',
       path: '/profile',
-      tags,
       summary: "The signed-in user's profile, including the birth data the analyses run on",
     })
     .input(NoInput)
@@ -20,7 +17,6 @@ export const profileContract = {
     .route({
       method: 'PATCH',
       path: '/profile',
-      tags,
       summary: 'Change some profile fields; omitted fields stay, null clears a nullable field',
       description:
         'birthDate is a real date from 1900-01-01 to today (UTC); birthTime HH:MM 00:00..23:59; timezone an ' +
@@ -30,4 +26,4 @@ export const profileContract = {
     })
     .input(UpdateProfileInput)
     .output(ProfileSchema),
-}
+})

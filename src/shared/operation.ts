@@ -5,13 +5,16 @@
 // validate with. src/plugins/operations.ts makes the procedure, the REST route and the OpenAPI
 // entry from it.
 //
-// Every domain's contract.ts declares its operations with it, and src/contract/ gathers them into
-// what the web front end imports (the package insight-accounts-contract, packages/contract): here, below the
-// domains, so that the gathering imports the domains and no domain imports it back. It and every
+// Every domain's contract.ts declares its operations with it, inside
+// `operation.tag(<the domain's OpenAPI tag>).router({ ... })` (oRPC puts the tag on each of
+// them), and src/contract/ gathers them into what the web front end imports (the package
+// insight-accounts-contract, packages/contract): here, below the domains, so that the gathering
+// imports the domains and no domain imports it back. It and every
 // module the contract reaches import nothing but zod, @orpc/contract and each other
 // (test/contract/purity.test.ts walks the imports).
 import { oc } from '@orpc/contract'
 import { z } from 'zod'
+import { ErrorSchema } from './errors.js'
 import type { RoutePolicy } from './route-policy.js'
 
 /** Statuses an operation may answer besides its success, its input's 400 and its policy's 401/403. */
@@ -30,6 +33,10 @@ export interface OperationMeta {
    */
   download?: string
 }
+
+/** `meta.errors` for failures whose body is the one error shape (ErrorSchema), by status. */
+export const failsWith = (...statuses: DocumentedError[]): OperationMeta['errors'] =>
+  Object.fromEntries(statuses.map((status) => [status, ErrorSchema]))
 
 /** The start of every declaration. */
 export const operation = oc.$meta<OperationMeta>({})

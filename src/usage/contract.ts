@@ -3,14 +3,11 @@
 import { NoInput, operation } from '../shared/operation.js'
 import { IncrementInput, PlanAndUsageSchema, PlanLimitErrorSchema, UsageResultSchema } from './schemas.js'
 
-const tags = ['usage']
-
-export const usageContract = {
+export const usageContract = operation.tag('usage').router({
   getPlanAndUsage: operation
     .route({
       method: 'GET',
       path: '/plan',
-      tags,
       summary: 'The plan in force and every usage counter of the current period against its limit',
     })
     .input(NoInput)
@@ -22,7 +19,6 @@ export const usageContract = {
         method: 'POST',
         path: '/usage/{metric}/increment',
         operationId: 'incrementUsage',
-        tags,
         summary: 'Count usage of a metric against the plan limit; at the limit nothing is counted (402)',
         description:
           'An unknown metric is a 400 VALIDATION_ERROR (the metric is an enum of the path). 402 ' +
@@ -32,4 +28,4 @@ export const usageContract = {
       .input(IncrementInput)
       .output(UsageResultSchema),
   },
-}
+})
