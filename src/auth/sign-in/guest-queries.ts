@@ -3,17 +3,14 @@
 // guests' way in (src/auth/guests/) locks and deletes guests through these too.
 import { sql } from 'kysely'
 import type { Executor, Trx } from '../../../db/index.js'
+import { lockUser } from '../../user/queries.js'
 
-/** Locks the guest's row; false when it is no guest (any more): moved, purged, or never one. */
+/**
+ * Locks the guest's row (THE lock of a user's row: a guest is one); false when it is no guest (any
+ * more): moved, purged, or never one.
+ */
 export async function lockGuest(trx: Trx, guestId: string): Promise<boolean> {
-  const row = await trx
-    .selectFrom('user')
-    .select('id')
-    .where('id', '=', guestId)
-    .where('is_anonymous', '=', true)
-    .forUpdate()
-    .executeTakeFirst()
-  return row !== undefined
+  return (await lockUser(trx, { id: guestId }, ['is_anonymous']))?.isAnonymous === true
 }
 
 /**
