@@ -1,10 +1,20 @@
 // Reading and locking one user's row.
+import type { ExpressionBuilder } from 'kysely'
 import type { Executor, Trx } from '../../db/index.js'
+import type { Database } from '../../db/schema.js'
 import { fieldsOf, toUserWithFlags, type UserColumn, type UserFields, type UserRow, userColumns } from './rows.js'
 import type { UserWithFlags } from './types.js'
 
-/** A user by id, or by address (stored lower-case). */
-export type UserKey = { id: string } | { email: string }
+/** A user by id, by address (stored lower-case), or by phone number (E.164). */
+export type UserKey = { id: string } | { email: string } | { phoneNumber: string }
+
+/** The row of `user`; a phone number finds its account only once verified: until then it is nobody's. */
+const byKey = (user: UserKey) => (eb: ExpressionBuilder<Database, 'user'>) =>
+  'id' in user
+    ? eb('id', '=', user.id)
+    : 'email' in user
+      ? eb('email', '=', user.email)
+      : eb.and([eb('phone_number', '=', user.phoneNumber), eb('phone_number_verified', '=', true)])
 
 export async function findUserById(db: Executor, id: string): Promise<UserWithFlags | undefined> {
   const row = await db.selectFrom('user').select(userColumns).where('id', '=', id).executeTakeFirst()
@@ -14,6 +24,16 @@ export async function findUserById(db: Executor, id: string): Promise<UserWithFl
 export async function findUserByEmail(db: Executor, email: string): Promise<UserWithFlags | undefined> {
   const row = await db.selectFrom('user').select(userColumns).where('email', '=', email).executeTakeFirst()
   return row && toUserWithFlags(row)
+}
+
+/** The columns `columns` of a user's row, read without a lock; undefined when there is no such user. */
+export async function readUser<C extends UserColumn>(
+  db: Executor,
+  user: UserKey,
+  columns: readonly C[],
+): Promise<UserFields<C> | undefined> {
+  const row = (await db.selectFrom('user').select(columns).where(byKey(user)).executeTakeFirst()) as Pick<UserRow, C> | undefined
+  return row && fieldsOf(row, columns)
 }
 
 /**
@@ -29,8 +49,7 @@ export async function lockUser<C extends UserColumn>(
   columns: readonly C[],
   mode: 'update' | 'share' = 'update',
 ): Promise<UserFields<C> | undefined> {
-  const query = trx.selectFrom('user').select(columns)
-  const byKey = 'id' in user ? query.where('id', '=', user.id) : query.where('email', '=', user.email)
-  const row = (await (mode === 'share' ? byKey.forShare() : byKey.forUpdate()).executeTakeFirst()) as Pick<UserRow, C> | undefined
+  const query = trx.selectFrom('user').select(columns).where(byKey(user))
+  const row = (await (mode === 'share' ? query.forShare() : query.forUpdate()).executeTakeFirst()) as Pick<UserRow, C> | undefined
   return row && fieldsOf(row, columns)
 }

@@ -2,6 +2,7 @@
 import type { Executor, Trx } from '../../../db/index.js'
 import { sql } from 'kysely'
 import { ownRow } from '../../shared/own-row.js'
+import { readUser } from '../../user/queries.js'
 
 export interface LinkedAccount {
   id: string
@@ -83,6 +84,5 @@ export async function replaceEmail(
 
 /** Whether any user has the address (the unique index has the final word; this spares a doomed link). */
 export async function emailTaken(db: Executor, email: string): Promise<boolean> {
-  const row = await db.selectFrom('user').select('id').where('email', '=', email).executeTakeFirst()
-  return row !== undefined
+  return (await readUser(db, { email }, ['id'])) !== undefined
 }

@@ -3,7 +3,8 @@
 import type { Executor, Trx } from '../../../db/index.js'
 import { newId } from '../../shared/ids.js'
 import type { Role } from '../../shared/roles.js'
-import { banColumns, fieldsOf, toUserWithFlags, userColumns } from '../../user/rows.js'
+import { banColumns, toUserWithFlags, userColumns } from '../../user/rows.js'
+import { readUser } from '../../user/queries.js'
 import type { Ban, UserWithFlags } from '../../user/types.js'
 import { ownRow } from '../../shared/own-row.js'
 import { countRows } from '../../shared/count-rows.js'
@@ -249,13 +250,11 @@ export async function raiseCredentialEpoch(db: Executor, userId: string): Promis
 
 /** The user's credential epoch now (0 when the user is gone: no session can be born for them anyway). */
 export async function credentialEpochOf(db: Executor, userId: string): Promise<number> {
-  const row = await db.selectFrom('user').select('credential_epoch').where('id', '=', userId).executeTakeFirst()
-  return row?.credential_epoch ?? 0
+  return (await readUser(db, { id: userId }, ['credential_epoch']))?.credentialEpoch ?? 0
 }
 
 export async function findBan(db: Executor, userId: string): Promise<Ban | undefined> {
-  const row = await db.selectFrom('user').select(banColumns).where('id', '=', userId).executeTakeFirst()
-  return row && fieldsOf(row, banColumns)
+  return readUser(db, { id: userId }, banColumns)
 }
 
 /** Lifts the ban of the user when it expired at or before `now`; false when there was none to lift. */

@@ -11,7 +11,7 @@ import { recordUserEvent } from '../../shared/audit.js'
 import type { Clock } from '../../shared/clock.js'
 import type { RequestContext } from '../../shared/context.js'
 import { AppError } from '../../shared/errors.js'
-import { findUserById, lockUser } from '../../user/queries.js'
+import { findUserById, lockUser, readUser } from '../../user/queries.js'
 import type { UserWithFlags } from '../../user/types.js'
 import { banHolds, bannedUser } from '../core/ban.js'
 import { type CodeStore, invalidCode } from '../links/codes.js'
@@ -42,15 +42,7 @@ export function e164(phoneNumber: string): string {
 }
 
 /** The account whose verified number this is. */
-async function ownerOf(db: Executor, phoneNumber: string): Promise<string | undefined> {
-  const row = await db
-    .selectFrom('user')
-    .select('id')
-    .where('phone_number', '=', phoneNumber)
-    .where('phone_number_verified', '=', true)
-    .executeTakeFirst()
-  return row?.id
-}
+const ownerOf = async (db: Executor, phoneNumber: string) => (await readUser(db, { phoneNumber }, ['id']))?.id
 
 /**
  * phone-number/send-otp: a code for the number, sent when someone can use it: to sign in to the
