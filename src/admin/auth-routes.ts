@@ -4,8 +4,8 @@
 // rule, two wire formats. Who may call is each route's policy (an admin or an owner, with a second
 // factor when REQUIRE_ADMIN_TWO_FACTOR is on); anyone else gets the plugin's own 403 code. The
 // routes are declared and served as auth's are (src/auth/routes/serve.ts).
-import { z } from 'zod'
-import { toSessionJson, toUserJson } from '../auth/core/schemas.js'
+import type { z } from 'zod'
+import { NoBodyOrNull, toSessionJson, toUserJson } from '../auth/core/schemas.js'
 import { declareRoutes, serveRoutes } from '../auth/routes/serve.js'
 import { contextOf } from '../shared/context.js'
 import { AppError, type ErrorCode } from '../shared/errors.js'
@@ -202,7 +202,7 @@ export const adminPluginRoutes = declareRoutes({
     policy: { whileImpersonating: 'allowed' },
     summary:
       'End the impersonation and get your own session back (400 when not impersonating; 401 when your session has ended: sign in again)',
-    body: z.strictObject({}).nullish(),
+    body: NoBodyOrNull,
     response: { 200: SessionAnswer },
     errors,
   },

@@ -69,6 +69,11 @@ export const SessionSchema = z
 /** What the routes that only act answer: better-auth's `{ status: true }`. */
 export const Status = z.object({ status: z.literal(true) })
 
+/** The body of a route that takes none: left out, or `{}`. */
+export const NoBody = z.strictObject({}).optional()
+/** The same, where null is taken too. */
+export const NoBodyOrNull = z.strictObject({}).nullish()
+
 export const WhoamiSchema = z.object({
   id: z.string(),
   email: z.string(),

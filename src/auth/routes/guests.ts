@@ -5,14 +5,13 @@ import { z } from 'zod'
 import { contextOf } from '../../shared/context.js'
 import { type RoutePolicy, SESSION_OR_GUEST } from '../../shared/route-policy.js'
 import { currentUser } from '../../user/signed-in.js'
-import { toUserJson, UserSchema } from '../core/schemas.js'
+import { NoBodyOrNull, toUserJson, UserSchema } from '../core/schemas.js'
 import { deleteGuestUser, signInAsGuest } from '../guests/service.js'
 import { signInDepsOf } from '../sign-in/step.js'
 import { declareRoutes, serveRoutes } from './serve.js'
 
 /** Public, on a per-IP budget of its own (RATE_LIMIT_GUEST_IP_PER_MINUTE): each call makes a user. */
 const MAKES_A_GUEST: RoutePolicy = Object.freeze({ access: 'public', rateLimit: Object.freeze({ perIp: 'guest' as const }) })
-const NoBody = z.strictObject({}).nullish()
 
 export const guestRoutes = declareRoutes({
   signInAnonymous: {
@@ -20,7 +19,7 @@ export const guestRoutes = declareRoutes({
     path: '/api/auth/sign-in/anonymous',
     policy: MAKES_A_GUEST,
     summary: 'Sign in as a guest: a user with isAnonymous true and a session, at once (400 for a guest already signed in)',
-    body: NoBody,
+    body: NoBodyOrNull,
     response: { 200: z.object({ token: z.null(), user: UserSchema }) },
     errors: [400, 429],
   },
@@ -29,7 +28,7 @@ export const guestRoutes = declareRoutes({
     path: '/api/auth/delete-anonymous-user',
     policy: SESSION_OR_GUEST,
     summary: "Delete the current guest with what it made; 403 USER_IS_NOT_ANONYMOUS for an account's session",
-    body: NoBody,
+    body: NoBodyOrNull,
     response: { 200: z.object({ success: z.literal(true) }) },
     errors: [401, 403],
   },

@@ -6,14 +6,23 @@ import { JsonMemo } from '../../shared/json-memo.js'
 import { PUBLIC, SESSION_OR_GUEST } from '../../shared/route-policy.js'
 import { currentUser } from '../../user/signed-in.js'
 import type { SignedInUser } from '../../user/types.js'
-import { SessionSchema, Status, toSessionJson, toUserJson, toWhoamiJson, UserSchema, WhoamiSchema } from '../core/schemas.js'
+import {
+  NoBody,
+  NoBodyOrNull,
+  SessionSchema,
+  Status,
+  toSessionJson,
+  toUserJson,
+  toWhoamiJson,
+  UserSchema,
+  WhoamiSchema,
+} from '../core/schemas.js'
 import { revokeAllSessions, revokeOtherSessions, revokeSession } from '../session/service.js'
 import { TOKEN_HEADER } from '../tokens/issuer.js'
 import { declareRoutes, serveRoutes } from './serve.js'
 
 const GetSessionSchema = z.object({ session: SessionSchema, user: UserSchema }).nullable()
 const getSessionJson = new JsonMemo<SignedInUser>(GetSessionSchema, 'GET', '/api/auth/get-session')
-const NoBody = z.strictObject({}).optional()
 
 export const sessionRoutes = declareRoutes({
   getSession: {
@@ -29,7 +38,7 @@ export const sessionRoutes = declareRoutes({
     // In support mode too: it ends only the session it is called with, the impersonation.
     policy: { ...PUBLIC, whileImpersonating: 'allowed' },
     summary: 'End the current session (succeeds also without one)',
-    body: z.strictObject({}).nullish(),
+    body: NoBodyOrNull,
     response: { 200: z.object({ success: z.literal(true) }) },
   },
   listSessions: {
