@@ -26,6 +26,12 @@ const LIVE = responseSerializer(LiveBody, 'GET', '/api/health/live')({ status: '
 // Probed by load balancers and monitors, which carry no session; throttling them would fail health checks.
 const PROBE: RoutePolicy = { access: 'public', rateLimit: { global: false } }
 
+/** The options of a probe's route: the probes' policy and tag, its OpenAPI words and answers. */
+const probe = <R extends Record<number, z.ZodType>>(operationId: string, summary: string, response: R) => ({
+  config: { policy: PROBE },
+  schema: { operationId, tags: ['health'], summary, response },
+})
+
 function sessionCacheStatus(app: FastifyInstance): 'listening' | 'bypassed' | 'disabled' {
   if (app.config.auth.sessionCacheSize === 0) return 'disabled'
   return app.sessionCache.listening ? 'listening' : 'bypassed'
@@ -36,15 +42,10 @@ export default async function healthRoutes(fastify: FastifyInstance) {
 
   app.get(
     '/api/health',
-    {
-      config: { policy: PROBE },
-      schema: {
-        operationId: 'getHealth',
-        tags: ['health'],
-        summary: 'Readiness: the process runs and the database answers within 1 s (Redis reported, not required)',
-        response: { 200: HealthBody, 503: HealthBody },
-      },
-    },
+    probe('getHealth', 'Readiness: the process runs and the database answers within 1 s (Redis reported, not required)', {
+      200: HealthBody,
+      503: HealthBody,
+    }),
     async (_request, reply) => {
       const uptimeSeconds = Math.round(process.uptime())
       const redis = redisStatus(app.redis)
@@ -62,15 +63,7 @@ export default async function healthRoutes(fastify: FastifyInstance) {
 
   app.get(
     '/api/health/live',
-    {
-      config: { policy: PROBE },
-      schema: {
-        operationId: 'getLiveness',
-        tags: ['health'],
-        summary: 'Liveness: the process runs (no database call)',
-        response: { 200: LiveBody },
-      },
-    },
+    probe('getLiveness', 'Liveness: the process runs (no database call)', { 200: LiveBody }),
     // Answered from memory: a plain function (src/plugins/running-handlers.ts has nothing to wait for).
     (_request, reply) => {
       sendSerialized(reply, LIVE)
