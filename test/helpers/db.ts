@@ -1,14 +1,17 @@
 // One database per test file (PGlite takes seconds to start): in-memory PGlite from the run's
 // migrated snapshot by default, or on the PostgreSQL server of DATABASE_URL a copy of the run's
-// migrated template database, dropped when the file ends.
+// migrated template database, dropped when the file ends. Files that share a process one after
+// another (test/helpers/group.ts) share its PGlite, emptied between them.
 import { randomBytes } from 'node:crypto'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { sql } from 'kysely'
 import pg from 'pg'
 import t from 'tap'
 import { openDatabase, type DatabaseHandle } from '../../db/index.js'
 import { migrateToLatest } from '../../db/migrate.js'
+import { afterEachFile, atProcessEnd, inGroup } from './group.js'
 import { databaseUrl, readPgTemplate } from './pg-template.js'
 import { readPgliteSnapshot } from './pglite-snapshot.js'
 
@@ -43,6 +46,16 @@ export async function freshPostgresUrl(template?: string): Promise<string> {
   return databaseUrl(adminUrl, name)
 }
 
+/** Every table but the migrations' emptied, every sequence restarted: the database as migrated. */
+async function emptyDatabase(db: DatabaseHandle['db']): Promise<void> {
+  const { rows: tables } = await sql<{ name: string }>`
+    select tablename as name from pg_tables where schemaname = 'public' and tablename not like 'kysely_migration%'`.execute(db)
+  await sql`truncate ${sql.join(tables.map(({ name }) => sql.table(name)))} restart identity cascade`.execute(db)
+  const { rows: sequences } = await sql<{ name: string }>`
+    select sequencename as name from pg_sequences where schemaname = 'public'`.execute(db)
+  for (const { name } of sequences) await sql`alter sequence ${sql.table(name)} restart`.execute(db)
+}
+
 export function testDatabase(): Promise<DatabaseHandle> {
   shared ??= (async () => {
     // Outside a tap run (no template made) the database starts empty; migrateToLatest fills it.
@@ -54,7 +67,17 @@ export function testDatabase(): Promise<DatabaseHandle> {
       pgliteSnapshot: url ? undefined : readPgliteSnapshot(),
     })
     await migrateToLatest(handle.db)
-    t.teardown(() => handle.close())
+    if (!url && inGroup()) {
+      // Several files in one process (test/helpers/group.ts): a PGlite costs half a CPU second to
+      // start, so they share one, emptied at each file's end as a fresh one would start.
+      atProcessEnd(() => handle.close())
+      afterEachFile(() => emptyDatabase(handle.db))
+    } else {
+      t.teardown(() => {
+        shared = undefined
+        return handle.close()
+      })
+    }
     return handle
   })()
   return shared
