@@ -6,13 +6,18 @@ import pg from 'pg'
 import t from 'tap'
 import { openDatabase } from '../../../db/index.js'
 import { migrateToLatest } from '../../../db/migrate.js'
-import { writesWatchedTable } from '../../../db/notifications.js'
+import { HEARTBEAT, writesWatchedTable } from '../../../db/notifications.js'
 import { buildApp } from '../../../src/app.js'
 import { loadConfig } from '../../../src/config.js'
 import { buildTestApp, call, signUp, signUpWithRole, TEST_ENV, type TestUser } from '../../helpers/app.js'
 import { runCli } from '../../helpers/cli.js'
 import { freshPostgresUrl, usingPostgres } from '../../helpers/db.js'
 import { cached, hits, listening, signInAgain, whoami, within } from '../../helpers/session-cache.js'
+
+// What the design promises (db/notifications.ts): while listening, no change older than the
+// heartbeat's deadAfterMs goes unheard. Asked for no sooner than that, with room for a loaded
+// machine's pauses: the latencies seen (milliseconds, as a rule) are printed at the end.
+const HEARD_WITHIN_MS = HEARTBEAT.deadAfterMs + 2_000
 
 t.setTimeout(240_000)
 const DAY = 24 * 60 * 60 * 1000
@@ -100,7 +105,7 @@ t.test('one instance', async (t) => {
     const renewed = (await whoami(app, session)).json().sessionExpiresAt
     t.ok(new Date(renewed).getTime() > Date.now() + 1.5 * DAY, 'renewed a day past the clock')
     // Served from memory again once this process heard its own renewal (at once on PGlite).
-    await within(1_000, async () => {
+    await within(HEARD_WITHIN_MS, async () => {
       const before = hits(app)
       await whoami(app, session)
       return hits(app) === before + 1
@@ -162,9 +167,8 @@ t.test(
 
     // Each change is made elsewhere, then B is asked until it answers with the change.
     const latencies: Record<string, number> = {}
-    const DEADLINE_MS = 2_000
     const seenByB = async (name: string, user: TestUser, check: (res: Awaited<ReturnType<typeof whoami>>) => boolean) => {
-      latencies[name] = await within(DEADLINE_MS, async () => check(await whoami(b, user)))
+      latencies[name] = await within(HEARD_WITHIN_MS, async () => check(await whoami(b, user)))
     }
     const refused = (res: { statusCode: number }) => res.statusCode === 401
 
@@ -255,7 +259,7 @@ t.test(
       t.equal(rows.length, 2, "A's and B's listeners")
       await sqlClient.query('select pg_terminate_backend(pid) from unnest($1::int[]) as pid', [rows.map((r) => r.pid)])
       // Killed: the backends are gone (pg_terminate_backend only signals them).
-      await within(DEADLINE_MS, async () => {
+      await within(HEARD_WITHIN_MS, async () => {
         const left = await sqlClient.query('select 1 from pg_stat_activity where pid = any($1::int[])', [rows.map((r) => r.pid)])
         return left.rowCount === 0
       })
@@ -269,8 +273,9 @@ t.test(
     })
 
     t.test('latencies seen (ms)', async (t) => {
+      // Each was held to its own deadline above (a listener's reconnection waits out its backoff).
       t.comment(JSON.stringify(latencies))
-      t.ok(Object.values(latencies).every((ms) => ms < DEADLINE_MS))
+      t.equal(Object.keys(latencies).length, 12, 'every change was seen')
     })
   },
 )
