@@ -3,7 +3,7 @@
 // failure is a redirect to the error URL, never a page of ours.
 import type { FastifyReply } from 'fastify'
 import { z } from 'zod'
-import { PUBLIC, PUBLIC_ACTS_ON_GET } from '../../shared/route-policy.js'
+import { addsAWayIn, PUBLIC, PUBLIC_ACTS_ON_GET } from '../../shared/route-policy.js'
 import { contextOf } from '../../shared/context.js'
 import { AppError, serviceUnavailable } from '../../shared/errors.js'
 import { resolveRedirect, withQuery } from '../../shared/redirect.js'
@@ -51,6 +51,7 @@ export const idpRoutes = declareRoutes({
   linkSocialAccount: {
     method: 'POST',
     path: '/api/auth/link-social',
+    policy: addsAWayIn(),
     summary: "Link the identity provider's account to the signed-in user: answers its authorization URL (better-auth's client)",
     body: z.strictObject({
       provider: z.string().min(1).max(64),

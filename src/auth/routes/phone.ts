@@ -5,7 +5,7 @@
 import { z } from 'zod'
 import { contextOf } from '../../shared/context.js'
 import { unauthorized } from '../../shared/errors.js'
-import { SIGN_IN_WITH_CODE } from '../../shared/route-policy.js'
+import { addsAWayIn, SIGN_IN_WITH_CODE } from '../../shared/route-policy.js'
 import type { UserWithFlags } from '../../user/types.js'
 import { toUserJson, TwoFactorRedirectSchema, twoFactorRedirect, UserSchema } from '../core/schemas.js'
 import { CodeStore } from '../links/codes.js'
@@ -42,7 +42,8 @@ export const phoneRoutes = declareRoutes({
   verifyPhoneNumber: {
     method: 'POST',
     path: '/api/auth/phone-number/verify',
-    policy: SIGN_IN_WITH_CODE,
+    // With updatePhoneNumber it attaches the number: refused in support mode, a sign-in by phone with it.
+    policy: addsAWayIn(SIGN_IN_WITH_CODE),
     summary:
       "Sign in with the code sent to a verified number (with two-factor on, the second step is asked for as after a password); with updatePhoneNumber, in a fresh session, make the number the account's",
     body: z.strictObject({
