@@ -4,7 +4,7 @@
 // off, the routes are not registered (404). The rules are in phone/service.ts.
 import { z } from 'zod'
 import { contextOf } from '../../shared/context.js'
-import { unauthorized } from '../../shared/errors.js'
+import { forbidden, unauthorized } from '../../shared/errors.js'
 import { addsAWayIn, SIGN_IN_WITH_CODE } from '../../shared/route-policy.js'
 import type { UserWithFlags } from '../../user/types.js'
 import { toUserJson, TwoFactorRedirectSchema, twoFactorRedirect, UserSchema } from '../core/schemas.js'
@@ -79,7 +79,9 @@ const served = serveRoutes(phoneRoutes, (app) => {
   return {
     sendPhoneNumberOTP: mailsAfterReply(app, { message: 'code sent' as const }, (body: { phoneNumber: string }, request) => {
       const phoneNumber = e164(body.phoneNumber)
-      return { what: 'phone code', mail: () => sendPhoneCode(deps, phoneNumber, request.user?.id ?? null) }
+      // A guest is signed out here: anyone makes one with a request, and a number is no guest's way in.
+      const member = request.user?.isAnonymous ? null : (request.user?.id ?? null)
+      return { what: 'phone code', mail: () => sendPhoneCode(deps, phoneNumber, member) }
     }),
     verifyPhoneNumber: async (request, reply) => {
       const { code, disableSession = false, updatePhoneNumber = false } = request.body
@@ -87,6 +89,7 @@ const served = serveRoutes(phoneRoutes, (app) => {
       const ctx = contextOf(request)
       if (updatePhoneNumber) {
         if (!request.user || !request.session) throw unauthorized()
+        if (request.user.isAnonymous) throw forbidden('Guests cannot use this: sign up or sign in first')
         const session = { userId: request.user.id, createdAt: request.session.createdAt }
         return answer(await attachNumber(deps, ctx, session, { phoneNumber, code }))
       }
