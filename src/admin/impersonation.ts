@@ -7,7 +7,7 @@
 //   with that session (the cascade of migration 0021_impersonation: a revocation, a ban or a demotion of the
 //   administrator ends it at once, on every instance), and with stop-impersonating.
 // - It is read-only unless IMPERSONATION_ALLOWS_WRITES (plugins/route-policy.ts), and never exports
-//   the member's data or gets a token, whatever that says (`whileImpersonating: 'refused'`); never among the
+//   the member's data, gets a token or adds a way in, whatever that says (`whileImpersonating: 'refused'`); never among the
 //   member's list-sessions, audited at its start and end, in the member's security activity
 //   (`impersonated`, by an administrator) and mailed to the member as a security notice.
 import type { DB } from '../../db/index.js'

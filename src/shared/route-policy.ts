@@ -54,7 +54,8 @@ export interface RoutePolicy {
    * impersonation itself (stop-impersonating, sign-out), or carries calls each judged on its own (a batch).
    * `'refused'`: a read that an impersonation may never make, IMPERSONATION_ALLOWS_WRITES or not: it
    * hands out something to take away, a copy of the member's whole data (the export) or a credential
-   * that outlives the support session or acts outside it (a token). The agent sees what the member sees.
+   * that outlives the support session or acts outside it (a token, a new way in: `addsAWayIn`). The
+   * agent sees what the member sees.
    */
   whileImpersonating?: 'allowed' | 'refused'
 }
@@ -94,3 +95,12 @@ export const PUBLIC_ACTS_ON_GET: RoutePolicy = Object.freeze({ access: 'public' 
  * reaches it, and never an impersonation's (support sees, never takes away).
  */
 export const DATA_EXPORT: RoutePolicy = Object.freeze({ refusesCrossSite: true as const, whileImpersonating: 'refused' as const })
+
+/**
+ * `policy` on a route that adds a way into the account (a passkey, a provider login, a phone
+ * number) or moves the address every emailed proof follows: never an impersonation's, writes
+ * allowed or not. Its session was born minutes ago, so it passes for fresh (session/fresh.ts), yet
+ * it proves nothing of the member: the agent would keep the account after stop-impersonating.
+ */
+export const addsAWayIn = (policy: RoutePolicy = {}): RoutePolicy =>
+  Object.freeze({ ...policy, whileImpersonating: 'refused' as const })

@@ -4,7 +4,7 @@
 // the admin's session ends the impersonation at once.
 import { createRemoteJWKSet, jwtVerify } from 'jose'
 import t from 'tap'
-import { buildTestApp, call, signUp, signUpWithRole } from '../helpers/app.js'
+import { buildTestApp, call, sessionCookieOf, signUp, signUpWithRole } from '../helpers/app.js'
 import { adminBrowser } from '../helpers/auth-client.js'
 import { auditEvents } from '../helpers/expect.js'
 import { startSmtpServer } from '../helpers/smtp.js'
@@ -254,6 +254,46 @@ t.test('stop-impersonating restores only the very session the impersonation was 
     admin.jar.delete('better-auth.admin_session')
   }
   t.equal((await admin.client.getSession()).data?.user.id, admin.user.id)
+})
+
+t.test('stop-impersonating raced: a second stop, a revocation of the admin session, the hour running out', async (t) => {
+  const owner = await signedIn('owner')
+  const opened = async () => {
+    const admin = await signedIn('admin')
+    const member = await signUp(app)
+    await admin.client.admin.impersonateUser({ userId: member.id })
+    const cookie = `${admin.cookie()}; better-auth.admin_session=${admin.jar.get('better-auth.admin_session')}`
+    const stop = () => call(app, 'POST', '/api/auth/admin/stop-impersonating', { cookie, body: {} })
+    return { admin, member, stop }
+  }
+  const ended = (memberId: string) => auditEvents(app.db, { action: 'admin.user.impersonation_ended', targetId: memberId })
+
+  // Two at once: one gives the session back, the other finds the impersonation gone; one end audited.
+  const twice = await opened()
+  const stops = await Promise.all([twice.stop(), twice.stop()])
+  t.same(stops.map((r) => r.statusCode).sort(), [200, 401])
+  t.equal((await ended(twice.member.id)).length, 1, 'ended once')
+
+  // With a revocation of every session of the administrator: whichever wins, no session outlives it.
+  const revoked = await opened()
+  const [stop] = await Promise.all([revoked.stop(), owner.client.admin.revokeUserSessions({ userId: revoked.admin.user.id })])
+  t.same(await liveSessionIds(revoked.admin.user.id), [], 'the administrator has no session left')
+  const impersonations = await app.db
+    .selectFrom('session')
+    .select('id')
+    .where('user_id', '=', revoked.member.id)
+    .where('impersonated_by', 'is not', null)
+    .execute()
+  t.same(impersonations, [], 'nor the impersonation')
+  const back = sessionCookieOf(stop)
+  if (back)
+    t.equal((await call(app, 'GET', '/api/auth/get-session', { cookie: back })).json(), null, 'a cookie handed back is dead')
+
+  // Past the hour the impersonation has ended by itself: nothing to stop, nothing handed back.
+  const late = await opened()
+  offsetMs += 61 * 60 * 1000
+  const res = await late.stop()
+  t.same([res.statusCode, sessionCookieOf(res)], [401, undefined])
 })
 
 t.test('an impersonation lasts an hour at most and is never renewed', async (t) => {

@@ -15,7 +15,7 @@ import { buildTestApp, call, signUp, uniqueEmail, WEB_ORIGIN } from '../helpers/
 import { cookieJarFetch } from '../helpers/auth-client.js'
 import { SoftAuthenticator } from '../helpers/authenticator.js'
 import { auditEvents } from '../helpers/expect.js'
-import { Browser, drive, idpEnv, startOidcProvider } from '../helpers/idp.js'
+import { Browser, drive, driveUntilCallback, idpEnv, startOidcProvider } from '../helpers/idp.js'
 import { registerPasskey } from '../helpers/passkey.js'
 import { freePort } from '../helpers/port.js'
 import { errorCodeOf, routeTable } from '../helpers/routes.js'
@@ -95,6 +95,13 @@ async function guestMakes(t: Test, b: { send: TestBrowser['send'] }, signIn?: ()
   const usage = await b.send('POST', '/api/v1/usage/aiMessages/increment', { amount: 2 })
   t.equal(usage.status, 200, 'a guest counts AI messages')
   return { guestId, entryId: entry.json.id, resultId: result.json.id, consentId: consent.json.id }
+}
+
+/** A business call from a provider-capable Browser, as the web app makes it. */
+const sendIn = (b: Browser) => async (method: string, path: string, body?: unknown) => {
+  const res = await b.request(`${API}${path}`, { method, json: body, headers: { origin: WEB_ORIGIN } })
+  const text = await res.text()
+  return { status: res.status, json: text ? JSON.parse(text) : null }
 }
 
 async function signInAsGuest(b: TestBrowser): Promise<string> {
@@ -416,11 +423,7 @@ t.test('… by the identity provider', async (t) => {
   const sub = `guest-sub-${process.pid}-${Date.now()}`
   idp.accounts.set(sub, { email, email_verified: true, name: 'Provider Person' })
   const b = new Browser()
-  const send = async (method: string, path: string, body?: unknown) => {
-    const res = await b.request(`${API}${path}`, { method, json: body, headers: { origin: WEB_ORIGIN } })
-    const text = await res.text()
-    return { status: res.status, json: text ? JSON.parse(text) : null }
-  }
+  const send = sendIn(b)
   const made = await guestMakes(t, { send }, async () => (await send('POST', '/api/auth/sign-in/anonymous', {})).json.user.id)
   await drive(b, `${API}/api/auth/sign-in/idp?callbackURL=${encodeURIComponent(`${WEB_ORIGIN}/home`)}`, {
     api: API,
@@ -430,6 +433,25 @@ t.test('… by the identity provider', async (t) => {
   const session = (await send('GET', '/api/auth/get-session')).json
   t.equal(session?.user.email, email, 'signed in through the provider')
   await adopted(t, made, session.user.id, { send })
+})
+
+t.test('login CSRF by the identity provider: a flow planted in a guest’s browser moves nothing to the attacker', async (t) => {
+  const sub = `guest-csrf-${process.pid}-${Date.now()}`
+  idp.accounts.set(sub, { email: uniqueEmail('guest-csrf'), email_verified: true, name: 'Attacker' })
+  // The attacker runs the flow in their own browser up to the provider's answer, and keeps it unused.
+  const attacker = new Browser()
+  const start = `${API}/api/auth/sign-in/idp?callbackURL=${encodeURIComponent(`${WEB_ORIGIN}/home`)}`
+  const url = await driveUntilCallback(attacker, start, { api: API, login: sub })
+  // The victim's own guest, in its browser; a sibling subdomain tosses the attacker's flow cookie there.
+  const victim = new Browser()
+  const send = sendIn(victim)
+  const made = await guestMakes(t, { send }, async () => (await send('POST', '/api/auth/sign-in/anonymous', {})).json.user.id)
+  victim.setCookie(API, 'idp_flow', attacker.cookie(API, 'idp_flow')!, '/api/auth')
+  const landed = await victim.request(url)
+  t.equal(landed.status, 302)
+  t.match(landed.headers.get('location'), /error=state_mismatch/, 'refused: the flow is not this guest’s')
+  await untouched(t, made)
+  t.equal((await send('GET', '/api/auth/get-session')).json?.user.id, made.guestId, 'the browser is still the guest')
 })
 
 t.test('a sign-in with a second step moves the data only when the second step passes', async (t) => {

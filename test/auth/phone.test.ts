@@ -162,6 +162,19 @@ t.test('a code sent for attaching, or to another account, signs nothing in and a
   t.same([noSession.statusCode, noSession.json().code], [401, 'UNAUTHORIZED'], 'attaching needs a session')
 })
 
+t.test('a guest texts no one and attaches no number: a guest has no way in but its session', async (t) => {
+  // Anyone makes a guest with one request: texts sent for it would let strangers make the service
+  // pay for texts to any number, and a number attached would be a way in to a guest.
+  const made = await call(app, 'POST', '/api/auth/sign-in/anonymous', { body: {} })
+  const guest = sessionCookieOf(made)!
+  const phoneNumber = newNumber()
+  t.same([(await send(phoneNumber, guest)).statusCode, await codesTo(phoneNumber)], [200, []], 'nothing sent')
+  const attach = await verify({ phoneNumber, code: '123456', updatePhoneNumber: true }, guest)
+  t.same([attach.statusCode, attach.json().code], [403, 'FORBIDDEN'])
+  const rows = await app.db.selectFrom('user').select('id').where('phone_number', '=', phoneNumber).execute()
+  t.same(rows, [], 'no number attached')
+})
+
 t.test('an account with a second factor signs in by phone only through the second step', async (t) => {
   const { user, phoneNumber } = await withNumber()
   const { confirmed } = await enableTotp(app, user, clock.now())

@@ -250,3 +250,28 @@ export async function drive(
   }
   throw new Error('too many redirects')
 }
+
+/** Runs the provider part and returns the API callback URL without requesting it. */
+export async function driveUntilCallback(
+  browser: Browser,
+  authorize: string,
+  options: { api: string; login: string },
+): Promise<string> {
+  const { api, login } = options
+  let url = authorize
+  let form: Record<string, string> | undefined
+  for (let hop = 0; hop < 20; hop++) {
+    if (url.startsWith(`${api}/api/auth/callback/idp`)) return url
+    const res = await browser.request(url, form ? { form } : {})
+    form = undefined
+    if (res.status >= 300 && res.status < 400) {
+      url = new URL(res.headers.get('location')!, url).toString()
+      continue
+    }
+    const html = await res.text()
+    const action = /<form[^>]*action="([^"]+)"/.exec(html)![1]!
+    form = /value="login"/.test(html) ? { prompt: 'login', login, password: 'any' } : { prompt: 'consent' }
+    url = new URL(action, url).toString()
+  }
+  throw new Error('never reached the callback')
+}

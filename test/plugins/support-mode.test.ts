@@ -5,10 +5,11 @@
 // export, a token) answer 403 IMPERSONATION_REFUSED, and every other read answers as it would for
 // the member.
 import t from 'tap'
-import { buildTestApp, signUp, signUpWithRole, WEB_ORIGIN } from '../helpers/app.js'
+import { buildTestApp, call, sessionCookieOf, signUp, signUpWithRole, WEB_ORIGIN } from '../helpers/app.js'
 import { adminBrowser } from '../helpers/auth-client.js'
 import { auditEvents } from '../helpers/expect.js'
-import { errorCodeOf, routeTable } from '../helpers/routes.js'
+import { logLines } from '../helpers/log-lines.js'
+import { errorCodeOf, otherSpellings, routeTable } from '../helpers/routes.js'
 
 const app = await buildTestApp()
 await app.listen({ port: 0, host: '127.0.0.1' })
@@ -34,26 +35,40 @@ t.test('only the routes that end the impersonation, and batches of calls, are al
   )
 })
 
-/** The agent sees what the member sees on screen; nothing leaves with them: no whole-data download, no credential. */
-const TAKEN_AWAY = ['/api/auth/token', '/api/v1/me/export', '/api/v1/me/exportMyData']
+/**
+ * The agent sees what the member sees on screen; nothing leaves with them: no whole-data download,
+ * no credential, no new way in to the account (a passkey, a provider login, a phone number, the address).
+ */
+const TAKEN_AWAY = [
+  '/api/auth/change-email',
+  '/api/auth/link-social',
+  '/api/auth/passkey/generate-register-options',
+  '/api/auth/passkey/verify-registration',
+  '/api/auth/token',
+  '/api/v1/me/export',
+  '/api/v1/me/exportMyData',
+]
 
 t.test('the reads that hand out a copy to take away or a credential are refused, and only they', async (t) => {
   const refusedRoutes = routes.filter((r) => r.policy.whileImpersonating === 'refused' && !r.batch)
   t.same([...new Set(refusedRoutes.map((r) => r.pattern))].sort(), TAKEN_AWAY)
   for (const route of refusedRoutes) {
     if (route.method === 'OPTIONS') continue
-    const res = await app.inject({
-      method: route.method as 'GET',
-      url: route.url,
-      headers: { origin: WEB_ORIGIN, cookie, 'content-type': 'application/json' },
-      ...(route.method === 'GET' || route.method === 'HEAD' ? {} : { payload: route.procedure ? '{"json":{}}' : '{}' }),
-    })
-    const code = route.method === 'HEAD' ? undefined : errorCodeOf(res.json(), route)
-    t.same(
-      [res.statusCode, code],
-      [403, route.method === 'HEAD' ? undefined : 'IMPERSONATION_REFUSED'],
-      `${route.method} ${route.pattern}`,
-    )
+    // The path as the route declares it and as an attacker spells it: the router decodes both alike.
+    for (const url of [route.url, ...otherSpellings(route.url)]) {
+      const res = await app.inject({
+        method: route.method as 'GET',
+        url,
+        headers: { origin: WEB_ORIGIN, cookie, 'content-type': 'application/json' },
+        ...(route.method === 'GET' || route.method === 'HEAD' ? {} : { payload: route.procedure ? '{"json":{}}' : '{}' }),
+      })
+      const code = route.method === 'HEAD' ? undefined : errorCodeOf(res.json(), route)
+      t.same(
+        [res.statusCode, code],
+        [403, route.method === 'HEAD' ? undefined : 'IMPERSONATION_REFUSED'],
+        `${route.method} ${url}`,
+      )
+    }
   }
   // Through a batch of calls, each judged by its own procedure's route.
   const batch = await app.inject({
@@ -115,4 +130,49 @@ t.test("a member's own session is not in support mode", async (t) => {
     payload: { content: 'Mine', mood: 4 },
   })
   t.equal(res.statusCode, 201)
+})
+
+t.test('with writes allowed, support still adds no way in to the member’s account', async (t) => {
+  const log = logLines()
+  const writable = await buildTestApp({
+    env: { IMPERSONATION_ALLOWS_WRITES: 'true', PHONE_SIGN_IN: 'true', LOG_LEVEL: 'info' },
+    deps: { logStream: log.stream },
+  })
+  const agent = await signUpWithRole(writable, 'admin')
+  const owner = await signUp(writable)
+  const opened = await call(writable, 'POST', '/api/auth/admin/impersonate-user', {
+    cookie: agent.cookie,
+    body: { userId: owner.id },
+  })
+  const support = sessionCookieOf(opened)!
+  t.equal(opened.statusCode, 200)
+  // The agent's own phone: a code sent while signed in as the member attaches the number (a fresh
+  // session needs no password), and the agent could sign in by phone as the member for good.
+  const phoneNumber = `+62813${String(process.pid % 10_000).padStart(4, '0')}001`
+  t.equal(
+    (await call(writable, 'POST', '/api/auth/phone-number/send-otp', { cookie: support, body: { phoneNumber } })).statusCode,
+    200,
+  )
+  await (writable as unknown as { settled: () => Promise<void> }).settled()
+  const code = log.lines
+    .map((line) => JSON.parse(line) as { phoneCode?: { phoneNumber: string; code: string } })
+    .findLast((entry) => entry.phoneCode?.phoneNumber === phoneNumber)?.phoneCode?.code
+  const ways = [
+    ['POST', '/api/auth/phone-number/verify', { phoneNumber, code: code ?? '000000', updatePhoneNumber: true }],
+    // The address every emailed proof follows: moved without the password, it is the account's.
+    ['POST', '/api/auth/change-email', { newEmail: `agent-${process.pid}@example.com` }],
+    ['GET', '/api/auth/passkey/generate-register-options', undefined],
+    ['POST', '/api/auth/passkey/verify-registration', { response: {} }],
+    ['POST', '/api/auth/link-social', { provider: 'idp' }],
+  ] as const
+  for (const [method, url, body] of ways) {
+    const res = await call(writable, method, url, { cookie: support, ...(body ? { body } : {}) })
+    t.same([res.statusCode, res.json().code], [403, 'IMPERSONATION_REFUSED'], `${method} ${url}`)
+  }
+  const row = await writable.db
+    .selectFrom('user')
+    .select(['email', 'phone_number'])
+    .where('id', '=', owner.id)
+    .executeTakeFirstOrThrow()
+  t.same(row, { email: owner.email, phone_number: null }, 'no way in was added')
 })

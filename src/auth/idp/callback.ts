@@ -62,6 +62,11 @@ export async function completeCallback(
   if (deps.clock.now().getTime() > flow.expiresAt) return onError('state_mismatch', 'flow expired')
   // Constant time: the state is the CSRF token of the whole flow.
   if (!state || !safeEqual(state, flow.state)) return onError('state_mismatch', 'state does not match the flow')
+  // A flow cookie tossed into a guest's browser (a sibling subdomain) with the attacker's callback
+  // would sign it in to the attacker's account and take what the guest made: a guest's browser
+  // completes only a flow it started itself, as a sign-in link it asked for (routes/mailbox.ts).
+  const { guest } = input.browser
+  if (guest && guest !== flow.guest) return onError('state_mismatch', 'the flow was started in another browser than this guest')
   // RFC 9207: an `iss` naming another issuer means a mix-up between providers.
   if (iss !== undefined && iss !== deps.issuer) return onError('issuer_mismatch', 'iss parameter is another issuer')
   if (error !== undefined) return onError(PROVIDER_ERROR.test(error) ? error : 'provider_error', 'provider answered an error')

@@ -18,6 +18,8 @@ export interface IdpFlow {
   newUserCallbackURL: string
   /** Set by link-social: the callback links the provider account to this signed-in user instead of signing in. */
   linkUserId?: string
+  /** The guest whose browser started the flow (sign-in/step.ts, BrowserState): the one guest its sign-in may adopt. */
+  guest?: string
   /** ms since the epoch */
   expiresAt: number
 }

@@ -9,7 +9,7 @@ import { z } from 'zod'
 import { UpdateProfileInput } from '../../profile/schemas.js'
 import { contextOf } from '../../shared/context.js'
 import { resolveOptionalRedirect, resolveRedirect, withQuery } from '../../shared/redirect.js'
-import { ACTS_ON_GET, PUBLIC, REVERIFIES_PASSWORD } from '../../shared/route-policy.js'
+import { ACTS_ON_GET, addsAWayIn, PUBLIC, REVERIFIES_PASSWORD } from '../../shared/route-policy.js'
 import { currentUser } from '../../user/signed-in.js'
 import { renderApprovalPage, renderDeadApprovalPage } from '../account/approval-page.js'
 import { emailAuthDepsOf } from '../account/deps.js'
@@ -59,7 +59,7 @@ export const accountRoutes = declareRoutes({
   changeEmail: {
     method: 'POST',
     path: '/api/auth/change-email',
-    policy: REVERIFIES_PASSWORD,
+    policy: addsAWayIn(REVERIFIES_PASSWORD),
     summary:
       'Change the address: needs a session signed in within a day or the password (403 SESSION_NOT_FRESH); a verified account approves from its current address (a page whose button approves), then the new address confirms (links valid 24 h); answers the same whether the new address is taken or not',
     body: z.strictObject({

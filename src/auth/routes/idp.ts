@@ -1,9 +1,9 @@
 // Sign-in through the identity provider (docs/http-contract.md, "Sign-in with the identity
 // provider"): start (redirect or JSON for better-auth's client) and the callback. Every callback
 // failure is a redirect to the error URL, never a page of ours.
-import type { FastifyReply } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import { z } from 'zod'
-import { PUBLIC, PUBLIC_ACTS_ON_GET } from '../../shared/route-policy.js'
+import { addsAWayIn, PUBLIC, PUBLIC_ACTS_ON_GET } from '../../shared/route-policy.js'
 import { contextOf } from '../../shared/context.js'
 import { AppError, serviceUnavailable } from '../../shared/errors.js'
 import { resolveRedirect, withQuery } from '../../shared/redirect.js'
@@ -51,6 +51,7 @@ export const idpRoutes = declareRoutes({
   linkSocialAccount: {
     method: 'POST',
     path: '/api/auth/link-social',
+    policy: addsAWayIn(),
     summary: "Link the identity provider's account to the signed-in user: answers its authorization URL (better-auth's client)",
     body: z.strictObject({
       provider: z.string().min(1).max(64),
@@ -118,7 +119,12 @@ export default serveRoutes(idpRoutes, (app) => {
     }
   }
 
-  const start = async (reply: FastifyReply, q: Parameters<typeof flowUrls>[0], linkUserId?: string): Promise<string> => {
+  const start = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    q: Parameters<typeof flowUrls>[0],
+    linkUserId?: string,
+  ): Promise<string> => {
     const urls = flowUrls(q)
     const provider = configured()
     let authorization: AuthorizationRequest
@@ -130,7 +136,8 @@ export default serveRoutes(idpRoutes, (app) => {
       throw err
     }
     const { url, ...secrets } = authorization
-    flowCookie.set(reply, { ...secrets, ...urls, ...(linkUserId ? { linkUserId } : {}) })
+    const { guest } = app.signInCookies.browserOf(request)
+    flowCookie.set(reply, { ...secrets, ...urls, ...(linkUserId ? { linkUserId } : {}), ...(guest ? { guest } : {}) })
     return url
   }
 
@@ -140,16 +147,16 @@ export default serveRoutes(idpRoutes, (app) => {
   }
 
   return {
-    signInIdp: async (request, reply) => reply.redirect(await start(reply, request.query), 302),
+    signInIdp: async (request, reply) => reply.redirect(await start(request, reply, request.query), 302),
     signInSocial: async (request, reply) => {
       const { provider, disableRedirect, ...q } = request.body
       ours(provider)
-      return { url: await start(reply, q), redirect: !disableRedirect }
+      return { url: await start(request, reply, q), redirect: !disableRedirect }
     },
     linkSocialAccount: async (request, reply) => {
       const { provider, disableRedirect, ...q } = request.body
       ours(provider)
-      return { url: await start(reply, q, currentUser(request).id), redirect: !disableRedirect }
+      return { url: await start(request, reply, q, currentUser(request).id), redirect: !disableRedirect }
     },
     callbackIdp: async (request, reply) => {
       const provider = configured()

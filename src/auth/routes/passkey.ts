@@ -4,7 +4,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { z } from 'zod'
 import { contextOf } from '../../shared/context.js'
-import { ACTS_ON_GET, SIGN_IN_PER_IP } from '../../shared/route-policy.js'
+import { ACTS_ON_GET, addsAWayIn, SIGN_IN_PER_IP } from '../../shared/route-policy.js'
 import { currentUser } from '../../user/signed-in.js'
 import { SessionSchema, Status, toSessionJson, toUserJson, UserSchema } from '../core/schemas.js'
 import {
@@ -37,7 +37,7 @@ export const passkeyRoutes = declareRoutes({
   generatePasskeyRegistrationOptions: {
     method: 'GET',
     path: '/api/auth/passkey/generate-register-options',
-    policy: ACTS_ON_GET,
+    policy: addsAWayIn(ACTS_ON_GET),
     tags,
     summary:
       'Options for navigator.credentials.create() to add a passkey, and the challenge cookie (5 minutes); needs a session started within a day',
@@ -48,6 +48,7 @@ export const passkeyRoutes = declareRoutes({
   passkeyVerifyRegistration: {
     method: 'POST',
     path: '/api/auth/passkey/verify-registration',
+    policy: addsAWayIn(),
     tags,
     summary:
       "Add the passkey the authenticator made (with user verification) for the challenge cookie's options; the owner is mailed a notice",

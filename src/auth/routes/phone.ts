@@ -4,8 +4,8 @@
 // off, the routes are not registered (404). The rules are in phone/service.ts.
 import { z } from 'zod'
 import { contextOf } from '../../shared/context.js'
-import { unauthorized } from '../../shared/errors.js'
-import { SIGN_IN_WITH_CODE } from '../../shared/route-policy.js'
+import { forbidden, unauthorized } from '../../shared/errors.js'
+import { addsAWayIn, SIGN_IN_WITH_CODE } from '../../shared/route-policy.js'
 import type { UserWithFlags } from '../../user/types.js'
 import { toUserJson, TwoFactorRedirectSchema, twoFactorRedirect, UserSchema } from '../core/schemas.js'
 import { CodeStore } from '../links/codes.js'
@@ -42,7 +42,8 @@ export const phoneRoutes = declareRoutes({
   verifyPhoneNumber: {
     method: 'POST',
     path: '/api/auth/phone-number/verify',
-    policy: SIGN_IN_WITH_CODE,
+    // With updatePhoneNumber it attaches the number: refused in support mode, a sign-in by phone with it.
+    policy: addsAWayIn(SIGN_IN_WITH_CODE),
     summary:
       "Sign in with the code sent to a verified number (with two-factor on, the second step is asked for as after a password); with updatePhoneNumber, in a fresh session, make the number the account's",
     body: z.strictObject({
@@ -78,7 +79,9 @@ const served = serveRoutes(phoneRoutes, (app) => {
   return {
     sendPhoneNumberOTP: mailsAfterReply(app, { message: 'code sent' as const }, (body: { phoneNumber: string }, request) => {
       const phoneNumber = e164(body.phoneNumber)
-      return { what: 'phone code', mail: () => sendPhoneCode(deps, phoneNumber, request.user?.id ?? null) }
+      // A guest is signed out here: anyone makes one with a request, and a number is no guest's way in.
+      const member = request.user?.isAnonymous ? null : (request.user?.id ?? null)
+      return { what: 'phone code', mail: () => sendPhoneCode(deps, phoneNumber, member) }
     }),
     verifyPhoneNumber: async (request, reply) => {
       const { code, disableSession = false, updatePhoneNumber = false } = request.body
@@ -86,6 +89,7 @@ const served = serveRoutes(phoneRoutes, (app) => {
       const ctx = contextOf(request)
       if (updatePhoneNumber) {
         if (!request.user || !request.session) throw unauthorized()
+        if (request.user.isAnonymous) throw forbidden('Guests cannot use this: sign up or sign in first')
         const session = { userId: request.user.id, createdAt: request.session.createdAt }
         return answer(await attachNumber(deps, ctx, session, { phoneNumber, code }))
       }

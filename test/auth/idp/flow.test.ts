@@ -2,7 +2,7 @@
 // over real sockets: the API listens, the provider listens, a fetch-driven browser goes between.
 import t from 'tap'
 import { buildTestApp, call, movableClock, signUp, uniqueEmail, WEB_ORIGIN } from '../../helpers/app.js'
-import { Browser, CLIENT_ID, CLIENT_SECRET, drive, startOidcProvider } from '../../helpers/idp.js'
+import { Browser, CLIENT_ID, CLIENT_SECRET, drive, driveUntilCallback, startOidcProvider } from '../../helpers/idp.js'
 import { freePort } from '../../helpers/port.js'
 
 const OWNER_EMAIL = `owner-${process.pid}-${Date.now()}@example.com`
@@ -276,7 +276,7 @@ t.test('a tampered state is state_mismatch and the code is never redeemed', asyn
   // Stop at the callback: drive until the provider sends the browser back, then alter state.
   const first = await browser.request(startUrl())
   const authorize = first.headers.get('location')!
-  const toProvider = await driveUntilCallback(browser, authorize, sub)
+  const toProvider = await driveUntilCallback(browser, authorize, { api: API, login: sub })
   const tampered = new URL(toProvider)
   tampered.searchParams.set('state', `${tampered.searchParams.get('state')}x`)
   const res = await browser.request(tampered.toString())
@@ -295,7 +295,7 @@ t.test('a callback without the flow cookie (forged or from another browser) is s
   const victim = new Browser()
   const attacker = new Browser()
   const first = await attacker.request(startUrl())
-  const callback = await driveUntilCallback(attacker, first.headers.get('location')!, sub)
+  const callback = await driveUntilCallback(attacker, first.headers.get('location')!, { api: API, login: sub })
   const res = await victim.request(callback)
   t.equal(new URL(res.headers.get('location')!).searchParams.get('error'), 'state_mismatch')
   t.equal(await sessionOf(victim), null)
@@ -309,7 +309,7 @@ t.test('a flow older than ten minutes is state_mismatch', async (t) => {
   const sub = newSubject({ email: uniqueEmail('idp-expired'), email_verified: true })
   const browser = new Browser()
   const first = await browser.request(startUrl({ errorCallbackURL: '/signin-failed' }))
-  const callback = await driveUntilCallback(browser, first.headers.get('location')!, sub)
+  const callback = await driveUntilCallback(browser, first.headers.get('location')!, { api: API, login: sub })
   clock.set(11 * 60 * 1000)
   t.teardown(() => {
     clock.set(0)
@@ -427,23 +427,3 @@ t.test('sign-in/social from an untrusted origin is refused', async (t) => {
   t.equal(res.statusCode, 403)
   t.equal(res.json().code, 'INVALID_ORIGIN')
 })
-
-/** Runs the provider part and returns the API callback URL without requesting it. */
-async function driveUntilCallback(browser: Browser, authorize: string, login: string): Promise<string> {
-  let url = authorize
-  let form: Record<string, string> | undefined
-  for (let hop = 0; hop < 20; hop++) {
-    if (url.startsWith(`${API}/api/auth/callback/idp`)) return url
-    const res = await browser.request(url, form ? { form } : {})
-    form = undefined
-    if (res.status >= 300 && res.status < 400) {
-      url = new URL(res.headers.get('location')!, url).toString()
-      continue
-    }
-    const html = await res.text()
-    const action = /<form[^>]*action="([^"]+)"/.exec(html)![1]!
-    form = /value="login"/.test(html) ? { prompt: 'login', login, password: 'any' } : { prompt: 'consent' }
-    url = new URL(action, url).toString()
-  }
-  throw new Error('never reached the callback')
-}
