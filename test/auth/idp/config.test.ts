@@ -55,10 +55,15 @@ t.test('a discovery document naming another issuer is refused', async (t) => {
   t.equal(res.json().code, 'BAD_GATEWAY')
 })
 
-t.test('behind https the flow cookie is Secure and __Secure- prefixed', async (t) => {
+t.test('behind https the flow cookie is __Host- prefixed: Secure, Path=/, never the shared domain', async (t) => {
   const issuer = await startForgingIssuer()
   const app = await buildTestApp({
-    env: { AUTH_URL: 'https://api.example.com', IDP_ISSUER: issuer.issuer, IDP_CLIENT_ID: CLIENT_ID },
+    env: {
+      AUTH_URL: 'https://api.example.com',
+      AUTH_COOKIE_DOMAIN: 'example.com',
+      IDP_ISSUER: issuer.issuer,
+      IDP_CLIENT_ID: CLIENT_ID,
+    },
   })
   const res = await app.inject({ method: 'GET', url: '/api/auth/sign-in/idp' })
   t.equal(res.statusCode, 302)
@@ -66,9 +71,16 @@ t.test('behind https the flow cookie is Secure and __Secure- prefixed', async (t
     new URL(res.headers.location as string).searchParams.get('redirect_uri'),
     'https://api.example.com/api/auth/callback/idp',
   )
-  const flow = res.cookies.find((c) => c.name === '__Secure-idp_flow')
-  t.ok(flow)
+  const flow = res.cookies.find((c) => c.name === '__Host-idp_flow')
+  t.ok(flow, JSON.stringify(res.cookies))
   t.equal(flow?.secure, true)
   t.equal(flow?.httpOnly, true)
-  t.equal(flow?.path, '/api/auth')
+  t.equal(flow?.path, '/')
+  t.equal(flow?.domain, undefined, 'host-only, whatever AUTH_COOKIE_DOMAIN says')
+  // The callback reads it back: a state that does not match is refused, an absent cookie likewise.
+  const state = new URL(res.headers.location as string).searchParams.get('state')
+  const cookie = `__Host-idp_flow=${flow?.value}`
+  const back = await app.inject({ method: 'GET', url: `/api/auth/callback/idp?state=${state}x&code=c`, headers: { cookie } })
+  t.match(back.headers.location, /state_mismatch/)
+  t.match(back.headers['set-cookie'], /__Host-idp_flow=;/, 'the flow is cleared, once read')
 })
