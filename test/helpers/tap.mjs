@@ -38,9 +38,10 @@ const args = process.argv.slice(2).map((arg) => {
 // A whole run (no test named) runs the small files of a folder several to a process
 // (test/helpers/group.ts): each process costs about 2 CPU s before its first test, and a pass on two
 // cores is bound by CPU. A file that sets its own time limit (`t.setTimeout` at its top level) is a
-// long one: it keeps a process of its own, and the longest start first (tap runs its files in the
-// order of their names, hence the entries' numbers), so that the processes at a time end together.
-const GROUP_SIZE = 8
+// long one: it keeps a process of its own, and the longest start first, then the largest groups
+// (tap runs its files in the order of their names, hence the entries' numbers), so that the
+// processes at a time end together.
+const GROUP_SIZE = 12
 const GROUPS = join(OUT, 'groups')
 
 function* testFiles(dir) {
@@ -65,10 +66,9 @@ function entries() {
   const chunks = (files) =>
     Array.from({ length: Math.ceil(files.length / GROUP_SIZE) }, (_, i) => files.slice(i * GROUP_SIZE, (i + 1) * GROUP_SIZE))
   const folders = [...byFolder.values()].flatMap(chunks)
-  const groups = [
-    ...folders.filter((files) => files.length > 2),
-    ...chunks(folders.filter((files) => files.length <= 2).flat()),
-  ].map((files) => ({ files }))
+  const groups = [...folders.filter((files) => files.length > 2), ...chunks(folders.filter((files) => files.length <= 2).flat())]
+    .sort((a, b) => b.length - a.length)
+    .map((files) => ({ files }))
   alone.sort((a, b) => b.limit - a.limit)
   mkdirSync(GROUPS, { recursive: true })
   return [...alone, ...groups].map(({ files }, i) => {
