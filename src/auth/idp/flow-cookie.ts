@@ -1,13 +1,12 @@
 // The identity provider flow's state, carried by the browser from the sign-in start to the callback
 // in a signed cookie (signed, never encrypted: no secret in it but the PKCE verifier, useless
-// without the code). Over HTTPS it is `__Host-idp_flow` (Secure, Path=/, no Domain), which browsers
-// take only from this host: a sibling subdomain cannot plant its own flow in a browser and so sign
-// that browser in to its account at the callback (a login CSRF; a `__Secure-` cookie may carry a
-// Domain, so that prefix does not stop it).
+// without the code). Over HTTPS it is `__Host-idp_flow` (hostCookieName): a sibling subdomain cannot
+// plant its own flow in a browser and so sign that browser in to its account at the callback (a
+// login CSRF).
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Config } from '../../config.js'
 import type { Clock } from '../../shared/clock.js'
-import { cookiesOf } from '../session/cookie-attributes.js'
+import { cookiesOf, hostCookieAttributes, hostCookieName } from '../session/cookie-attributes.js'
 
 const FLOW_TTL_MS = 10 * 60 * 1000
 const BASE_NAME = 'idp_flow'
@@ -34,12 +33,12 @@ export class FlowCookie {
     private readonly config: Config['auth'],
     private readonly clock: Clock,
   ) {
-    this.name = config.secureCookies ? `__Host-${BASE_NAME}` : BASE_NAME
+    this.name = hostCookieName(config, BASE_NAME)
   }
 
   private attributes() {
-    // Lax: the provider's redirect back is a top-level GET navigation, which Lax lets through.
-    return { path: '/', httpOnly: true, sameSite: 'lax' as const, secure: this.config.secureCookies }
+    // Lax (as every auth cookie): the provider's redirect back is a top-level GET navigation.
+    return hostCookieAttributes(this.config)
   }
 
   set(reply: FastifyReply, flow: Omit<IdpFlow, 'expiresAt'>): void {

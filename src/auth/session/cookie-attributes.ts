@@ -7,6 +7,18 @@ import type { Config } from '../../config.js'
 export const cookieName = (config: Config['auth'], baseName: string): string =>
   config.secureCookies ? `__Secure-${baseName}` : baseName
 
+/**
+ * A cookie no sibling subdomain may plant (the guest binding, the provider flow): over HTTPS named
+ * `__Host-`, which browsers take only from this host with Secure, Path=/ and no Domain; over plain
+ * http (development) the prefix is not allowed and the name is bare. A `__Secure-` cookie may carry
+ * a Domain, so that prefix does not stop a planter.
+ */
+export const hostCookieName = (config: Config['auth'], baseName: string): string =>
+  config.secureCookies ? `__Host-${baseName}` : baseName
+
+/** `cookieAttributes` without the configured domain: what a `hostCookieName` cookie is set with. */
+export const hostCookieAttributes = (config: Config['auth']) => ({ ...cookieAttributes(config), domain: undefined })
+
 /** Host-wide, HttpOnly, SameSite=Lax, Secure over HTTPS, on the configured domain. */
 export function cookieAttributes(config: Config['auth']) {
   return {

@@ -4,12 +4,10 @@
 // with subdomains by AUTH_COOKIE_DOMAIN) can plant a session of their own guest there, and the
 // account then signed in to would take what that guest holds. So sign-in/anonymous also sets this
 // cookie, naming the guest, and a guest is adopted only by a browser that holds both. Over HTTPS it
-// is `__Host-insight.guest`: Secure, Path=/ and no Domain, which browsers accept only from this host
-// over HTTPS, so neither of those writers can set it. Over plain http (development) the prefix is
-// not allowed, and the name is `insight.guest`.
+// is `__Host-insight.guest` (hostCookieName), which neither of those writers can set.
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Config } from '../../config.js'
-import { cookieAttributes, readSignedCookie } from '../session/cookie-attributes.js'
+import { hostCookieAttributes, hostCookieName, readSignedCookie } from '../session/cookie-attributes.js'
 
 /** As long as a browser keeps a cookie: a stale one names a guest that is gone, and adopts nothing. */
 const MAX_AGE_S = 400 * 24 * 60 * 60
@@ -18,12 +16,11 @@ export class GuestCookie {
   private readonly name: string
 
   constructor(private readonly config: Config['auth']) {
-    this.name = config.secureCookies ? '__Host-insight.guest' : 'insight.guest'
+    this.name = hostCookieName(config, 'insight.guest')
   }
 
   private attributes() {
-    // Host-only: never the configured domain.
-    return { ...cookieAttributes(this.config), domain: undefined, signed: true }
+    return { ...hostCookieAttributes(this.config), signed: true }
   }
 
   /** The guest this browser was made for, when its signature verifies. */
