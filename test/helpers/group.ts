@@ -34,11 +34,13 @@ export const afterEachFile = (fn: Teardown): void => {
 /** Runs `files`, named relative to the entry file `base` (its `import.meta.url`), in order. */
 export async function runFiles(base: string, files: string[]): Promise<void> {
   grouped = true
-  // The process's time limit is its files' (tap's 120 s, or what a file sets) summed.
+  // The process's time limit is its files' (tap's per file, package.json's tap.timeout, or what a
+  // file sets) summed.
+  const perFile = Number(process.env.TAP_TIMEOUT ?? 30) * 1000
   const limit = t.setTimeout.bind(t)
   let next = 0
-  limit(files.length * 120_000)
-  t.setTimeout = (ms: number) => limit(ms + (files.length - next) * 120_000)
+  limit(files.length * perFile)
+  t.setTimeout = (ms: number) => limit(ms + (files.length - next) * perFile)
   // A file with nothing to run here (`t.plan(0, why)`, a service absent) says so as a skip: a plan of
   // 0 would end the process's other files too.
   const plan = t.plan.bind(t)
